@@ -1,0 +1,31 @@
+// Helpers shared by the tests: scratch directories and file editing.
+#ifndef WIZQ_TESTS_TEST_UTIL_H_
+#define WIZQ_TESTS_TEST_UTIL_H_
+
+#include <string>
+
+namespace wizq::test {
+
+// A fresh empty directory under $TMPDIR (or /tmp), removed by the destructor.
+class ScratchDir {
+ public:
+  ScratchDir();
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string Join(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadAll(const std::string& path);
+void WriteAll(const std::string& path, const std::string& data);
+// The build directory (for helper binaries) and the source directory.
+std::string BuildDir();
+std::string SourceDir();
+
+}  // namespace wizq::test
+
+#endif  // WIZQ_TESTS_TEST_UTIL_H_
