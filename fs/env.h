@@ -38,8 +38,8 @@ class WritableFile {
   virtual const std::string& path() const = 0;
 };
 
-// A held file lock (flock, exclusive). Released by Env::UnlockFile or when
-// the object is destroyed. flock locks belong to the open file description:
+// A held file lock (flock, exclusive), released when the object is
+// destroyed. flock locks belong to the open file description:
 // closing another descriptor of the same file does not drop them, and two
 // opens in one process exclude each other like two processes do.
 class FileLock {
@@ -80,8 +80,8 @@ class Env {
   virtual Status RenameFile(const std::string& from, const std::string& to) = 0;
   // Removes a file (only ever used for worker entries and temp files).
   virtual Status RemoveFile(const std::string& path) = 0;
-  // mkdir with `mode` if missing (OK if it exists as a real directory; an
-  // error if it is a symlink or not a directory).
+  // mkdir with `mode` if missing, then fsync of the parent (OK if it exists
+  // as a real directory; an error if it is a symlink or not a directory).
   virtual Status CreateDir(const std::string& path, int mode) = 0;
   // fsync of a directory: the entries created or renamed in it are durable.
   virtual Status SyncDir(const std::string& path) = 0;

@@ -1,0 +1,98 @@
+// Reading and appending the audit log (format: audit/log_format.h).
+//
+// LogWriter batches events and makes each batch durable with one write and
+// one fdatasync (group commit). LogReader parses a byte range of the log and
+// tells committed lines from a torn tail and from corruption.
+//
+// REQUIRES: the caller holds the queue directory's lock whenever it appends
+// or repairs; readers that do not hold it must never repair.
+#ifndef WIZQ_AUDIT_LOG_H_
+#define WIZQ_AUDIT_LOG_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fs/env.h"
+#include "util/status.h"
+
+namespace wizq {
+
+class JsonWriter;
+
+// One committed line of the log.
+struct LogRecord {
+  int64_t seq = 0;
+  uint64_t offset = 0;     // byte offset of the line in the file
+  std::string_view line;   // without the trailing newline; points into the
+                           // buffer given to ParseLog
+};
+
+struct LogParseResult {
+  std::vector<LogRecord> records;  // committed lines, in order
+  uint64_t committed_end = 0;      // file offset just past the last commit
+  uint64_t torn_bytes = 0;         // bytes after committed_end (torn tail)
+};
+
+// Parses `data`, which holds the log from file offset `base_offset` on.
+// `expected_seq` is the seq the first line must have (0: any). On
+// corruption returns Corruption naming `path` and the byte offset.
+Status ParseLog(const std::string& path, std::string_view data,
+                uint64_t base_offset, int64_t expected_seq,
+                LogParseResult* result);
+
+// Checks one line's crc; returns false for a bad or missing checksum.
+bool LineChecksumOk(std::string_view line);
+
+// Copies the bytes from `committed_end` to the end of the log into
+// `<dir>/audit.torn-<offset>.<ms>.jsonl` (synced), then truncates the log to
+// `committed_end` (synced). `aside_path` receives the copy's path.
+// REQUIRES: lock held.
+Status SetAsideTornTail(Env* env, const std::string& log_path,
+                        uint64_t committed_end, std::string* aside_path);
+
+class LogWriter {
+ public:
+  // Opens `path` for appending. `end` is the current size of the log (the
+  // caller has read it) and `next_seq` the seq the next line gets.
+  static Status Open(Env* env, const std::string& path, uint64_t end,
+                     int64_t next_seq, std::unique_ptr<LogWriter>* writer);
+
+  // Starts a new line for `event`; the caller adds the event's fields with
+  // the returned writer (already inside the object), then calls EndEvent.
+  JsonWriter& BeginEvent(std::string_view event, int64_t ts_ms);
+  // Closes the line and returns it as a complete JSON object (without its
+  // commit and crc fields, which Commit adds) so that the caller can apply
+  // it to its state exactly as a reader of the log would.
+  const std::string& EndEvent();
+  size_t pending_events() const { return pending_.size(); }
+  // Writes the pending lines with one append and one fdatasync. On failure
+  // the log is cut back to where it was (best effort) and the error names
+  // the file; the pending lines are dropped either way.
+  Status Commit(std::vector<std::string>* committed_lines = nullptr);
+  // Drops the pending lines and their seqs.
+  void Abandon();
+
+  // After other processes appended: the new end and next seq.
+  void Reposition(uint64_t end, int64_t next_seq);
+  uint64_t end() const { return end_; }
+  int64_t next_seq() const { return next_seq_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  LogWriter() = default;
+
+  Env* env_ = nullptr;
+  std::string path_;
+  std::unique_ptr<WritableFile> file_;
+  uint64_t end_ = 0;
+  int64_t next_seq_ = 1;
+  std::vector<std::string> pending_;  // lines without commit/crc/newline
+  std::unique_ptr<JsonWriter> json_;
+};
+
+}  // namespace wizq
+
+#endif  // WIZQ_AUDIT_LOG_H_

@@ -1,0 +1,45 @@
+// The audit log, `.wizard/audit.jsonl`: the run's append-only history.
+//
+// One JSON object per line, '\n'-terminated, fields in this order:
+//
+//   {"seq":17,"ts":1763776000123,"event":"task_claimed",<event fields>
+//    [,"commit":true],"crc":"1a2b3c4d"}
+//
+//   seq     rises by exactly 1 from line to line, starting at 1.
+//   ts      milliseconds since the Unix epoch (UTC) when it was written.
+//   event   the event name (SPEC §4); its own fields follow.
+//   commit  present, and true, on the last line of each commit. Events are
+//           written in batches (a task's completion together with the tasks
+//           it spawns, several results at once): a batch is one write and
+//           one fdatasync, and it counts only once its commit line is
+//           complete. Lines after the last commit line are an unfinished
+//           batch: they are part of the torn tail.
+//   crc     CRC-32 (zlib polynomial) of every byte of the line before
+//           `,"crc":`, as 8 lowercase hex digits; always the last field.
+//
+// Reading (LogReader) splits the file into:
+//   - the committed prefix: every line up to the last commit line, each
+//     with a good crc and seq = previous + 1;
+//   - a torn tail: whatever follows the committed prefix when nothing after
+//     it is a good line (a crash mid-append: a line without its newline, a
+//     line cut short, zeros or garbage, or an unfinished batch);
+//   - or corruption: a bad line (or a seq gap) followed by a good line
+//     somewhere after it — an error naming the file and byte offset.
+// Before anyone appends again, a torn tail is copied aside to
+// `.wizard/audit.torn-<offset>.<ms>.jsonl` and cut off (see audit/log.h).
+#ifndef WIZQ_AUDIT_LOG_FORMAT_H_
+#define WIZQ_AUDIT_LOG_FORMAT_H_
+
+#include <cstddef>
+#include <string_view>
+
+namespace wizq::log_format {
+
+inline constexpr std::string_view kCrcPrefix = ",\"crc\":\"";
+// `,"crc":"` + 8 hex digits + `"}`
+inline constexpr size_t kCrcSuffixLength = 8 + 8 + 2;
+inline constexpr std::string_view kCommitField = ",\"commit\":true";
+
+}  // namespace wizq::log_format
+
+#endif  // WIZQ_AUDIT_LOG_FORMAT_H_

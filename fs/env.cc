@@ -1,0 +1,43 @@
+#include "fs/env.h"
+
+namespace wizq {
+
+namespace {
+
+// Writes, syncs and closes `path` (created or truncated).
+Status WriteAndSync(Env* env, const std::string& path, std::string_view data) {
+  std::unique_ptr<WritableFile> file;
+  WIZQ_RETURN_IF_ERROR(env->NewWritableFile(path, &file));
+  WIZQ_RETURN_IF_ERROR(file->Append(data));
+  WIZQ_RETURN_IF_ERROR(file->Sync());
+  return file->Close();
+}
+
+}  // namespace
+
+Status Env::WriteFileAtomic(const std::string& path, std::string_view data) {
+  const std::string tmp = path + ".tmp";
+  Status s = WriteAndSync(this, tmp, data);
+  if (!s.ok()) {
+    RemoveFile(tmp);  // Best effort; a stale temp file is harmless.
+    return s.Annotate("writing " + path);
+  }
+  s = RenameFile(tmp, path);
+  if (!s.ok()) {
+    RemoveFile(tmp);
+    return s.Annotate("writing " + path);
+  }
+  return SyncDir(DirName(path)).Annotate("writing " + path);
+}
+
+std::string DirName(const std::string& path) {
+  size_t end = path.size();
+  while (end > 1 && path[end - 1] == '/') end--;  // "a/b/" names "a/b".
+  const size_t slash = path.rfind('/', end - 1);
+  if (end == 0 || slash == std::string::npos) return ".";
+  size_t dir_end = slash;
+  while (dir_end > 0 && path[dir_end - 1] == '/') dir_end--;
+  return dir_end == 0 ? "/" : path.substr(0, dir_end);
+}
+
+}  // namespace wizq

@@ -1,0 +1,186 @@
+#include "queue/queue.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "queue/queue_impl.h"
+#include "queue/txn_impl.h"
+#include "util/canonical_json.h"
+#include "util/hash.h"
+#include "util/json_writer.h"
+
+namespace wizq {
+namespace {
+
+const char kSnapshotFile[] = "queue.json";
+const char kLogFile[] = "audit.jsonl";
+
+}  // namespace
+
+Status DedupKey(std::string_view type, std::string_view inputs,
+                std::string* key) {
+  std::string canonical;
+  WIZQ_RETURN_IF_ERROR(CanonicalizeJson(inputs, &canonical));
+  std::string material(type);
+  material.push_back('\n');
+  material += canonical;
+  *key = Hash128Hex(material);
+  return Status::OK();
+}
+
+Status Queue::Open(const QueueOptions& options, std::unique_ptr<Queue>* queue,
+                   OpenReport* report) {
+  Env* env = options.env ? options.env : Env::Posix();
+  auto q = std::make_unique<DirQueue>(options, env);
+  OpenReport local;
+  WIZQ_RETURN_IF_ERROR(q->OpenLocked(report ? report : &local));
+  *queue = std::move(q);
+  return Status::OK();
+}
+
+DirQueue::DirQueue(const QueueOptions& options, Env* env)
+    : options_(options),
+      env_(env),
+      dir_(options.install_dir + "/.wizard"),
+      state_(std::make_unique<QueueState>()),
+      workers_(env, dir_ + "/workers") {}
+
+DirQueue::~DirQueue() = default;
+
+Status DirQueue::PrepareDirectory() {
+  if (options_.read_only && !env_->FileExists(dir_)) {
+    return Status::NotFound("no wizq run in " + options_.install_dir +
+                            " (it has no .wizard directory)");
+  }
+  WIZQ_RETURN_IF_ERROR(env_->CreateDir(dir_, 0700));
+  struct stat st;
+  if (lstat(dir_.c_str(), &st) == 0 && st.st_uid != geteuid()) {
+    return Status::IOError(dir_ + " belongs to another user (uid " +
+                           std::to_string(st.st_uid) +
+                           "); wizq refuses to share its state with them");
+  }
+  if (options_.read_only) return Status::OK();
+  WIZQ_RETURN_IF_ERROR(env_->CreateDir(dir_ + "/workers", 0700));
+  return env_->CreateDir(dir_ + "/tasks", 0700);
+}
+
+Status DirQueue::OpenLocked(OpenReport* report) {
+  WIZQ_RETURN_IF_ERROR(PrepareDirectory());
+  WIZQ_RETURN_IF_ERROR(env_->LockFile(Path("lock"), /*wait=*/true, &dir_lock_));
+  Status s = [&]() -> Status {
+    SnapshotHeader header;
+    bool have_snapshot = false;
+    WIZQ_RETURN_IF_ERROR(LoadState(!options_.read_only, &header, &have_snapshot));
+    report->torn_tail_path = torn_tail_path_;
+    const int version = have_snapshot ? header.version
+                                      : state_->run().format_version;
+    if (version > kSnapshotVersion) {
+      return Status::NotSupported(
+          dir_ + " holds a run written by a newer wizq (format version " +
+          std::to_string(version) + "; this wizq reads version " +
+          std::to_string(kSnapshotVersion) +
+          "). Upgrade wizq; the files were left untouched");
+    }
+    if (options_.read_only) {
+      report->action = OpenAction::kReadOnly;
+      return Status::OK();
+    }
+    if (!state_->started() && (!have_snapshot || version == kSnapshotVersion)) {
+      return StartFresh(report);
+    }
+    std::string reason;
+    if (version < kSnapshotVersion) {
+      reason = "older format version " + std::to_string(version);
+    } else if (state_->run().run_id != options_.run_id) {
+      reason = "a different run (" + state_->run().run_id + ")";
+    } else if (state_->run().install_dir != options_.install_dir) {
+      reason = "recorded for another install_dir (" +
+               state_->run().install_dir + ")";
+    } else if (options_.fresh) {
+      reason = "--fresh";
+    }
+    if (reason.empty()) return ResumeRun(report);
+    WIZQ_RETURN_IF_ERROR(RefuseIfLive(reason));
+    WIZQ_RETURN_IF_ERROR(ArchiveRun(reason, report));
+    return StartFresh(report);
+  }();
+  dir_lock_.reset();
+  return s;
+}
+
+Status DirQueue::RefuseIfLive(const std::string& reason) {
+  std::vector<LiveWorker> live;
+  WIZQ_RETURN_IF_ERROR(workers_.ListLive(&live));
+  if (live.empty()) return Status::OK();
+  std::string pids;
+  for (const LiveWorker& w : live) {
+    if (!pids.empty()) pids += ", ";
+    pids += "pid " + std::to_string(w.pid);
+  }
+  std::string run = state_->run().run_id.empty() ? "?" : state_->run().run_id;
+  return Status::Busy(options_.install_dir + " is in use by run " + run +
+                      " (" + reason + "), live workers: " + pids +
+                      ". Wait for it to finish or stop those processes");
+}
+
+Status DirQueue::LoadState(bool repair, SnapshotHeader* header,
+                           bool* have_snapshot) {
+  state_ = std::make_unique<QueueState>();
+  log_end_ = snapshot_offset_ = snapshot_size_ = 0;
+  std::string text;
+  Status s = env_->ReadFile(Path(kSnapshotFile), &text);
+  *have_snapshot = s.ok();
+  if (s.ok()) {
+    WIZQ_RETURN_IF_ERROR(DecodeSnapshot(Path(kSnapshotFile), text, header,
+                                        state_.get()));
+    if (header->version != kSnapshotVersion) return Status::OK();
+    snapshot_offset_ = log_end_ = header->audit_offset;
+    snapshot_size_ = text.size();
+  } else if (!s.IsNotFound()) {
+    return s;
+  }
+  return ReadLogTail(repair);
+}
+
+Status DirQueue::ReadLogTail(bool repair) {
+  const std::string path = Path(kLogFile);
+  uint64_t size = 0;
+  Status s = env_->GetFileSize(path, &size);
+  if (s.IsNotFound() && log_end_ == 0) return Status::OK();
+  WIZQ_RETURN_IF_ERROR(s);
+  if (size < log_end_) {
+    return Status::Corruption(
+        path + " is " + std::to_string(size) + " bytes but " +
+        Path(kSnapshotFile) + " covers it up to byte offset " +
+        std::to_string(log_end_) + "; the log was cut or replaced");
+  }
+  if (size == log_end_) return Status::OK();
+  std::string data;
+  WIZQ_RETURN_IF_ERROR(env_->ReadFileFrom(path, log_end_, &data));
+  LogParseResult parsed;
+  WIZQ_RETURN_IF_ERROR(
+      ParseLog(path, data, log_end_, state_->last_seq() + 1, &parsed));
+  for (const LogRecord& rec : parsed.records) {
+    Status a = state_->ApplyEvent(rec.line);
+    if (!a.ok()) {
+      return a.Annotate(path + " at byte offset " + std::to_string(rec.offset));
+    }
+    if (!state_->started()) {
+      return Status::Corruption(path + " does not begin with run_started");
+    }
+  }
+  log_end_ = parsed.committed_end;
+  if (parsed.torn_bytes > 0 && repair) {
+    WIZQ_RETURN_IF_ERROR(
+        SetAsideTornTail(env_, path, log_end_, &torn_tail_path_));
+  }
+  return Status::OK();
+}
+
+Status DirQueue::CatchUp() {
+  WIZQ_RETURN_IF_ERROR(ReadLogTail(/*repair=*/true));
+  if (writer_) writer_->Reposition(log_end_, state_->last_seq() + 1);
+  return Status::OK();
+}
+
+}  // namespace wizq

@@ -1,0 +1,143 @@
+// Queue: the durable state of one run in `<install_dir>/.wizard/`.
+//
+// Open() takes the directory lock, loads queue.json, replays the audit
+// events after it and decides (SPEC §5): start a fresh run, resume a
+// matching one, join it if other workers are alive, archive a foreign or
+// older one, or refuse (a newer format, a foreign run with live workers).
+//
+// Every change is made inside Transact(): under the lock, the state is first
+// caught up with what other processes appended, then the callback stages
+// transitions through a Txn, and the batch is made durable (one write, one
+// fdatasync) before Transact returns. Several processes may hold a Queue on
+// the same directory at once; none ever loses another's transition or
+// claims a task another holds.
+//
+// This header is free of file-format details so that another store (a
+// database) can implement the same contract later.
+//
+// Thread-safety: a Queue may be used from several threads; calls are
+// serialised. Each process should hold one Queue per directory.
+#ifndef WIZQ_QUEUE_QUEUE_H_
+#define WIZQ_QUEUE_QUEUE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "queue/state.h"
+#include "queue/task.h"
+#include "util/status.h"
+
+namespace wizq {
+
+class Env;
+class Txn;
+
+struct QueueOptions {
+  Env* env = nullptr;        // nullptr: Env::Posix()
+  std::string install_dir;   // absolute and canonical
+  std::string run_id;
+  std::string workflow_json;        // frozen into a fresh run
+  std::string entry_input = "null"; // recorded with a fresh run
+  std::vector<NewTask> initial_tasks;  // submitted with a fresh run
+  bool fresh = false;      // archive even a matching run and start over
+  bool read_only = false;  // load and look only: no worker, no writes
+  std::string wizq_version;
+  // The snapshot is rewritten once the log has grown by more than
+  // max(size of the snapshot, this) since the last one.
+  uint64_t checkpoint_min_bytes = 1 << 20;
+};
+
+enum class OpenAction {
+  kStartedFresh,  // no run was there (or it was archived): a new run
+  kResumed,       // the same run, no other live worker: resumed
+  kJoined,        // the same run, other workers alive: joined as one more
+  kFinished,      // the same run, already completed or failed: nothing to do
+  kReadOnly,      // opened with read_only
+};
+
+struct OpenReport {
+  OpenAction action = OpenAction::kStartedFresh;
+  std::string archived_to;     // where a previous run was archived, if it was
+  std::string archive_reason;
+  std::string torn_tail_path;  // where a torn log tail was set aside, if any
+  int64_t tasks_pending = 0;
+  int64_t tasks_done = 0;
+  int64_t tasks_reset = 0;  // stale in_progress tasks put back to pending
+  int64_t tasks_lost = 0;   // stale tasks failed with worker_lost
+};
+
+class Queue {
+ public:
+  static Status Open(const QueueOptions& options, std::unique_ptr<Queue>* queue,
+                     OpenReport* report);
+  // Releases the locks without writing anything (like a crash would): call
+  // Close() first for an orderly exit.
+  virtual ~Queue() = default;
+
+  // Logs worker_left, writes a snapshot and removes this worker's entry.
+  virtual Status Close() = 0;
+
+  // Runs `fn` under the lock on the caught-up state; what it stages is
+  // committed as one durable batch before this returns. If `fn` fails, what
+  // it staged is discarded and its status returned. After an I/O error
+  // every later call fails (the process should stop; a new Open resumes
+  // from the last durable state).
+  virtual Status Transact(const std::function<Status(Txn&)>& fn) = 0;
+  // Catches up with other processes' events without writing.
+  virtual Status Refresh() = 0;
+  // The state as of the last Transact/Refresh/Open.
+  virtual const QueueState& state() const = 0;
+  virtual const std::string& worker_id() const = 0;
+  virtual const std::string& wizard_dir() const = 0;
+  // Writes queue.json now (under the lock).
+  virtual Status Checkpoint() = 0;
+};
+
+// The transitions available inside Queue::Transact. Each one is applied to
+// the state at once (later calls in the same Txn see it) and becomes durable
+// when the Transact commits.
+class Txn {
+ public:
+  virtual ~Txn() = default;
+  virtual const QueueState& state() const = 0;
+  virtual int64_t now_ms() const = 0;
+
+  // Submits a task unless one with the same <type, canonical inputs> exists
+  // (a finally hook: unless its owner already has one), in which case the
+  // existing id is returned with *deduplicated = true and the attempt is
+  // logged as task_deduplicated. InvalidArgument if inputs are not JSON.
+  virtual Status Submit(const NewTask& task, int64_t* id,
+                        bool* deduplicated) = 0;
+  // Claims the first pending task (lowest id) that is ready now and that
+  // `accept` (may be null) accepts; *id = 0 if there is none.
+  virtual Status ClaimNext(const std::function<bool(const Task&)>& accept,
+                           int64_t* id) = 0;
+  // Completes a task this worker holds, submitting `children` in the same
+  // batch. Each child's parent_id is used as given: normally `id`; for a
+  // finally hook's output, the parent of the hook's owner.
+  virtual Status Complete(int64_t id, const std::vector<NewTask>& children,
+                          std::vector<int64_t>* child_ids) = 0;
+  // Fails a task this worker holds. It goes back to pending (not before
+  // now + retry_delay_ms) if `retryable` and attempts remain.
+  virtual Status Fail(int64_t id, std::string_view reason,
+                      std::string_view message, bool retryable,
+                      int64_t retry_delay_ms, bool* will_retry) = 0;
+  // Puts back the in_progress tasks of workers that are dead: pending if
+  // attempts remain, else failed with worker_lost.
+  virtual Status ResetDeadWorkers(int64_t* reset, int64_t* lost) = 0;
+  // Records run_finished with the status and counts.
+  virtual Status FinishRun(RunStatus status, int64_t duration_ms) = 0;
+};
+
+// The key <type, inputs> dedup compares (a hash of the step and the
+// canonical inputs). InvalidArgument if `inputs` is not JSON.
+Status DedupKey(std::string_view type, std::string_view inputs,
+                std::string* key);
+
+}  // namespace wizq
+
+#endif  // WIZQ_QUEUE_QUEUE_H_

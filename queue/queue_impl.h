@@ -1,0 +1,75 @@
+// The queue-directory implementation of Queue (queue/queue.h). Internal.
+#ifndef WIZQ_QUEUE_QUEUE_IMPL_H_
+#define WIZQ_QUEUE_QUEUE_IMPL_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "audit/log.h"
+#include "fs/env.h"
+#include "queue/queue.h"
+#include "queue/snapshot.h"
+#include "queue/workers.h"
+
+namespace wizq {
+
+class DirQueue : public Queue {
+ public:
+  DirQueue(const QueueOptions& options, Env* env);
+  ~DirQueue() override;
+
+  Status Close() override;
+  Status Transact(const std::function<Status(Txn&)>& fn) override;
+  Status Refresh() override;
+  const QueueState& state() const override { return *state_; }
+  const std::string& worker_id() const override { return workers_.self(); }
+  const std::string& wizard_dir() const override { return dir_; }
+  Status Checkpoint() override;
+
+  // Open() in steps; see queue.cc.
+  Status OpenLocked(OpenReport* report);
+
+  // Used by the Txn: stages one event (built by `fill`) and applies it.
+  Status Stage(std::string_view event,
+               const std::function<void(JsonWriter&)>& fill);
+  WorkerRegistry& workers() { return workers_; }
+  Env* env() const { return env_; }
+  const QueueOptions& options() const { return options_; }
+  int64_t NowMs() const { return static_cast<int64_t>(env_->NowMicros() / 1000); }
+
+ private:
+  Status PrepareDirectory();
+  Status LoadState(bool repair, SnapshotHeader* header, bool* have_snapshot);
+  Status ReadLogTail(bool repair);
+  Status RefuseIfLive(const std::string& reason);
+  Status CatchUp();
+  Status ReloadAfterFailure();
+  Status ArchiveRun(const std::string& reason, OpenReport* report);
+  Status StartFresh(OpenReport* report);
+  Status ResumeRun(OpenReport* report);
+  Status CommitStaged();
+  Status MaybeCheckpoint();
+  Status WriteCheckpointLocked();
+  Status Poison(const Status& s);
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+
+  QueueOptions options_;
+  Env* env_;
+  std::string dir_;  // <install_dir>/.wizard
+  std::mutex mu_;
+  std::unique_ptr<FileLock> dir_lock_;  // held during Open and Transact
+  std::unique_ptr<QueueState> state_;
+  std::unique_ptr<LogWriter> writer_;
+  uint64_t log_end_ = 0;          // bytes of audit.jsonl applied
+  uint64_t snapshot_offset_ = 0;  // log offset the last snapshot covers
+  uint64_t snapshot_size_ = 0;
+  WorkerRegistry workers_;
+  std::string torn_tail_path_;
+  Status poisoned_;
+  bool closed_ = false;
+};
+
+}  // namespace wizq
+
+#endif  // WIZQ_QUEUE_QUEUE_IMPL_H_

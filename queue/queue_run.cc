@@ -1,0 +1,256 @@
+// DirQueue: starting, resuming and archiving runs; transactions and
+// checkpoints. (Loading is in queue.cc.)
+#include <unistd.h>
+
+#include "queue/queue_impl.h"
+#include "queue/txn_impl.h"
+#include "util/json_writer.h"
+
+namespace wizq {
+namespace {
+
+const char kSnapshotFile[] = "queue.json";
+const char kLogFile[] = "audit.jsonl";
+
+std::string SafeName(std::string_view s, size_t max) {
+  std::string out;
+  for (char c : s.substr(0, max)) {
+    bool ok = isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
+              c == '-';
+    out.push_back(ok ? c : '_');
+  }
+  return out.empty() ? "run" : out;
+}
+
+std::string UtcStamp(int64_t ms) {
+  time_t secs = static_cast<time_t>(ms / 1000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  strftime(buf, sizeof(buf), "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+Status DirQueue::ArchiveRun(const std::string& reason, OpenReport* report) {
+  const std::string archive = Path("archive");
+  WIZQ_RETURN_IF_ERROR(env_->CreateDir(archive, 0700));
+  std::string name = UtcStamp(NowMs()) + "-" +
+                     SafeName(state_->run().run_id, 16);
+  std::string target = archive + "/" + name;
+  for (int n = 2; env_->FileExists(target); n++) {
+    target = archive + "/" + name + "-" + std::to_string(n);
+  }
+  WIZQ_RETURN_IF_ERROR(env_->CreateDir(target, 0700));
+  // The snapshot first: if we die half-way, what is left (the log alone)
+  // still describes the old run and is archived on the next start.
+  std::vector<std::string> moves = {kSnapshotFile, kLogFile};
+  std::vector<std::string> names;
+  WIZQ_RETURN_IF_ERROR(env_->ListDir(dir_, &names));
+  for (const std::string& n : names) {
+    if (n.rfind("audit.torn-", 0) == 0) moves.push_back(n);
+  }
+  moves.push_back("tasks");
+  for (const std::string& n : moves) {
+    if (!env_->FileExists(Path(n))) continue;
+    WIZQ_RETURN_IF_ERROR(env_->RenameFile(Path(n), target + "/" + n));
+  }
+  WIZQ_RETURN_IF_ERROR(env_->SyncDir(target));
+  WIZQ_RETURN_IF_ERROR(env_->SyncDir(archive));
+  WIZQ_RETURN_IF_ERROR(env_->SyncDir(dir_));
+  WIZQ_RETURN_IF_ERROR(env_->CreateDir(Path("tasks"), 0700));
+  report->archived_to = target;
+  report->archive_reason = reason;
+  state_ = std::make_unique<QueueState>();
+  log_end_ = snapshot_offset_ = snapshot_size_ = 0;
+  return Status::OK();
+}
+
+Status DirQueue::StartFresh(OpenReport* report) {
+  WIZQ_RETURN_IF_ERROR(
+      LogWriter::Open(env_, Path(kLogFile), log_end_, 1, &writer_));
+  WIZQ_RETURN_IF_ERROR(workers_.Register(options_.run_id, NowMs()));
+  WIZQ_RETURN_IF_ERROR(Stage("run_started", [&](JsonWriter& w) {
+    w.Key("format").Int(kSnapshotVersion);
+    w.Field("run_id", options_.run_id);
+    w.Field("install_dir", options_.install_dir);
+    w.Field("wizq_version", options_.wizq_version);
+    w.Key("pid").Int(getpid());
+    w.Key("input").RawValue(options_.entry_input);
+    w.Key("workflow").RawValue(options_.workflow_json);
+  }));
+  if (!report->archived_to.empty()) {
+    WIZQ_RETURN_IF_ERROR(Stage("queue_archived", [&](JsonWriter& w) {
+      w.Field("reason", report->archive_reason);
+      w.Field("path", report->archived_to);
+    }));
+  }
+  WIZQ_RETURN_IF_ERROR(Stage("worker_joined", [&](JsonWriter& w) {
+    w.Field("worker", workers_.self());
+    w.Key("pid").Int(getpid());
+  }));
+  TxnImpl txn(this);
+  for (const NewTask& t : options_.initial_tasks) {
+    int64_t id = 0;
+    bool dup = false;
+    WIZQ_RETURN_IF_ERROR(txn.Submit(t, &id, &dup));
+  }
+  WIZQ_RETURN_IF_ERROR(CommitStaged());
+  report->action = OpenAction::kStartedFresh;
+  report->tasks_pending = state_->count(TaskState::kPending);
+  return WriteCheckpointLocked();
+}
+
+Status DirQueue::ResumeRun(OpenReport* report) {
+  report->tasks_pending = state_->count(TaskState::kPending);
+  report->tasks_done = state_->count(TaskState::kDone);
+  if (state_->run().status == RunStatus::kCompleted ||
+      state_->run().status == RunStatus::kFailed) {
+    report->action = OpenAction::kFinished;
+    return Status::OK();
+  }
+  std::vector<LiveWorker> live;
+  WIZQ_RETURN_IF_ERROR(workers_.ListLive(&live));
+  const bool join = !live.empty();
+  WIZQ_RETURN_IF_ERROR(
+      LogWriter::Open(env_, Path(kLogFile), log_end_, state_->last_seq() + 1,
+                      &writer_));
+  WIZQ_RETURN_IF_ERROR(workers_.Register(options_.run_id, NowMs()));
+  TxnImpl txn(this);
+  WIZQ_RETURN_IF_ERROR(
+      txn.ResetDeadWorkers(&report->tasks_reset, &report->tasks_lost));
+  report->tasks_pending = state_->count(TaskState::kPending);
+  if (!join) {
+    WIZQ_RETURN_IF_ERROR(Stage("run_resumed", [&](JsonWriter& w) {
+      w.Key("tasks_pending").Int(report->tasks_pending);
+      w.Key("tasks_done").Int(report->tasks_done);
+      w.Key("tasks_reset").Int(report->tasks_reset);
+      w.Key("tasks_lost").Int(report->tasks_lost);
+    }));
+  }
+  WIZQ_RETURN_IF_ERROR(Stage("worker_joined", [&](JsonWriter& w) {
+    w.Field("worker", workers_.self());
+    w.Key("pid").Int(getpid());
+  }));
+  WIZQ_RETURN_IF_ERROR(CommitStaged());
+  report->action = join ? OpenAction::kJoined : OpenAction::kResumed;
+  return Status::OK();
+}
+
+Status DirQueue::Stage(std::string_view event,
+                       const std::function<void(JsonWriter&)>& fill) {
+  JsonWriter& w = writer_->BeginEvent(event, NowMs());
+  fill(w);
+  const std::string& line = writer_->EndEvent();
+  Status s = state_->ApplyEvent(line);
+  if (!s.ok()) return s.Annotate("internal error staging " + std::string(event));
+  return Status::OK();
+}
+
+Status DirQueue::CommitStaged() {
+  Status s = writer_->Commit();
+  if (!s.ok()) return Poison(s);
+  log_end_ = writer_->end();
+  return Status::OK();
+}
+
+Status DirQueue::Poison(const Status& s) {
+  if (poisoned_.ok()) {
+    poisoned_ = s.Annotate(
+        "the run stopped at its last durable state (run wizq again to resume)");
+  }
+  return poisoned_;
+}
+
+Status DirQueue::WriteCheckpointLocked() {
+  std::string text = EncodeSnapshot(*state_, log_end_);
+  Status s = env_->WriteFileAtomic(Path(kSnapshotFile), text);
+  if (!s.ok()) return Poison(s);
+  snapshot_offset_ = log_end_;
+  snapshot_size_ = text.size();
+  return Status::OK();
+}
+
+Status DirQueue::MaybeCheckpoint() {
+  const uint64_t grown = log_end_ - snapshot_offset_;
+  const bool at_rest = state_->run().status != RunStatus::kRunning;
+  if ((at_rest && grown > 0) ||
+      grown > std::max<uint64_t>(snapshot_size_, options_.checkpoint_min_bytes)) {
+    return WriteCheckpointLocked();
+  }
+  return Status::OK();
+}
+
+Status DirQueue::ReloadAfterFailure() {
+  writer_->Abandon();
+  SnapshotHeader header;
+  bool have_snapshot = false;
+  Status s = LoadState(/*repair=*/true, &header, &have_snapshot);
+  if (!s.ok()) return Poison(s);
+  writer_->Reposition(log_end_, state_->last_seq() + 1);
+  return Status::OK();
+}
+
+Status DirQueue::Transact(const std::function<Status(Txn&)>& fn) {
+  std::lock_guard<std::mutex> guard(mu_);
+  if (!poisoned_.ok()) return poisoned_;
+  if (!writer_ || closed_) {
+    return Status::InvalidArgument("the queue is closed or read-only");
+  }
+  WIZQ_RETURN_IF_ERROR(env_->LockFile(Path("lock"), true, &dir_lock_));
+  Status s = [&]() -> Status {
+    Status c = CatchUp();
+    if (!c.ok()) return Poison(c);
+    TxnImpl txn(this);
+    Status r = fn(txn);
+    if (!r.ok()) {
+      if (writer_->pending_events() > 0) ReloadAfterFailure();
+      return r;
+    }
+    WIZQ_RETURN_IF_ERROR(CommitStaged());
+    return MaybeCheckpoint();
+  }();
+  dir_lock_.reset();
+  return s;
+}
+
+Status DirQueue::Refresh() {
+  std::lock_guard<std::mutex> guard(mu_);
+  if (!poisoned_.ok()) return poisoned_;
+  WIZQ_RETURN_IF_ERROR(env_->LockFile(Path("lock"), true, &dir_lock_));
+  Status s = options_.read_only ? ReadLogTail(false) : CatchUp();
+  dir_lock_.reset();
+  return s;
+}
+
+Status DirQueue::Checkpoint() {
+  std::lock_guard<std::mutex> guard(mu_);
+  if (!poisoned_.ok()) return poisoned_;
+  WIZQ_RETURN_IF_ERROR(env_->LockFile(Path("lock"), true, &dir_lock_));
+  Status s = CatchUp();
+  if (s.ok()) s = WriteCheckpointLocked();
+  dir_lock_.reset();
+  return s;
+}
+
+Status DirQueue::Close() {
+  std::lock_guard<std::mutex> guard(mu_);
+  if (closed_ || !writer_) return Status::OK();
+  closed_ = true;
+  if (!poisoned_.ok()) return poisoned_;
+  WIZQ_RETURN_IF_ERROR(env_->LockFile(Path("lock"), true, &dir_lock_));
+  Status s = CatchUp();
+  if (s.ok()) {
+    s = Stage("worker_left", [&](JsonWriter& w) {
+      w.Field("worker", workers_.self());
+    });
+  }
+  if (s.ok()) s = CommitStaged();
+  if (s.ok() && log_end_ != snapshot_offset_) s = WriteCheckpointLocked();
+  if (s.ok()) s = workers_.Unregister();
+  dir_lock_.reset();
+  return s;
+}
+
+}  // namespace wizq

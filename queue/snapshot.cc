@@ -1,0 +1,92 @@
+#include "queue/snapshot.h"
+
+#include <simdjson.h>
+
+#include "queue/json_util.h"
+#include "util/json_writer.h"
+
+namespace wizq {
+namespace {
+
+void WriteNullableId(JsonWriter* w, std::string_view key, int64_t id) {
+  w->Key(key);
+  if (id == 0) {
+    w->Null();
+  } else {
+    w->Int(id);
+  }
+}
+
+void EncodeTask(const Task& t, JsonWriter* w) {
+  w->BeginObject();
+  w->Key("id").Int(t.id);
+  w->Field("type", t.type);
+  w->Key("inputs").RawValue(t.inputs);
+  w->Field("state", TaskStateName(t.state));
+  w->Key("attempts").Int(t.attempts);
+  w->Key("max_attempts").Int(t.max_attempts);
+  WriteNullableId(w, "parent_id", t.parent_id);
+  w->Field("origin", OriginName(t.origin));
+  w->Field("dedup_key", t.dedup_key);
+  w->Key("claimed_by");
+  if (t.claimed_by.empty()) {
+    w->Null();
+  } else {
+    w->String(t.claimed_by);
+  }
+  w->Key("children").BeginArray();
+  for (int64_t c : t.children) w->Int(c);
+  w->EndArray();
+  w->Field("has_finally", t.has_finally);
+  WriteNullableId(w, "finally_for", t.finally_for);
+  WriteNullableId(w, "finally_task", t.finally_task);
+  w->Key("error");
+  if (t.error_reason.empty()) {
+    w->Null();
+  } else {
+    w->BeginObject().Field("reason", t.error_reason);
+    w->Field("message", t.error_message).EndObject();
+  }
+  w->Key("created_ms").Int(t.created_ms);
+  w->Key("updated_ms").Int(t.updated_ms);
+  w->Key("retry_at_ms").Int(t.retry_at_ms);
+  w->EndObject();
+}
+
+}  // namespace
+
+std::string EncodeSnapshot(const QueueState& state, uint64_t audit_offset) {
+  const RunInfo& run = state.run();
+  std::string out;
+  out.reserve(256 + state.tasks().size() * 320 + run.workflow.size());
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Field("format", kSnapshotFormat);
+  w.Key("version").Int(kSnapshotVersion);
+  w.Field("wizq_version", run.wizq_version);
+  w.Field("run_id", run.run_id);
+  w.Field("install_dir", run.install_dir);
+  w.Field("status", RunStatusName(run.status));
+  w.Key("seq").Int(state.last_seq());
+  w.Key("audit_offset").Uint(audit_offset);
+  w.Key("next_task_id").Int(state.next_task_id());
+  w.Key("started_ms").Int(run.started_ms);
+  w.Key("finished_ms").Int(run.finished_ms);
+  w.Key("resumes").Int(run.resumes);
+  w.Key("input").RawValue(run.entry_input);
+  w.Key("workflow").RawValue(run.workflow);
+  w.Key("counts").BeginObject();
+  for (TaskState s : {TaskState::kPending, TaskState::kInProgress,
+                      TaskState::kDone, TaskState::kFailed}) {
+    w.Key(TaskStateName(s)).Int(state.count(s));
+  }
+  w.EndObject();
+  w.Key("tasks").BeginArray();
+  for (const Task& t : state.tasks()) EncodeTask(t, &w);
+  w.EndArray();
+  w.EndObject();
+  out.push_back('\n');
+  return out;
+}
+
+}  // namespace wizq

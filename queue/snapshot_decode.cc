@@ -1,0 +1,257 @@
+// Decoding of queue.json (format: queue/snapshot.h).
+#include <simdjson.h>
+
+#include "queue/json_util.h"
+#include "queue/snapshot.h"
+
+namespace wizq {
+namespace {
+
+using simdjson::error_code;
+using simdjson::ondemand::object;
+using simdjson::ondemand::value;
+
+class SnapshotDecoder {
+ public:
+  SnapshotDecoder(const std::string& path, std::string_view text)
+      : path_(path), padded_(text) {}
+
+  Status Decode(SnapshotHeader* header, QueueState* state);
+
+ private:
+  error_code ReadTop(object root, SnapshotHeader* header, QueueState* state);
+  error_code ReadTop(std::string_view key, value v, SnapshotHeader* header,
+                     QueueState* state, bool* stop);
+  error_code ReadTasks(value v, QueueState* state);
+  error_code ReadTask(object obj, Task* t);
+  error_code ReadTaskField(std::string_view key, value v, Task* t);
+  Status Error(error_code err) const;
+
+  const std::string& path_;
+  simdjson::padded_string padded_;
+  simdjson::ondemand::parser parser_;
+  mutable simdjson::ondemand::document doc_;
+  std::string context_ = "the top level";
+  std::string problem_;  // set for semantic errors (err == INCORRECT_TYPE)
+};
+
+Status SnapshotDecoder::Error(error_code err) const {
+  const char* loc = nullptr;
+  std::string where;
+  if (!doc_.current_location().get(loc)) {
+    where = " at byte offset " + std::to_string(loc - padded_.data());
+  }
+  std::string what = problem_.empty() ? simdjson::error_message(err) : problem_;
+  return Status::Corruption(
+      path_ + ": " + what + where + " (in " + context_ +
+      "). The snapshot cannot be read; it was left untouched. Move the "
+      ".wizard directory aside to start over, or restore the file");
+}
+
+Status SnapshotDecoder::Decode(SnapshotHeader* header, QueueState* state) {
+  object root;
+  error_code err = parser_.iterate(padded_).get(doc_);
+  if (!err) err = doc_.get_object().get(root);
+  if (!err) err = ReadTop(root, header, state);
+  if (err) return Error(err);
+  if (header->version == kSnapshotVersion) state->Rebuild();
+  return Status::OK();
+}
+
+error_code SnapshotDecoder::ReadTop(object root, SnapshotHeader* header,
+                                    QueueState* state) {
+  bool saw_format = false;
+  for (auto field : root) {
+    std::string_view key;
+    error_code err = field.unescaped_key().get(key);
+    if (err) return err;
+    if (!saw_format && key != "format") {
+      problem_ = "not a wizq queue file (the first field must be \"format\")";
+      return simdjson::INCORRECT_TYPE;
+    }
+    saw_format = true;
+    bool stop = false;
+    err = ReadTop(key, field.value(), header, state, &stop);
+    if (err || stop) return err;
+  }
+  if (!saw_format) {
+    problem_ = "not a wizq queue file (empty object)";
+    return simdjson::INCORRECT_TYPE;
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code SnapshotDecoder::ReadTop(std::string_view key, value v,
+                                    SnapshotHeader* h, QueueState* state,
+                                    bool* stop) {
+  RunInfo* run = state->mutable_run();
+  context_ = "field \"" + std::string(key) + "\"";
+  std::string_view s;
+  int64_t n = 0;
+  error_code err = simdjson::SUCCESS;
+  if (key == "format") {
+    err = v.get_string().get(s);
+    if (!err && s != kSnapshotFormat) {
+      problem_ = "not a wizq queue file (format \"" + std::string(s) + "\")";
+      return simdjson::INCORRECT_TYPE;
+    }
+  } else if (key == "version") {
+    err = v.get_int64().get(n);
+    h->version = static_cast<int>(n);
+    run->format_version = h->version;
+    *stop = !err && n != kSnapshotVersion;
+  } else if (key == "wizq_version") {
+    err = v.get_string().get(s);
+    run->wizq_version = s;
+  } else if (key == "run_id") {
+    err = v.get_string().get(s);
+    h->run_id = run->run_id = s;
+  } else if (key == "install_dir") {
+    err = v.get_string().get(s);
+    h->install_dir = run->install_dir = s;
+  } else if (key == "status") {
+    err = v.get_string().get(s);
+    if (!err && !ParseRunStatus(s, &run->status)) {
+      problem_ = "unknown status \"" + std::string(s) + "\"";
+      return simdjson::INCORRECT_TYPE;
+    }
+  } else if (key == "seq") {
+    err = v.get_int64().get(h->seq);
+    state->set_last_seq(h->seq);
+  } else if (key == "audit_offset") {
+    err = v.get_uint64().get(h->audit_offset);
+  } else if (key == "started_ms") {
+    err = v.get_int64().get(run->started_ms);
+  } else if (key == "finished_ms") {
+    err = v.get_int64().get(run->finished_ms);
+  } else if (key == "resumes") {
+    err = v.get_int64().get(n);
+    run->resumes = static_cast<int>(n);
+  } else if (key == "input") {
+    err = RawJson(v, &s);
+    run->entry_input = s;
+  } else if (key == "workflow") {
+    err = RawJson(v, &s);
+    run->workflow = s;
+  } else if (key == "tasks") {
+    err = ReadTasks(v, state);
+  }
+  return err;
+}
+
+error_code SnapshotDecoder::ReadTasks(value v, QueueState* state) {
+  simdjson::ondemand::array arr;
+  error_code err = v.get_array().get(arr);
+  if (err) return err;
+  size_t index = 0;
+  for (auto element : arr) {
+    context_ = "tasks[" + std::to_string(index++) + "]";
+    object obj;
+    Task t;
+    err = element.get_object().get(obj);
+    if (!err) err = ReadTask(obj, &t);
+    if (err) return err;
+    Status s = state->AddStoredTask(std::move(t));
+    if (!s.ok()) {
+      problem_ = s.message();
+      return simdjson::INCORRECT_TYPE;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code SnapshotDecoder::ReadTask(object obj, Task* t) {
+  for (auto field : obj) {
+    std::string_view key;
+    error_code err = field.unescaped_key().get(key);
+    if (!err) err = ReadTaskField(key, field.value(), t);
+    if (err) {
+      context_ += "." + std::string(key);
+      return err;
+    }
+  }
+  if (t->id == 0 || t->type.empty() || t->inputs.empty()) {
+    problem_ = "a task needs id, type and inputs";
+    return simdjson::INCORRECT_TYPE;
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
+                                          Task* t) {
+  std::string_view s;
+  int64_t n = 0;
+  error_code err = simdjson::SUCCESS;
+  if (key == "id") {
+    err = v.get_int64().get(t->id);
+  } else if (key == "type") {
+    err = v.get_string().get(s);
+    t->type = s;
+  } else if (key == "inputs") {
+    err = RawJson(v, &s);
+    t->inputs = s;
+  } else if (key == "state") {
+    err = v.get_string().get(s);
+    if (!err && !ParseTaskState(s, &t->state)) {
+      problem_ = "unknown task state \"" + std::string(s) + "\"";
+      return simdjson::INCORRECT_TYPE;
+    }
+  } else if (key == "attempts") {
+    err = v.get_int64().get(n);
+    t->attempts = static_cast<int>(n);
+  } else if (key == "max_attempts") {
+    err = v.get_int64().get(n);
+    t->max_attempts = static_cast<int>(n);
+  } else if (key == "parent_id") {
+    err = IntOrNull(v, &t->parent_id);
+  } else if (key == "origin") {
+    err = v.get_string().get(s);
+    if (!err && !ParseOrigin(s, &t->origin)) {
+      problem_ = "unknown origin \"" + std::string(s) + "\"";
+      return simdjson::INCORRECT_TYPE;
+    }
+  } else if (key == "dedup_key") {
+    err = v.get_string().get(s);
+    t->dedup_key = s;
+  } else if (key == "claimed_by") {
+    bool is_null = false;
+    err = v.is_null().get(is_null);
+    if (!err && !is_null) {
+      err = v.get_string().get(s);
+      t->claimed_by = s;
+    }
+  } else if (key == "has_finally") {
+    err = v.get_bool().get(t->has_finally);
+  } else if (key == "finally_for") {
+    err = IntOrNull(v, &t->finally_for);
+  } else if (key == "error") {
+    bool is_null = false;
+    err = v.is_null().get(is_null);
+    if (!err && !is_null) {
+      object e;
+      err = v.get_object().get(e);
+      if (!err) err = e["reason"].get_string().get(s);
+      t->error_reason = s;
+      if (!err) err = e["message"].get_string().get(s);
+      t->error_message = s;
+    }
+  } else if (key == "created_ms") {
+    err = v.get_int64().get(t->created_ms);
+  } else if (key == "updated_ms") {
+    err = v.get_int64().get(t->updated_ms);
+  } else if (key == "retry_at_ms") {
+    err = v.get_int64().get(t->retry_at_ms);
+  }
+  // children, finally_task: derived again by QueueState::Rebuild.
+  return err;
+}
+
+}  // namespace
+
+Status DecodeSnapshot(const std::string& path, std::string_view text,
+                      SnapshotHeader* header, QueueState* state) {
+  SnapshotDecoder decoder(path, text);
+  return decoder.Decode(header, state);
+}
+
+}  // namespace wizq

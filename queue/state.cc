@@ -1,0 +1,364 @@
+#include "queue/state.h"
+
+#include <simdjson.h>
+
+#include "queue/json_util.h"
+
+namespace wizq {
+
+namespace {
+const char* const kStateNames[] = {"pending", "in_progress", "done", "failed"};
+const char* const kOriginNames[] = {"Initial", "Spawned", "Retry", "Finally"};
+const char* const kRunStatusNames[] = {"running", "paused", "completed",
+                                       "failed"};
+
+template <typename E, size_t N>
+bool ParseName(const char* const (&names)[N], std::string_view name, E* out) {
+  for (size_t i = 0; i < N; i++) {
+    if (name == names[i]) {
+      *out = static_cast<E>(i);
+      return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+const char* TaskStateName(TaskState s) { return kStateNames[static_cast<int>(s)]; }
+bool ParseTaskState(std::string_view n, TaskState* s) { return ParseName(kStateNames, n, s); }
+const char* OriginName(Origin o) { return kOriginNames[static_cast<int>(o)]; }
+bool ParseOrigin(std::string_view n, Origin* o) { return ParseName(kOriginNames, n, o); }
+const char* RunStatusName(RunStatus s) { return kRunStatusNames[static_cast<int>(s)]; }
+bool ParseRunStatus(std::string_view n, RunStatus* s) { return ParseName(kRunStatusNames, n, s); }
+
+// The fields any event may carry; which ones matter depends on `event`.
+struct QueueState::Event {
+  int64_t seq = 0, ts = 0;
+  std::string_view event;
+  int64_t id = 0, parent_id = 0, attempt = 0, max_attempts = 0;
+  int64_t finally_for = 0, retry_at = 0, format = 0, started = 0;
+  std::string_view type, inputs, origin, dedup_key, worker, reason, message;
+  std::string_view run_id, install_dir, workflow, entry_input, status, version;
+  bool will_retry = false, has_finally = false;
+};
+
+namespace {
+
+using simdjson::ondemand::value;
+
+// Reads the fields of one event line into *e. String views point into the
+// parser's buffers and live until the next parse.
+template <typename Event>
+simdjson::error_code ReadEventFields(simdjson::ondemand::object obj,
+                                     Event* e) {
+  for (auto field : obj) {
+    std::string_view key;
+    auto err = field.unescaped_key().get(key);
+    if (err) return err;
+    value v = field.value();
+    if (key == "seq") err = v.get_int64().get(e->seq);
+    else if (key == "ts") err = v.get_int64().get(e->ts);
+    else if (key == "event") err = v.get_string().get(e->event);
+    else if (key == "id") err = v.get_int64().get(e->id);
+    else if (key == "parent_id") err = IntOrNull(v, &e->parent_id);
+    else if (key == "attempt") err = v.get_int64().get(e->attempt);
+    else if (key == "max_attempts") err = v.get_int64().get(e->max_attempts);
+    else if (key == "finally_for") err = IntOrNull(v, &e->finally_for);
+    else if (key == "retry_at") err = v.get_int64().get(e->retry_at);
+    else if (key == "format") err = v.get_int64().get(e->format);
+    else if (key == "type") err = v.get_string().get(e->type);
+    else if (key == "inputs") err = RawJson(v, &e->inputs);
+    else if (key == "origin") err = v.get_string().get(e->origin);
+    else if (key == "dedup_key") err = v.get_string().get(e->dedup_key);
+    else if (key == "worker") err = v.get_string().get(e->worker);
+    else if (key == "reason") err = v.get_string().get(e->reason);
+    else if (key == "message") err = v.get_string().get(e->message);
+    else if (key == "run_id") err = v.get_string().get(e->run_id);
+    else if (key == "install_dir") err = v.get_string().get(e->install_dir);
+    else if (key == "workflow") err = RawJson(v, &e->workflow);
+    else if (key == "input") err = RawJson(v, &e->entry_input);
+    else if (key == "status") err = v.get_string().get(e->status);
+    else if (key == "wizq_version") err = v.get_string().get(e->version);
+    else if (key == "will_retry") err = v.get_bool().get(e->will_retry);
+    else if (key == "has_finally") err = v.get_bool().get(e->has_finally);
+    // Other fields (counts, spawned ids, crc, commit...) are informational.
+    if (err) return err;
+  }
+  return simdjson::SUCCESS;
+}
+
+}  // namespace
+
+Status QueueState::ApplyEvent(std::string_view line) {
+  static thread_local simdjson::ondemand::parser parser;
+  simdjson::padded_string padded(line);
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object obj;
+  Event e;
+  auto err = parser.iterate(padded).get(doc);
+  if (!err) err = doc.get_object().get(obj);
+  if (!err) err = ReadEventFields(obj, &e);
+  if (err) {
+    return Status::Corruption(std::string("audit event does not parse: ") +
+                              simdjson::error_message(err));
+  }
+  if (e.seq != last_seq_ + 1 && last_seq_ != 0) {
+    return Status::Corruption("audit event seq " + std::to_string(e.seq) +
+                              " does not follow " + std::to_string(last_seq_));
+  }
+  Status s;
+  if (e.event == "task_submitted") s = ApplySubmitted(e);
+  else if (e.event == "task_claimed") s = ApplyClaimed(e);
+  else if (e.event == "task_completed") s = ApplyCompleted(e);
+  else if (e.event == "task_failed") s = ApplyFailed(e);
+  else if (e.event == "task_reset") s = ApplyReset(e);
+  else if (e.event == "run_started") s = ApplyRunStarted(e);
+  else if (e.event == "run_finished") s = ApplyRunFinished(e);
+  else if (e.event == "run_resumed") run_.resumes++;
+  // task_deduplicated, queue_archived, worker_joined, worker_left and
+  // unknown (newer) informational events change no task.
+  if (!s.ok()) {
+    return s.Annotate("audit event seq " + std::to_string(e.seq) + " (" +
+                      std::string(e.event) + ")");
+  }
+  last_seq_ = e.seq;
+  return Status::OK();
+}
+
+Status QueueState::ApplyRunStarted(const Event& e) {
+  if (started()) return Status::Corruption("a second run_started");
+  run_.format_version = static_cast<int>(e.format);
+  run_.run_id = e.run_id;
+  run_.install_dir = e.install_dir;
+  run_.workflow = e.workflow;
+  run_.entry_input = e.entry_input;
+  run_.wizq_version = e.version;
+  run_.started_ms = e.ts;
+  run_.status = RunStatus::kRunning;
+  return Status::OK();
+}
+
+Status QueueState::ApplyRunFinished(const Event& e) {
+  if (!ParseRunStatus(e.status, &run_.status)) {
+    return Status::Corruption("unknown run status '" + std::string(e.status) + "'");
+  }
+  run_.finished_ms = e.ts;
+  return Status::OK();
+}
+
+Status QueueState::ApplySubmitted(const Event& e) {
+  if (e.id != next_task_id()) {
+    return Status::Corruption("task id " + std::to_string(e.id) +
+                              " submitted where " +
+                              std::to_string(next_task_id()) + " was next");
+  }
+  Task t;
+  t.id = e.id;
+  t.type = e.type;
+  t.inputs = e.inputs;
+  t.max_attempts = static_cast<int>(e.max_attempts);
+  t.parent_id = e.parent_id;
+  t.dedup_key = e.dedup_key;
+  t.has_finally = e.has_finally;
+  t.finally_for = e.finally_for;
+  t.created_ms = t.updated_ms = e.ts;
+  if (!ParseOrigin(e.origin, &t.origin)) {
+    return Status::Corruption("unknown origin '" + std::string(e.origin) + "'");
+  }
+  if (t.parent_id != 0 && MutableFind(t.parent_id) == nullptr) {
+    return Status::Corruption("parent task " + std::to_string(t.parent_id) +
+                              " does not exist");
+  }
+  if (t.finally_for != 0 && MutableFind(t.finally_for) == nullptr) {
+    return Status::Corruption("task " + std::to_string(t.finally_for) +
+                              " (finally_for) does not exist");
+  }
+  return AddLiveTask(std::move(t));
+}
+
+Status QueueState::RequireState(const Task* t, int64_t id, TaskState s,
+                                std::string_view event) const {
+  if (t == nullptr) {
+    return Status::Corruption(std::string(event) + " of unknown task " +
+                              std::to_string(id));
+  }
+  if (t->state != s) {
+    return Status::Corruption(std::string(event) + " of task " +
+                              std::to_string(id) + " in state " +
+                              TaskStateName(t->state));
+  }
+  return Status::OK();
+}
+
+Status QueueState::ApplyClaimed(const Event& e) {
+  Task* t = MutableFind(e.id);
+  WIZQ_RETURN_IF_ERROR(RequireState(t, e.id, TaskState::kPending, "claim"));
+  t->attempts = static_cast<int>(e.attempt);
+  t->claimed_by = e.worker;
+  t->updated_ms = e.ts;
+  SetState(t, TaskState::kInProgress);
+  return Status::OK();
+}
+
+Status QueueState::ApplyCompleted(const Event& e) {
+  Task* t = MutableFind(e.id);
+  WIZQ_RETURN_IF_ERROR(RequireState(t, e.id, TaskState::kInProgress, "completion"));
+  t->updated_ms = e.ts;
+  SetState(t, TaskState::kDone);
+  Settle(t);
+  return Status::OK();
+}
+
+Status QueueState::ApplyFailed(const Event& e) {
+  Task* t = MutableFind(e.id);
+  WIZQ_RETURN_IF_ERROR(RequireState(t, e.id, TaskState::kInProgress, "failure"));
+  t->error_reason = e.reason;
+  t->error_message = e.message;
+  t->updated_ms = e.ts;
+  t->retry_at_ms = e.will_retry ? e.retry_at : 0;
+  SetState(t, e.will_retry ? TaskState::kPending : TaskState::kFailed);
+  if (!e.will_retry) Settle(t);
+  return Status::OK();
+}
+
+Status QueueState::ApplyReset(const Event& e) {
+  Task* t = MutableFind(e.id);
+  WIZQ_RETURN_IF_ERROR(RequireState(t, e.id, TaskState::kInProgress, "reset"));
+  t->error_reason = e.reason;
+  t->error_message = e.message;
+  t->updated_ms = e.ts;
+  SetState(t, TaskState::kPending);
+  return Status::OK();
+}
+
+Status QueueState::AddLiveTask(Task t) {
+  const int64_t id = t.id;
+  if (!t.dedup_key.empty()) by_dedup_key_.emplace(t.dedup_key, id);
+  counts_[static_cast<int>(TaskState::kPending)]++;
+  pending_.insert(id);
+  tasks_.push_back(std::move(t));
+  Task& task = tasks_.back();
+  if (task.parent_id != 0) {
+    Task* parent = MutableFind(task.parent_id);
+    if (parent->settled_counted) {
+      return Status::Corruption("task " + std::to_string(id) +
+                                " attached to settled task " +
+                                std::to_string(parent->id));
+    }
+    parent->children.push_back(id);
+    parent->open_children++;
+  }
+  if (task.finally_for != 0) {
+    Task* owner = MutableFind(task.finally_for);
+    if (owner->finally_task != 0) {
+      return Status::Corruption("a second finally hook for task " +
+                                std::to_string(owner->id));
+    }
+    owner->finally_task = id;
+    Settle(owner);
+  }
+  return Status::OK();
+}
+
+Task* QueueState::MutableFind(int64_t id) {
+  if (id < 1 || id > static_cast<int64_t>(tasks_.size())) return nullptr;
+  return &tasks_[id - 1];
+}
+
+const Task* QueueState::Find(int64_t id) const {
+  if (id < 1 || id > static_cast<int64_t>(tasks_.size())) return nullptr;
+  return &tasks_[id - 1];
+}
+
+int64_t QueueState::FindByDedupKey(const std::string& key) const {
+  auto it = by_dedup_key_.find(key);
+  return it == by_dedup_key_.end() ? 0 : it->second;
+}
+
+bool QueueState::AllSettled() const {
+  return !tasks_.empty() &&
+         settled_count_ == static_cast<int64_t>(tasks_.size());
+}
+
+void QueueState::SetState(Task* t, TaskState s) {
+  counts_[static_cast<int>(t->state)]--;
+  counts_[static_cast<int>(s)]++;
+  if (t->state == TaskState::kPending) pending_.erase(t->id);
+  if (t->state == TaskState::kInProgress) in_progress_.erase(t->id);
+  if (s == TaskState::kPending) pending_.insert(t->id);
+  if (s == TaskState::kInProgress) in_progress_.insert(t->id);
+  t->state = s;
+}
+
+void QueueState::UpdateHookDue(const Task& t) {
+  bool due = t.state == TaskState::kDone && t.has_finally &&
+             t.finally_task == 0 && t.open_children == 0;
+  if (due) {
+    hooks_due_.insert(t.id);
+  } else {
+    hooks_due_.erase(t.id);
+  }
+}
+
+void QueueState::Settle(Task* t) {
+  while (t != nullptr) {
+    UpdateHookDue(*t);
+    if (t->settled_counted || !t->settled()) return;
+    t->settled_counted = true;
+    settled_count_++;
+    t = t->parent_id != 0 ? MutableFind(t->parent_id) : nullptr;
+    if (t != nullptr) t->open_children--;
+  }
+}
+
+Status QueueState::AddStoredTask(Task task) {
+  if (task.id != next_task_id()) {
+    return Status::Corruption("task id " + std::to_string(task.id) +
+                              " where " + std::to_string(next_task_id()) +
+                              " was expected (ids must be 1, 2, 3, ...)");
+  }
+  if (task.parent_id < 0 || task.parent_id >= task.id ||
+      task.finally_for < 0 || task.finally_for >= task.id) {
+    return Status::Corruption("task " + std::to_string(task.id) +
+                              " refers to a task that does not precede it");
+  }
+  tasks_.push_back(std::move(task));
+  return Status::OK();
+}
+
+void QueueState::Rebuild() {
+  by_dedup_key_.clear();
+  pending_.clear();
+  in_progress_.clear();
+  hooks_due_.clear();
+  counts_.fill(0);
+  settled_count_ = 0;
+  // children and finally_task are derived from parent_id and finally_for.
+  for (Task& t : tasks_) {
+    t.children.clear();
+    t.finally_task = 0;
+  }
+  for (Task& t : tasks_) {
+    if (t.parent_id != 0) tasks_[t.parent_id - 1].children.push_back(t.id);
+    if (t.finally_for != 0) tasks_[t.finally_for - 1].finally_task = t.id;
+  }
+  for (Task& t : tasks_) {
+    t.open_children = static_cast<int64_t>(t.children.size());
+    t.settled_counted = false;
+    if (!t.dedup_key.empty()) by_dedup_key_.emplace(t.dedup_key, t.id);
+    counts_[static_cast<int>(t.state)]++;
+    if (t.state == TaskState::kPending) pending_.insert(t.id);
+    if (t.state == TaskState::kInProgress) in_progress_.insert(t.id);
+  }
+  // Children have larger ids than their parents: settle bottom-up.
+  for (auto it = tasks_.rbegin(); it != tasks_.rend(); ++it) {
+    UpdateHookDue(*it);
+    if (it->settled()) {
+      it->settled_counted = true;
+      settled_count_++;
+      if (it->parent_id != 0) tasks_[it->parent_id - 1].open_children--;
+    }
+  }
+}
+
+}  // namespace wizq

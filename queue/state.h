@@ -1,0 +1,111 @@
+// QueueState: the in-memory state of a run, rebuilt from the snapshot
+// (queue.json) and the audit events after it.
+//
+// Every change goes through ApplyEvent with the event's JSON line, both when
+// a process makes a transition and when it replays what it or others wrote,
+// so the live state and the recovered state cannot drift apart. An event
+// that does not fit the state (a claim of a task that is not pending, an
+// unknown id) is reported as Corruption.
+//
+// Not thread-safe; the Queue serialises access.
+#ifndef WIZQ_QUEUE_STATE_H_
+#define WIZQ_QUEUE_STATE_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "queue/task.h"
+#include "util/status.h"
+
+namespace wizq {
+
+enum class RunStatus { kRunning, kPaused, kCompleted, kFailed };
+const char* RunStatusName(RunStatus s);
+bool ParseRunStatus(std::string_view name, RunStatus* s);
+
+// What identifies a run and what it was started with.
+struct RunInfo {
+  int format_version = 0;  // of the files that recorded the run
+  std::string run_id;
+  std::string install_dir;
+  std::string workflow;     // frozen workflow, JSON text
+  std::string entry_input;  // JSON text
+  std::string wizq_version;
+  RunStatus status = RunStatus::kRunning;
+  int64_t started_ms = 0;
+  int64_t finished_ms = 0;
+  int resumes = 0;  // run_resumed events so far
+};
+
+class QueueState {
+ public:
+  QueueState() = default;
+  QueueState(const QueueState&) = delete;
+  QueueState& operator=(const QueueState&) = delete;
+
+  // Applies one event (a JSON object with at least seq and event).
+  Status ApplyEvent(std::string_view line);
+
+  bool started() const { return !run_.run_id.empty(); }
+  const RunInfo& run() const { return run_; }
+  RunInfo* mutable_run() { return &run_; }
+  int64_t last_seq() const { return last_seq_; }
+  void set_last_seq(int64_t seq) { last_seq_ = seq; }
+  int64_t next_task_id() const { return static_cast<int64_t>(tasks_.size()) + 1; }
+
+  // nullptr if no such task.
+  const Task* Find(int64_t id) const;
+  const std::vector<Task>& tasks() const { return tasks_; }
+  int64_t FindByDedupKey(const std::string& key) const;  // 0 if none
+  const std::set<int64_t>& pending() const { return pending_; }
+  const std::set<int64_t>& in_progress() const { return in_progress_; }
+  // Tasks that succeeded, whose subtree has settled, whose step has a
+  // finally hook not yet submitted.
+  const std::set<int64_t>& hooks_due() const { return hooks_due_; }
+  int64_t count(TaskState s) const { return counts_[static_cast<int>(s)]; }
+  int64_t total() const { return static_cast<int64_t>(tasks_.size()); }
+  // All tasks settled (and at least one exists).
+  bool AllSettled() const;
+
+  // For the snapshot loader: adds a task as stored, then Rebuild() once all
+  // are in to recompute the indexes and derived fields.
+  Status AddStoredTask(Task task);
+  void Rebuild();
+
+ private:
+  struct Event;
+  Status ApplySubmitted(const Event& e);
+  Status ApplyClaimed(const Event& e);
+  Status ApplyCompleted(const Event& e);
+  Status ApplyFailed(const Event& e);
+  Status ApplyReset(const Event& e);
+  Status ApplyRunStarted(const Event& e);
+  Status ApplyRunFinished(const Event& e);
+  Status AddLiveTask(Task t);
+  Task* MutableFind(int64_t id);
+  Status RequireState(const Task* t, int64_t id, TaskState s,
+                      std::string_view event) const;
+  void SetState(Task* t, TaskState s);
+  void Settle(Task* t);  // propagate settledness upward
+  void UpdateHookDue(const Task& t);
+
+  RunInfo run_;
+  int64_t last_seq_ = 0;
+  std::vector<Task> tasks_;  // tasks_[id - 1]
+  std::unordered_map<std::string, int64_t> by_dedup_key_;
+  std::set<int64_t> pending_;
+  std::set<int64_t> in_progress_;
+  std::set<int64_t> hooks_due_;
+  std::array<int64_t, 4> counts_{};
+  int64_t settled_count_ = 0;
+};
+
+}  // namespace wizq
+
+#endif  // WIZQ_QUEUE_STATE_H_

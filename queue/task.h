@@ -1,0 +1,88 @@
+// Task: one unit of work in a run, as the queue store keeps it.
+//
+// A task belongs to a step (its `type`) and carries its inputs as the exact
+// JSON text it was submitted with. Its `state` moves
+//   pending -> in_progress (claim, attempts += 1)
+//   in_progress -> done | failed | pending (retry, or reset of a dead worker)
+// and never leaves done or failed. Ids are positive, rise monotonically and
+// are never reused in a run.
+#ifndef WIZQ_QUEUE_TASK_H_
+#define WIZQ_QUEUE_TASK_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wizq {
+
+enum class TaskState { kPending, kInProgress, kDone, kFailed };
+// How a task came to exist. Retries happen in place (the same task, one more
+// attempt), so kRetry is reserved for a task re-queued by hand.
+enum class Origin { kInitial, kSpawned, kRetry, kFinally };
+
+const char* TaskStateName(TaskState s);
+bool ParseTaskState(std::string_view name, TaskState* s);
+const char* OriginName(Origin o);
+bool ParseOrigin(std::string_view name, Origin* o);
+
+// Failure reasons of SPEC §3.
+inline constexpr std::string_view kReasonExitCode = "exit_code";
+inline constexpr std::string_view kReasonTimeout = "timeout";
+inline constexpr std::string_view kReasonInvalidResponse = "invalid_response";
+inline constexpr std::string_view kReasonWorkerLost = "worker_lost";
+
+struct Task {
+  int64_t id = 0;
+  std::string type;    // the step
+  std::string inputs;  // exact JSON text
+  TaskState state = TaskState::kPending;
+  int attempts = 0;  // claims so far
+  int max_attempts = 1;
+  int64_t parent_id = 0;  // 0: a root task
+  Origin origin = Origin::kInitial;
+  std::string dedup_key;
+  std::string claimed_by;  // worker id while in_progress (and last claimer)
+  std::vector<int64_t> children;  // tasks attached to this one, in order
+  std::string error_reason;       // last failure reason, "" if none
+  std::string error_message;
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+  int64_t retry_at_ms = 0;  // a retried task is not claimed before this
+  // Finally hooks (SPEC §2). `has_finally`: the step has a hook, so the
+  // task is not settled until its hook task exists. `finally_task`: the id
+  // of that hook task once submitted. `finally_for`: for a hook task, the
+  // task whose hook it is.
+  bool has_finally = false;
+  int64_t finally_task = 0;
+  int64_t finally_for = 0;
+  // Derived, not stored: children whose subtree has not settled yet, and
+  // whether this task's settling was already counted at its parent.
+  int64_t open_children = 0;
+  bool settled_counted = false;
+
+  bool terminal() const {
+    return state == TaskState::kDone || state == TaskState::kFailed;
+  }
+  // A task is settled when it and everything attached below it has
+  // finished, and its finally hook (if it succeeded and has one) exists.
+  bool settled() const {
+    return terminal() && open_children == 0 &&
+           (state == TaskState::kFailed || !has_finally || finally_task != 0);
+  }
+};
+
+// What a caller asks the store to submit.
+struct NewTask {
+  std::string type;
+  std::string inputs;  // valid JSON text
+  int64_t parent_id = 0;
+  Origin origin = Origin::kSpawned;
+  int max_attempts = 1;
+  bool has_finally = false;
+  int64_t finally_for = 0;  // for Origin::kFinally
+};
+
+}  // namespace wizq
+
+#endif  // WIZQ_QUEUE_TASK_H_

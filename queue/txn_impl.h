@@ -1,0 +1,35 @@
+// The Txn of the queue-directory store. Internal.
+#ifndef WIZQ_QUEUE_TXN_IMPL_H_
+#define WIZQ_QUEUE_TXN_IMPL_H_
+
+#include "queue/queue.h"
+
+namespace wizq {
+
+class DirQueue;
+struct Task;
+
+class TxnImpl : public Txn {
+ public:
+  explicit TxnImpl(DirQueue* queue) : q_(queue) {}
+
+  const QueueState& state() const override;
+  int64_t now_ms() const override;
+  Status Submit(const NewTask& task, int64_t* id, bool* deduplicated) override;
+  Status ClaimNext(const std::function<bool(const Task&)>& accept,
+                   int64_t* id) override;
+  Status Complete(int64_t id, const std::vector<NewTask>& children,
+                  std::vector<int64_t>* child_ids) override;
+  Status Fail(int64_t id, std::string_view reason, std::string_view message,
+              bool retryable, int64_t retry_delay_ms, bool* will_retry) override;
+  Status ResetDeadWorkers(int64_t* reset, int64_t* lost) override;
+  Status FinishRun(RunStatus status, int64_t duration_ms) override;
+
+ private:
+  Status RequireHeld(int64_t id, const Task** task) const;
+  DirQueue* q_;
+};
+
+}  // namespace wizq
+
+#endif  // WIZQ_QUEUE_TXN_IMPL_H_

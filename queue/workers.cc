@@ -1,0 +1,86 @@
+#include "queue/workers.h"
+
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+
+#include "util/json_writer.h"
+
+namespace wizq {
+
+std::string NewWorkerId() {
+  std::random_device rd;
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "w%d-%08x", static_cast<int>(getpid()),
+                static_cast<unsigned>(rd()));
+  return buf;
+}
+
+Status WorkerRegistry::Register(const std::string& run_id, int64_t now_ms) {
+  self_ = NewWorkerId();
+  const std::string path = dir_ + "/" + self_;
+  WIZQ_RETURN_IF_ERROR(env_->LockFile(path, /*wait=*/false, &self_lock_));
+  std::string info;
+  JsonWriter w(&info);
+  w.BeginObject().Field("worker", self_);
+  w.Key("pid").Int(getpid());
+  w.Field("run_id", run_id);
+  w.Key("started_ms").Int(now_ms).EndObject();
+  info.push_back('\n');
+  // Not synced: the entry only matters while this process lives.
+  std::unique_ptr<WritableFile> file;
+  WIZQ_RETURN_IF_ERROR(env_->NewWritableFile(path, &file));
+  WIZQ_RETURN_IF_ERROR(file->Append(info));
+  return file->Close();
+}
+
+Status WorkerRegistry::Unregister() {
+  if (!self_lock_) return Status::OK();
+  Status s = env_->RemoveFile(dir_ + "/" + self_);
+  self_lock_.reset();
+  return s;
+}
+
+bool WorkerRegistry::IsAlive(const std::string& id) {
+  if (id == self_) return true;
+  auto it = cache_.find(id);
+  if (it != cache_.end()) return it->second;
+  const std::string path = dir_ + "/" + id;
+  bool alive = false;
+  if (id.find('/') == std::string::npos && env_->FileExists(path)) {
+    std::unique_ptr<FileLock> lock;
+    Status s = env_->LockFile(path, /*wait=*/false, &lock);
+    alive = s.IsBusy();
+    if (s.ok()) env_->RemoveFile(path);  // dead: tidy its entry away
+  }
+  cache_[id] = alive;
+  return alive;
+}
+
+Status WorkerRegistry::ListLive(std::vector<LiveWorker>* live) {
+  std::vector<std::string> names;
+  Status s = env_->ListDir(dir_, &names);
+  if (s.IsNotFound()) return Status::OK();
+  WIZQ_RETURN_IF_ERROR(s);
+  for (const std::string& name : names) {
+    if (name == self_ || !IsAlive(name)) continue;
+    LiveWorker w;
+    w.id = name;
+    std::string text;
+    if (env_->ReadFile(dir_ + "/" + name, &text).ok()) {
+      simdjson::dom::parser parser;
+      simdjson::dom::element doc;
+      if (!parser.parse(text).get(doc)) {
+        std::string_view run_id;
+        if (!doc["run_id"].get(run_id)) w.run_id = run_id;
+        if (doc["pid"].get(w.pid)) w.pid = 0;
+      }
+    }
+    live->push_back(w);
+  }
+  return Status::OK();
+}
+
+}  // namespace wizq

@@ -1,0 +1,58 @@
+// The worker registry, `.wizard/workers/`: one file per worker process,
+// named by its worker id and held locked (flock) by that process for its
+// whole life. A worker whose file can be locked by someone else is dead.
+// The file holds {"worker","pid","run_id","started_ms"} for messages.
+#ifndef WIZQ_QUEUE_WORKERS_H_
+#define WIZQ_QUEUE_WORKERS_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fs/env.h"
+#include "util/status.h"
+
+namespace wizq {
+
+struct LiveWorker {
+  std::string id;
+  std::string run_id;
+  int64_t pid = 0;
+};
+
+// REQUIRES: every call is made under the queue directory lock, so that a
+// worker between creating and locking its entry is never judged dead.
+class WorkerRegistry {
+ public:
+  WorkerRegistry(Env* env, std::string dir) : env_(env), dir_(std::move(dir)) {}
+
+  // Registers this process as a worker of `run_id`: creates and locks its
+  // entry. The lock is held until Unregister or destruction.
+  Status Register(const std::string& run_id, int64_t now_ms);
+  // Removes this worker's entry and releases its lock.
+  Status Unregister();
+  const std::string& self() const { return self_; }
+
+  // True if worker `id` is alive (this process counts as alive). A dead
+  // worker's entry is removed on the way. Results are cached until
+  // ForgetCache().
+  bool IsAlive(const std::string& id);
+  void ForgetCache() { cache_.clear(); }
+  // Every other live worker, with what its entry says.
+  Status ListLive(std::vector<LiveWorker>* live);
+
+ private:
+  Env* env_;
+  std::string dir_;
+  std::string self_;
+  std::unique_ptr<FileLock> self_lock_;
+  std::map<std::string, bool> cache_;
+};
+
+// A new worker id: "w<pid>-<8 random hex digits>".
+std::string NewWorkerId();
+
+}  // namespace wizq
+
+#endif  // WIZQ_QUEUE_WORKERS_H_

@@ -1,0 +1,146 @@
+// CommandRunner: starts the processes of Command tasks and waits for them.
+//
+// Each command runs as `/bin/sh -c <script>` in its own process group, with
+// stdin, stdout and stderr connected straight to files in the task's output
+// directory (`<dir>/.wizard/tasks/<id>/<attempt>.stdin|.stdout|.stderr`), so
+// no pipe has to be drained and nothing can deadlock. A command is over when
+// its shell exits: whatever it left running in its process group is killed
+// with it. Timeouts send SIGTERM to the whole group and SIGKILL after a grace
+// period.
+//
+// Every process tree also holds an exclusive flock on
+// `<output_dir>/running.lock` for as long as any of its processes keeps the
+// inherited descriptor open, and `<output_dir>/pgid` records the leader
+// (pid = process group id, its start time and the boot id). When wizq itself
+// dies, the tree keeps the lock; ReapOrphans() (and Start(), for the same
+// directory) end it before a task runs again (SPEC §6.3). The limit: a
+// process that both leaves the group (setsid/setpgid) and closes the lock
+// descriptor cannot be found once its leader is gone.
+//
+// Thread-safety: a CommandRunner must be used by one thread at a time. The
+// process must not reap children it did not start itself (no waitpid(-1), no
+// SIGCHLD set to SIG_IGN) and should open its own files O_CLOEXEC, or they
+// leak into the commands.
+#ifndef WIZQ_TASKS_COMMAND_RUNNER_H_
+#define WIZQ_TASKS_COMMAND_RUNNER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/status.h"
+
+namespace wizq {
+
+struct CommandSpec {
+  // Run as: /bin/sh -c <script>.
+  std::string script;
+  // Working directory (the workflow file's directory); empty = inherited.
+  std::string cwd;
+  // Written to <output_dir>/<attempt>.stdin, which becomes the child's stdin.
+  std::string stdin_data;
+  // Added to, or overriding, the inherited environment (WIZQ_* variables).
+  std::vector<std::pair<std::string, std::string>> env;
+  // The task's directory, created (0700, with missing parents) if needed.
+  // stdout goes to <attempt>.stdout, stderr to <attempt>.stderr (0600).
+  std::string output_dir;
+  int attempt = 1;
+  // Unset = no limit. The group gets SIGTERM when it elapses, then SIGKILL
+  // after kill_grace_seconds.
+  std::optional<double> timeout_seconds;
+  double kill_grace_seconds = 2.0;
+  // Only this much of stdout is read back; more sets stdout_truncated.
+  size_t max_stdout_bytes = 16 << 20;
+};
+
+struct CommandResult {
+  enum class Outcome {
+    kExited,       // the shell exited; see exit_code
+    kSignaled,     // the shell was killed by `signal`
+    kTimedOut,     // killed because timeout_seconds elapsed
+    kSpawnFailed,  // the process could not be started; see error
+  };
+  Outcome outcome = Outcome::kSpawnFailed;
+  int exit_code = -1;  // when the shell exited, else -1
+  int signal = 0;      // when the shell was killed by a signal, else 0
+  std::string stdout_text;
+  bool stdout_truncated = false;
+  // Empty for exit code 0; else a readable summary ("exit code 3", "killed
+  // by signal 9", "timed out after 5s") or why the spawn failed.
+  std::string error;
+  double seconds = 0;  // from Start to the end of the command
+};
+
+class CommandRunner {
+ public:
+  using Done = std::vector<std::pair<uint64_t, CommandResult>>;
+
+  CommandRunner();
+  // Kills (SIGKILL) and reaps whatever is still running.
+  ~CommandRunner();
+  CommandRunner(const CommandRunner&) = delete;
+  CommandRunner& operator=(const CommandRunner&) = delete;
+
+  // Starts a command without waiting for it; `token` identifies it in Wait
+  // results. A command that cannot be started (missing cwd, no /bin/sh,
+  // EAGAIN) still returns OK here and is reported by the next Wait as
+  // kSpawnFailed. An error Status means the output directory or its files
+  // could not be prepared (nothing was started), or an earlier attempt of
+  // the same task is still running and could not be ended (Busy/IOError).
+  // Normally quick; blocks (at most kill_grace_seconds + 5s) only when an
+  // earlier process tree of this output_dir still holds its lock.
+  Status Start(const CommandSpec& spec, uint64_t token);
+
+  // Waits up to timeout_ms (0 = just look, negative = no limit) until at
+  // least one started command has finished, including its timeout
+  // handling, and appends every finished one to *done. Returns at once when
+  // nothing is running. Timeouts are only enforced while the caller is in
+  // Wait (or TerminateAll), so call it at least every few hundred ms.
+  Status Wait(int timeout_ms, Done* done);
+
+  // Commands started and not yet returned by Wait.
+  size_t running() const;
+
+  // Sends SIGTERM to every running group, SIGKILL to those still running
+  // after grace_seconds, and reaps them all. Their results are dropped. Used
+  // when wizq itself is interrupted.
+  void TerminateAll(double grace_seconds);
+
+ private:
+  struct Child;
+
+  // Marks children whose leader has exited; waits up to timeout_ms
+  // (negative = no limit) for the first one.
+  Status PollChildren(int timeout_ms);
+  // Sends the SIGTERM/SIGKILL that are due.
+  void EnforceTimeouts();
+  // Reaps the exited children and appends their results.
+  void CollectExited(Done* done);
+  // Kills what `child` left in its group, reaps it, reads its stdout.
+  CommandResult Reap(const Child& child);
+  // Until the earliest of `deadline_ns` and the next due signal; -1 = never.
+  int MillisToNextEvent(int64_t deadline_ns) const;
+
+  std::vector<std::unique_ptr<Child>> children_;
+  Done spawn_failures_;  // reported by the next Wait
+  bool use_pidfd_ = true;
+};
+
+// Before a task runs again: ends or awaits the process tree that an earlier
+// attempt left running in `output_dir` (the task's directory), e.g. because
+// a previous wizq died (SPEC §6.3). Sends SIGTERM to the recorded group and
+// to every process still holding `running.lock`, SIGKILL after
+// grace_seconds, and waits until the lock is free. Returns OK when nothing
+// of an earlier attempt is running any more (or there never was one), an
+// IOError naming the directory and the pids when that takes longer than
+// max_wait_seconds. Quick (one open and one flock) when nothing runs.
+Status ReapOrphans(const std::string& output_dir, double grace_seconds,
+                   double max_wait_seconds);
+
+}  // namespace wizq
+
+#endif  // WIZQ_TASKS_COMMAND_RUNNER_H_

@@ -1,0 +1,485 @@
+#include "tasks/command_runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace wizq {
+namespace {
+
+using Outcome = CommandResult::Outcome;
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A process that no longer exists, or a zombie nobody has reaped yet.
+bool ProcessGone(pid_t pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  std::string stat = test::ReadAll("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return true;
+  return stat[paren + 2] == 'Z' || stat[paren + 2] == 'X';
+}
+
+bool WaitGone(pid_t pid, double seconds) {
+  const auto start = Clock::now();
+  while (!ProcessGone(pid)) {
+    if (SecondsSince(start) > seconds) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// Waits for a command to write its pid ("123\n") to `path`.
+pid_t ReadPidFile(const std::string& path) {
+  const auto start = Clock::now();
+  while (SecondsSince(start) < 5) {
+    const std::string text = test::ReadAll(path);
+    if (!text.empty() && text.back() == '\n') return atoi(text.c_str());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return -1;
+}
+
+bool LockIsFree(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool free = flock(fd, LOCK_EX | LOCK_NB) == 0;
+  close(fd);
+  return free;
+}
+
+class CommandRunnerTest : public testing::Test {
+ protected:
+  CommandSpec Spec(const std::string& script) {
+    CommandSpec spec;
+    spec.script = script;
+    spec.cwd = dir_.path();
+    spec.output_dir = dir_.Join(".wizard/tasks/1");
+    return spec;
+  }
+
+  std::string Out(const std::string& name) {
+    return dir_.Join(".wizard/tasks/1/" + name);
+  }
+
+  // Starts one command and waits (bounded) for its result.
+  CommandResult Run(const CommandSpec& spec) {
+    EXPECT_TRUE(runner_.Start(spec, 7).ok());
+    CommandRunner::Done done;
+    const auto start = Clock::now();
+    while (done.empty() && SecondsSince(start) < 10) {
+      EXPECT_TRUE(runner_.Wait(1000, &done).ok());
+    }
+    EXPECT_EQ(done.size(), 1u);
+    if (done.empty()) return CommandResult();
+    EXPECT_EQ(done[0].first, 7u);
+    return done[0].second;
+  }
+
+  test::ScratchDir dir_;
+  CommandRunner runner_;
+};
+
+TEST_F(CommandRunnerTest, ExitZeroCapturesStdout) {
+  CommandResult r = Run(Spec("echo '[]'"));
+  EXPECT_EQ(r.outcome, Outcome::kExited);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_EQ(r.stdout_text, "[]\n");
+  EXPECT_FALSE(r.stdout_truncated);
+  EXPECT_EQ(r.error, "");
+  EXPECT_GE(r.seconds, 0);
+  EXPECT_EQ(runner_.running(), 0u);
+}
+
+TEST_F(CommandRunnerTest, NonZeroExitCodeIsReported) {
+  CommandResult r = Run(Spec("echo partial; exit 3"));
+  EXPECT_EQ(r.outcome, Outcome::kExited);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.error, "exit code 3");
+  EXPECT_EQ(r.stdout_text, "partial\n");
+}
+
+TEST_F(CommandRunnerTest, SignalDeathIsReported) {
+  CommandResult r = Run(Spec("kill -9 $$"));
+  EXPECT_EQ(r.outcome, Outcome::kSignaled);
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_EQ(r.exit_code, -1);
+  EXPECT_NE(r.error.find("killed by signal 9"), std::string::npos) << r.error;
+}
+
+TEST_F(CommandRunnerTest, StdinContentReachesCommand) {
+  CommandSpec spec = Spec("cat");
+  spec.stdin_data = R"({"kind":"A","value":{"file":"x y"}})";
+  CommandResult r = Run(spec);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.stdout_text, spec.stdin_data);
+  EXPECT_EQ(test::ReadAll(Out("1.stdin")), spec.stdin_data);
+}
+
+TEST_F(CommandRunnerTest, EnvOverridesAndInheritedVarsAreSeen) {
+  setenv("WIZQ_TEST_INHERITED", "inherited", 1);
+  setenv("WIZQ_TEST_OVERRIDDEN", "old", 1);
+  CommandSpec spec = Spec(
+      "echo \"$WIZQ_TASK_ID $WIZQ_TEST_OVERRIDDEN $WIZQ_TEST_INHERITED\"; "
+      "env | grep -c '^WIZQ_TEST_OVERRIDDEN='");
+  spec.env = {{"WIZQ_TASK_ID", "42"},
+              {"WIZQ_TEST_OVERRIDDEN", "first"},
+              {"WIZQ_TEST_OVERRIDDEN", "new"}};
+  CommandResult r = Run(spec);
+  EXPECT_EQ(r.stdout_text, "42 new inherited\n1\n");
+  unsetenv("WIZQ_TEST_INHERITED");
+  unsetenv("WIZQ_TEST_OVERRIDDEN");
+}
+
+TEST_F(CommandRunnerTest, CwdIsHonoured) {
+  const std::string sub = dir_.Join("work dir");
+  ASSERT_EQ(mkdir(sub.c_str(), 0700), 0);
+  CommandSpec spec = Spec("pwd -P");
+  spec.cwd = sub;
+  char* real = realpath(sub.c_str(), nullptr);
+  ASSERT_NE(real, nullptr);
+  EXPECT_EQ(Run(spec).stdout_text, std::string(real) + "\n");
+  free(real);
+}
+
+TEST_F(CommandRunnerTest, OutputFilesArePerAttempt) {
+  CommandSpec spec = Spec("echo out$WIZQ_ATTEMPT; echo err$WIZQ_ATTEMPT >&2");
+  for (int attempt : {1, 2}) {
+    spec.attempt = attempt;
+    spec.env = {{"WIZQ_ATTEMPT", std::to_string(attempt)}};
+    spec.stdin_data = "in" + std::to_string(attempt);
+    EXPECT_EQ(Run(spec).exit_code, 0);
+  }
+  for (int attempt : {1, 2}) {
+    const std::string n = std::to_string(attempt);
+    EXPECT_EQ(test::ReadAll(Out(n + ".stdin")), "in" + n);
+    EXPECT_EQ(test::ReadAll(Out(n + ".stdout")), "out" + n + "\n");
+    EXPECT_EQ(test::ReadAll(Out(n + ".stderr")), "err" + n + "\n");
+    struct stat st;
+    ASSERT_EQ(stat(Out(n + ".stdout").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+  }
+  struct stat st;
+  ASSERT_EQ(stat(spec.output_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST_F(CommandRunnerTest, TimeoutKillsWholeTree) {
+  CommandSpec spec = Spec("sleep 100 & echo $! > bg.pid; sleep 100");
+  spec.timeout_seconds = 0.3;
+  spec.kill_grace_seconds = 1;
+  const auto start = Clock::now();
+  CommandResult r = Run(spec);
+  EXPECT_LT(SecondsSince(start), 1.0);  // SIGTERM was enough
+  EXPECT_EQ(r.outcome, Outcome::kTimedOut);
+  EXPECT_EQ(r.error, "timed out after 0.3s");
+  EXPECT_GE(r.seconds, 0.3);
+  const pid_t bg = ReadPidFile(dir_.Join("bg.pid"));
+  ASSERT_GT(bg, 0);
+  EXPECT_TRUE(WaitGone(bg, 2));
+}
+
+TEST_F(CommandRunnerTest, TimeoutEscalatesToSigkill) {
+  CommandSpec spec = Spec("trap '' TERM; sleep 100 & echo $! > bg.pid; wait");
+  spec.timeout_seconds = 0.2;
+  spec.kill_grace_seconds = 0.3;
+  const auto start = Clock::now();
+  CommandResult r = Run(spec);
+  EXPECT_GE(SecondsSince(start), 0.5);
+  EXPECT_LT(SecondsSince(start), 3.0);
+  EXPECT_EQ(r.outcome, Outcome::kTimedOut);
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_TRUE(WaitGone(ReadPidFile(dir_.Join("bg.pid")), 2));
+}
+
+TEST_F(CommandRunnerTest, LeftoverBackgroundProcessIsKilledAfterExit) {
+  CommandResult r = Run(Spec("sleep 100 & echo $! > bg.pid; echo done"));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.stdout_text, "done\n");
+  const pid_t bg = ReadPidFile(dir_.Join("bg.pid"));
+  ASSERT_GT(bg, 0);
+  EXPECT_TRUE(WaitGone(bg, 2));
+}
+
+TEST_F(CommandRunnerTest, LargeStdoutIsTruncated) {
+  CommandSpec spec = Spec("head -c 5000 /dev/zero | tr '\\0' x");
+  spec.max_stdout_bytes = 1000;
+  CommandResult r = Run(spec);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(r.stdout_truncated);
+  EXPECT_EQ(r.stdout_text, std::string(1000, 'x'));
+
+  spec.max_stdout_bytes = 5000;
+  r = Run(spec);
+  EXPECT_FALSE(r.stdout_truncated);
+  EXPECT_EQ(r.stdout_text.size(), 5000u);
+}
+
+TEST_F(CommandRunnerTest, SeveralCommandsRunConcurrently) {
+  const auto start = Clock::now();
+  for (uint64_t token = 1; token <= 5; ++token) {
+    CommandSpec spec = Spec("sleep 0.3; echo " + std::to_string(token));
+    spec.output_dir = dir_.Join(".wizard/tasks/" + std::to_string(token));
+    ASSERT_TRUE(runner_.Start(spec, token).ok());
+  }
+  EXPECT_EQ(runner_.running(), 5u);
+  CommandRunner::Done done;
+  ASSERT_TRUE(runner_.Wait(0, &done).ok());
+  EXPECT_TRUE(done.empty());
+  std::set<uint64_t> tokens;
+  while (runner_.running() > 0 && SecondsSince(start) < 5) {
+    const size_t before = done.size();
+    ASSERT_TRUE(runner_.Wait(-1, &done).ok());
+    EXPECT_GT(done.size(), before);
+    EXPECT_EQ(runner_.running() + done.size(), 5u);
+  }
+  EXPECT_LT(SecondsSince(start), 1.2);  // not one after another
+  ASSERT_EQ(done.size(), 5u);
+  for (const auto& [token, result] : done) {
+    EXPECT_EQ(result.stdout_text, std::to_string(token) + "\n");
+    tokens.insert(token);
+  }
+  EXPECT_EQ(tokens.size(), 5u);
+}
+
+TEST_F(CommandRunnerTest, WaitReturnsAtItsTimeout) {
+  ASSERT_TRUE(runner_.Start(Spec("sleep 100"), 1).ok());
+  CommandRunner::Done done;
+  const auto start = Clock::now();
+  ASSERT_TRUE(runner_.Wait(100, &done).ok());
+  EXPECT_TRUE(done.empty());
+  EXPECT_GE(SecondsSince(start), 0.09);
+  EXPECT_LT(SecondsSince(start), 1.0);
+  EXPECT_EQ(runner_.running(), 1u);
+  runner_.TerminateAll(1);
+  EXPECT_EQ(runner_.running(), 0u);
+  EXPECT_LT(SecondsSince(start), 1.0);
+}
+
+TEST_F(CommandRunnerTest, TerminateAllKillsWhatIgnoresSigterm) {
+  ASSERT_TRUE(runner_.Start(Spec("trap '' TERM; sleep 100"), 1).ok());
+  CommandSpec other = Spec("sleep 100");
+  other.output_dir = dir_.Join(".wizard/tasks/2");
+  ASSERT_TRUE(runner_.Start(other, 2).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto start = Clock::now();
+  runner_.TerminateAll(0.2);
+  EXPECT_GE(SecondsSince(start), 0.19);
+  EXPECT_LT(SecondsSince(start), 1.0);
+  EXPECT_EQ(runner_.running(), 0u);
+}
+
+TEST_F(CommandRunnerTest, MissingCwdIsSpawnFailureNamingIt) {
+  CommandSpec spec = Spec("echo never");
+  spec.cwd = dir_.Join("no-such-dir");
+  CommandResult r = Run(spec);
+  EXPECT_EQ(r.outcome, Outcome::kSpawnFailed);
+  EXPECT_NE(r.error.find(spec.cwd), std::string::npos) << r.error;
+  EXPECT_NE(test::ReadAll(Out("1.stderr")).find(spec.cwd), std::string::npos);
+  EXPECT_TRUE(LockIsFree(Out("running.lock")));
+}
+
+TEST_F(CommandRunnerTest, UnwritableOutputDirIsAnError) {
+  test::WriteAll(dir_.Join("file"), "x");
+  CommandSpec spec = Spec("true");
+  spec.output_dir = dir_.Join("file/tasks/1");
+  Status s = runner_.Start(spec, 1);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.message().find(dir_.Join("file")), std::string::npos);
+  EXPECT_EQ(runner_.running(), 0u);
+}
+
+TEST_F(CommandRunnerTest, TreeHoldsLockWhileItRuns) {
+  ASSERT_TRUE(runner_.Start(Spec("sleep 100"), 1).ok());
+  EXPECT_FALSE(LockIsFree(Out("running.lock")));
+  // A second command for the same task is refused, the first left alone.
+  Status s = runner_.Start(Spec("true"), 2);
+  EXPECT_TRUE(s.IsBusy()) << s.ToString();
+  EXPECT_EQ(runner_.running(), 1u);
+  EXPECT_FALSE(LockIsFree(Out("running.lock")));
+  runner_.TerminateAll(1);
+  EXPECT_TRUE(LockIsFree(Out("running.lock")));
+}
+
+TEST_F(CommandRunnerTest, NoDescriptorOfTheRunnerLeaksIntoCommands) {
+  // Another command is running, so the runner holds its pidfd too.
+  CommandSpec other = Spec("sleep 100");
+  other.output_dir = dir_.Join(".wizard/tasks/2");
+  ASSERT_TRUE(runner_.Start(other, 2).ok());
+  CommandResult r =
+      Run(Spec("for f in /proc/$$/fd/*; do readlink \"$f\"; done"));
+  EXPECT_EQ(r.stdout_text.find("pidfd"), std::string::npos) << r.stdout_text;
+  EXPECT_EQ(r.stdout_text.find("tasks/2"), std::string::npos);  // its files
+  const std::string lock = Out("running.lock") + "\n";
+  const size_t at = r.stdout_text.find(lock);
+  EXPECT_NE(at, std::string::npos) << r.stdout_text;
+  EXPECT_EQ(r.stdout_text.find(lock, at + 1), std::string::npos);
+  runner_.TerminateAll(1);
+}
+
+// Simulates a wizq that dies while its task runs: a forked process starts
+// the command and exits without waiting for it.
+void StartAndDie(const CommandSpec& spec) {
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto* runner = new CommandRunner;  // leaked: no destructor runs
+    _exit(runner->Start(spec, 1).ok() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST_F(CommandRunnerTest, ReapOrphansEndsTreeOfDeadRunner) {
+  CommandSpec spec =
+      Spec("sleep 100 & echo $! > bg.pid; echo $$ > leader.pid; wait");
+  StartAndDie(spec);
+  const pid_t leader = ReadPidFile(dir_.Join("leader.pid"));
+  const pid_t bg = ReadPidFile(dir_.Join("bg.pid"));
+  ASSERT_GT(leader, 0);
+  ASSERT_GT(bg, 0);
+  EXPECT_FALSE(ProcessGone(leader));
+  EXPECT_FALSE(LockIsFree(Out("running.lock")));
+
+  const auto start = Clock::now();
+  Status s = ReapOrphans(spec.output_dir, 1, 5);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_LT(SecondsSince(start), 0.9);  // SIGTERM was enough
+  EXPECT_TRUE(ProcessGone(leader));
+  EXPECT_TRUE(ProcessGone(bg));
+  EXPECT_TRUE(LockIsFree(Out("running.lock")));
+}
+
+TEST_F(CommandRunnerTest, ReapOrphansFindsLockHoldersThatLeftTheGroup) {
+  // The leader is gone; the survivor moved to its own session but kept the
+  // lock descriptor.
+  CommandSpec spec = Spec("setsid sleep 100 & echo $! > bg.pid");
+  StartAndDie(spec);
+  const pid_t bg = ReadPidFile(dir_.Join("bg.pid"));
+  ASSERT_GT(bg, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(ProcessGone(bg));
+  Status s = ReapOrphans(spec.output_dir, 1, 5);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(ProcessGone(bg));
+}
+
+TEST_F(CommandRunnerTest, LeaderIsRecorded) {
+  // "<pid> <start time> <boot id>", the pid being the shell's.
+  CommandResult r = Run(Spec("echo $$"));
+  const std::string record = test::ReadAll(Out("pgid"));
+  EXPECT_EQ(record.substr(0, record.find(' ')) + "\n", r.stdout_text);
+  EXPECT_EQ(record.substr(record.rfind(' ') + 1),
+            test::ReadAll("/proc/sys/kernel/random/boot_id"));
+}
+
+TEST_F(CommandRunnerTest, ReapOrphansEndsRecordedLeaderWithoutTheLock) {
+  // The shell closes its copy of the lock descriptor, so only the pgid
+  // record still leads to it.
+  CommandSpec spec = Spec(
+      "for f in /proc/$$/fd/*; do"
+      "  case $(readlink $f) in *running.lock) eval \"exec ${f##*/}>&-\";; "
+      "esac; done; echo $$ > leader.pid; sleep 100");
+  StartAndDie(spec);
+  const pid_t leader = ReadPidFile(dir_.Join("leader.pid"));
+  ASSERT_GT(leader, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(LockIsFree(Out("running.lock")));
+  EXPECT_FALSE(ProcessGone(leader));
+  Status s = ReapOrphans(spec.output_dir, 1, 5);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(WaitGone(leader, 1));
+}
+
+TEST_F(CommandRunnerTest, ReapOrphansEscalatesToSigkill) {
+  CommandSpec spec = Spec("trap '' TERM; echo $$ > leader.pid; sleep 100");
+  StartAndDie(spec);
+  const pid_t leader = ReadPidFile(dir_.Join("leader.pid"));
+  ASSERT_GT(leader, 0);
+  const auto start = Clock::now();
+  Status s = ReapOrphans(spec.output_dir, 0.2, 5);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GE(SecondsSince(start), 0.19);
+  EXPECT_TRUE(ProcessGone(leader));
+}
+
+TEST_F(CommandRunnerTest, ReapOrphansGivesUpAfterMaxWait) {
+  // The lock is held by something ReapOrphans never signals (this very
+  // process), so it must give up with an error instead of waiting forever.
+  CommandSpec spec = Spec("true");
+  ASSERT_EQ(Run(spec).exit_code, 0);
+  const int fd = open(Out("running.lock").c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);  // this very process holds it
+  const auto start = Clock::now();
+  Status s = ReapOrphans(spec.output_dir, 0.05, 0.2);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.message().find(spec.output_dir), std::string::npos);
+  EXPECT_LT(SecondsSince(start), 1.0);
+  close(fd);
+}
+
+TEST_F(CommandRunnerTest, ReapOrphansWithoutEarlierRunIsQuick) {
+  const auto start = Clock::now();
+  EXPECT_TRUE(ReapOrphans(dir_.Join("never/ran"), 1, 5).ok());
+  CommandSpec spec = Spec("true");
+  ASSERT_EQ(Run(spec).exit_code, 0);
+  EXPECT_TRUE(ReapOrphans(spec.output_dir, 1, 5).ok());
+  EXPECT_LT(SecondsSince(start), 0.5);
+}
+
+TEST_F(CommandRunnerTest, ReapOrphansIgnoresReusedPid) {
+  // A live process (in its own group) whose pid is in the pgid file but
+  // whose start time does not match: the pid was reused; leave it alone.
+  const pid_t other = fork();
+  ASSERT_GE(other, 0);
+  if (other == 0) {
+    setpgid(0, 0);
+    execl("/bin/sleep", "sleep", "100", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  CommandSpec spec = Spec("true");
+  ASSERT_EQ(Run(spec).exit_code, 0);
+  const std::string record = test::ReadAll(Out("pgid"));
+  const std::string boot = record.substr(record.rfind(' ') + 1);
+  test::WriteAll(Out("pgid"), std::to_string(other) + " 1 " + boot);
+  EXPECT_TRUE(ReapOrphans(spec.output_dir, 0.05, 1).ok());
+  EXPECT_FALSE(ProcessGone(other));
+  kill(other, SIGKILL);
+  waitpid(other, nullptr, 0);
+}
+
+TEST_F(CommandRunnerTest, StartEndsEarlierAttemptStillRunning) {
+  CommandSpec spec = Spec("echo $$ > leader.pid; sleep 100");
+  spec.kill_grace_seconds = 0.5;
+  StartAndDie(spec);
+  const pid_t leader = ReadPidFile(dir_.Join("leader.pid"));
+  ASSERT_GT(leader, 0);
+  spec.attempt = 2;
+  spec.script = "echo again";
+  CommandResult r = Run(spec);
+  EXPECT_EQ(r.stdout_text, "again\n");
+  EXPECT_TRUE(ProcessGone(leader));
+}
+
+}  // namespace
+}  // namespace wizq

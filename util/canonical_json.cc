@@ -1,0 +1,162 @@
+#include "util/canonical_json.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <vector>
+
+#include "util/json_writer.h"
+
+namespace wizq {
+namespace {
+
+// Compares two UTF-8 strings by their UTF-16 code units (RFC 8785 §3.2.3).
+std::u16string ToUtf16(std::string_view s) {
+  std::u16string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    uint32_t cp;
+    size_t len;
+    if (c < 0x80) { cp = c; len = 1; }
+    else if ((c & 0xE0) == 0xC0) { cp = c & 0x1F; len = 2; }
+    else if ((c & 0xF0) == 0xE0) { cp = c & 0x0F; len = 3; }
+    else { cp = c & 0x07; len = 4; }
+    for (size_t k = 1; k < len && i + k < s.size(); k++) {
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    }
+    i += len;
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      out.push_back(static_cast<char16_t>(0xD800 + (cp >> 10)));
+      out.push_back(static_cast<char16_t>(0xDC00 + (cp & 0x3FF)));
+    } else {
+      out.push_back(static_cast<char16_t>(cp));
+    }
+  }
+  return out;
+}
+
+void WriteCanonical(simdjson::dom::element e, std::string* out);
+
+void WriteObject(simdjson::dom::object obj, std::string* out) {
+  std::vector<std::pair<std::u16string, simdjson::dom::key_value_pair>> fields;
+  for (auto field : obj) fields.emplace_back(ToUtf16(field.key), field);
+  std::stable_sort(fields.begin(), fields.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  out->push_back('{');
+  for (size_t i = 0; i < fields.size(); i++) {
+    if (i) out->push_back(',');
+    AppendJsonString(out, fields[i].second.key);
+    out->push_back(':');
+    WriteCanonical(fields[i].second.value, out);
+  }
+  out->push_back('}');
+}
+
+void WriteCanonical(simdjson::dom::element e, std::string* out) {
+  char buf[32];
+  switch (e.type()) {
+    case simdjson::dom::element_type::OBJECT:
+      WriteObject(e.get_object().value_unsafe(), out);
+      break;
+    case simdjson::dom::element_type::ARRAY: {
+      out->push_back('[');
+      bool first = true;
+      for (auto child : e.get_array().value_unsafe()) {
+        if (!first) out->push_back(',');
+        first = false;
+        WriteCanonical(child, out);
+      }
+      out->push_back(']');
+      break;
+    }
+    case simdjson::dom::element_type::INT64: {
+      auto r = std::to_chars(buf, buf + sizeof(buf), e.get_int64().value_unsafe());
+      out->append(buf, r.ptr);
+      break;
+    }
+    case simdjson::dom::element_type::UINT64: {
+      auto r = std::to_chars(buf, buf + sizeof(buf), e.get_uint64().value_unsafe());
+      out->append(buf, r.ptr);
+      break;
+    }
+    case simdjson::dom::element_type::DOUBLE:
+      out->append(FormatDoubleEs6(e.get_double().value_unsafe()));
+      break;
+    case simdjson::dom::element_type::STRING:
+      AppendJsonString(out, e.get_string().value_unsafe());
+      break;
+    case simdjson::dom::element_type::BOOL:
+      out->append(e.get_bool().value_unsafe() ? "true" : "false");
+      break;
+    case simdjson::dom::element_type::NULL_VALUE:
+      out->append("null");
+      break;
+  }
+}
+
+}  // namespace
+
+std::string FormatDoubleEs6(double v) {
+  if (v == 0) return "0";
+  if (!std::isfinite(v)) return "null";
+  std::string out;
+  if (v < 0) {
+    out.push_back('-');
+    v = -v;
+  }
+  // Shortest round-trip digits in scientific form: d[.ddd]e[+-]x.
+  char buf[40];
+  auto r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
+  std::string_view sci(buf, r.ptr - buf);
+  size_t epos = sci.find('e');
+  std::string digits;
+  for (char c : sci.substr(0, epos)) {
+    if (c != '.') digits.push_back(c);
+  }
+  int exp10 = 0;
+  std::from_chars(sci.data() + epos + 1 + (sci[epos + 1] == '+'), sci.data() + sci.size(), exp10);
+  const int k = static_cast<int>(digits.size());
+  const int n = exp10 + 1;  // position of the decimal point
+  if (k <= n && n <= 21) {
+    out += digits;
+    out.append(n - k, '0');
+  } else if (0 < n && n <= 21) {
+    out += digits.substr(0, n);
+    out += '.';
+    out += digits.substr(n);
+  } else if (-6 < n && n <= 0) {
+    out += "0.";
+    out.append(-n, '0');
+    out += digits;
+  } else {
+    out += digits[0];
+    if (k > 1) {
+      out += '.';
+      out += digits.substr(1);
+    }
+    out += 'e';
+    out += (n - 1 >= 0) ? '+' : '-';
+    out += std::to_string(std::abs(n - 1));
+  }
+  return out;
+}
+
+Status CanonicalizeJson(std::string_view json, std::string* out) {
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(json);
+  simdjson::dom::element root;
+  auto error = parser.parse(padded).get(root);
+  if (error) {
+    return Status::InvalidArgument(std::string("not valid JSON: ") +
+                                   simdjson::error_message(error));
+  }
+  out->clear();
+  WriteCanonical(root, out);
+  return Status::OK();
+}
+
+}  // namespace wizq
