@@ -11,7 +11,7 @@ CMAKE_FLAGS ?=
 DEB_PACKAGES = cmake make g++ pkg-config git \
   libsimdjson-dev nlohmann-json3-dev libvalijson-dev libcli11-dev \
   zlib1g-dev libxxhash-dev libgtest-dev libgmock-dev libsqlite3-dev \
-  parallel clang libclang-rt-14-dev
+  parallel jq clang libclang-rt-14-dev
 
 .PHONY: all build deps test asan tsan bench demo fuzz torture format clean
 
@@ -47,6 +47,15 @@ tsan: deps
 
 bench: build
 	$(BUILD)/queue_bench
+
+# Runs the installer example into a fresh temporary install directory.
+demo: build
+	@dir=$$(mktemp -d /tmp/wizq-demo-XXXXXX); \
+	echo "== wizq run examples/installer/workflow.jsonc --dir $$dir"; \
+	$(BUILD)/wizq run examples/installer/workflow.jsonc --dir $$dir && \
+	echo "== wizq status --dir $$dir" && $(BUILD)/wizq status --dir $$dir && \
+	echo "== $$dir/SUMMARY.txt" && cat $$dir/SUMMARY.txt && \
+	echo "== kill it halfway and resume: see README.md"
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')

@@ -33,6 +33,7 @@ Status Queue::Open(const QueueOptions& options, std::unique_ptr<Queue>* queue,
   Env* env = options.env ? options.env : Env::Posix();
   auto q = std::make_unique<DirQueue>(options, env);
   OpenReport local;
+  if (report) *report = OpenReport();  // no stale fields from a reused one
   WIZQ_RETURN_IF_ERROR(q->OpenLocked(report ? report : &local));
   *queue = std::move(q);
   return Status::OK();

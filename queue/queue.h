@@ -126,6 +126,9 @@ class Txn {
   virtual Status Fail(int64_t id, std::string_view reason,
                       std::string_view message, bool retryable,
                       int64_t retry_delay_ms, bool* will_retry) = 0;
+  // Gives back a task this worker holds but stopped before it finished
+  // (wizq was interrupted): pending again, and the attempt does not count.
+  virtual Status Release(int64_t id, std::string_view reason) = 0;
   // Puts back the in_progress tasks of workers that are dead: pending if
   // attempts remain, else failed with worker_lost.
   virtual Status ResetDeadWorkers(int64_t* reset, int64_t* lost) = 0;

@@ -67,6 +67,7 @@ class DirQueue : public Queue {
   WorkerRegistry workers_;
   std::string torn_tail_path_;
   Status poisoned_;
+  Status stage_error_;  // a Stage() in the current Transact failed
   bool closed_ = false;
 };
 

@@ -144,13 +144,19 @@ Status DirQueue::Stage(std::string_view event,
   fill(w);
   const std::string& line = writer_->EndEvent();
   Status s = state_->ApplyEvent(line);
-  if (!s.ok()) return s.Annotate("internal error staging " + std::string(event));
+  if (!s.ok()) {
+    s = s.Annotate("internal error staging " + std::string(event));
+    // The line is staged and the state may be half-changed: the batch
+    // must not be committed even if the caller goes on regardless.
+    if (stage_error_.ok()) stage_error_ = s;
+    return s;
+  }
   return Status::OK();
 }
 
 Status DirQueue::CommitStaged() {
   Status s = writer_->Commit();
-  if (!s.ok()) return Poison(s);
+  if (!s.ok()) return s;  // MUTATION
   log_end_ = writer_->end();
   return Status::OK();
 }
@@ -203,7 +209,9 @@ Status DirQueue::Transact(const std::function<Status(Txn&)>& fn) {
     Status c = CatchUp();
     if (!c.ok()) return Poison(c);
     TxnImpl txn(this);
+    stage_error_ = Status::OK();
     Status r = fn(txn);
+    if (r.ok()) r = stage_error_;
     if (!r.ok()) {
       if (writer_->pending_events() > 0) ReloadAfterFailure();
       return r;

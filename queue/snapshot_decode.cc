@@ -33,12 +33,14 @@ class SnapshotDecoder {
   mutable simdjson::ondemand::document doc_;
   std::string context_ = "the top level";
   std::string problem_;  // set for semantic errors (err == INCORRECT_TYPE)
+  bool iterating_ = false;  // doc_ is valid (iterate succeeded)
 };
 
 Status SnapshotDecoder::Error(error_code err) const {
   const char* loc = nullptr;
   std::string where;
-  if (!doc_.current_location().get(loc)) {
+  // An empty or blank file fails iterate(): doc_ then has no location.
+  if (iterating_ && !doc_.current_location().get(loc)) {
     where = " at byte offset " + std::to_string(loc - padded_.data());
   }
   std::string what = problem_.empty() ? simdjson::error_message(err) : problem_;
@@ -51,6 +53,7 @@ Status SnapshotDecoder::Error(error_code err) const {
 Status SnapshotDecoder::Decode(SnapshotHeader* header, QueueState* state) {
   object root;
   error_code err = parser_.iterate(padded_).get(doc_);
+  iterating_ = !err;
   if (!err) err = doc_.get_object().get(root);
   if (!err) err = ReadTop(root, header, state);
   if (err) return Error(err);

@@ -39,7 +39,7 @@ struct QueueState::Event {
   int64_t finally_for = 0, retry_at = 0, format = 0, started = 0;
   std::string_view type, inputs, origin, dedup_key, worker, reason, message;
   std::string_view run_id, install_dir, workflow, entry_input, status, version;
-  bool will_retry = false, has_finally = false;
+  bool will_retry = false, has_finally = false, refund = false;
 };
 
 namespace {
@@ -81,6 +81,7 @@ simdjson::error_code ReadEventFields(simdjson::ondemand::object obj,
     else if (key == "wizq_version") err = v.get_string().get(e->version);
     else if (key == "will_retry") err = v.get_bool().get(e->will_retry);
     else if (key == "has_finally") err = v.get_bool().get(e->has_finally);
+    else if (key == "refund") err = v.get_bool().get(e->refund);
     // Other fields (counts, spawned ids, crc, commit...) are informational.
     if (err) return err;
   }
@@ -227,6 +228,7 @@ Status QueueState::ApplyReset(const Event& e) {
   t->error_reason = e.reason;
   t->error_message = e.message;
   t->updated_ms = e.ts;
+  if (e.refund && t->attempts > 0) t->attempts--;
   SetState(t, TaskState::kPending);
   return Status::OK();
 }
@@ -247,6 +249,7 @@ Status QueueState::AddLiveTask(Task t) {
     }
     parent->children.push_back(id);
     parent->open_children++;
+    UpdateHookDue(*parent);  // a task due for its hook now waits again
   }
   if (task.finally_for != 0) {
     Task* owner = MutableFind(task.finally_for);

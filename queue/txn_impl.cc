@@ -132,7 +132,22 @@ Status TxnImpl::Fail(int64_t id, std::string_view reason,
   });
 }
 
+Status TxnImpl::Release(int64_t id, std::string_view reason) {
+  const Task* t = nullptr;
+  WIZQ_RETURN_IF_ERROR(RequireHeld(id, &t));
+  const int attempt = t->attempts;
+  return q_->Stage("task_reset", [&](JsonWriter& w) {
+    w.Key("id").Int(id);
+    w.Field("worker", q_->worker_id());
+    w.Field("reason", reason);
+    w.Field("message", "stopped before it finished; the attempt does not count");
+    w.Key("attempt").Int(attempt);
+    w.Field("refund", true);
+  });
+}
+
 Status TxnImpl::ResetDeadWorkers(int64_t* reset, int64_t* lost) {
+  *reset = *lost = 0;
   q_->workers().ForgetCache();
   const std::vector<int64_t> held(state().in_progress().begin(),
                                   state().in_progress().end());

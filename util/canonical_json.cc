@@ -65,7 +65,10 @@ void WriteCanonical(simdjson::dom::element e, std::string* out) {
     case simdjson::dom::element_type::ARRAY: {
       out->push_back('[');
       bool first = true;
-      for (auto child : e.get_array().value_unsafe()) {
+      // A named copy: ranging over value_unsafe() of the temporary result
+      // would bind to it after it is destroyed (-Wdangling-pointer).
+      const simdjson::dom::array array = e.get_array().value_unsafe();
+      for (auto child : array) {
         if (!first) out->push_back(',');
         first = false;
         WriteCanonical(child, out);
@@ -96,6 +99,61 @@ void WriteCanonical(simdjson::dom::element e, std::string* out) {
       out->append("null");
       break;
   }
+}
+
+// simdjson refuses integers beyond the 64-bit range (NUMBER_ERROR) although
+// they are valid JSON, and RFC 8785 reads every number as a double anyway.
+// Copies `json` to *out with ".0" after each such integer (outside strings)
+// so that it parses as the double it stands for; false if there is none.
+bool WidenBigIntegers(std::string_view json, std::string* out) {
+  auto digits = [&](size_t j) {
+    while (j < json.size() && json[j] >= '0' && json[j] <= '9') j++;
+    return j;
+  };
+  bool changed = false;
+  out->clear();
+  for (size_t i = 0; i < json.size();) {
+    const char c = json[i];
+    size_t j = i + 1;
+    if (c == '"') {
+      while (j < json.size() && json[j] != '"') j += json[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, json.size());
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      const size_t int_begin = i + (c == '-');
+      const size_t int_end = digits(int_begin);
+      j = int_end;
+      bool integer = true;
+      if (j < json.size() && json[j] == '.') {
+        integer = false;
+        j = digits(j + 1);
+      }
+      if (j < json.size() && (json[j] == 'e' || json[j] == 'E')) {
+        integer = false;
+        j++;
+        if (j < json.size() && (json[j] == '+' || json[j] == '-')) j++;
+        j = digits(j);
+      }
+      if (integer && int_end > int_begin) {
+        uint64_t u;
+        int64_t s;
+        const bool big =
+            c == '-'
+                ? std::from_chars(json.data() + i, json.data() + j, s).ec ==
+                      std::errc::result_out_of_range
+                : std::from_chars(json.data() + i, json.data() + j, u).ec ==
+                      std::errc::result_out_of_range;
+        if (big) {
+          out->append(json.substr(i, j - i)).append(".0");
+          changed = true;
+          i = j;
+          continue;
+        }
+      }
+    }
+    out->append(json.substr(i, j - i));
+    i = j;
+  }
+  return changed;
 }
 
 }  // namespace
@@ -150,6 +208,11 @@ Status CanonicalizeJson(std::string_view json, std::string* out) {
   simdjson::padded_string padded(json);
   simdjson::dom::element root;
   auto error = parser.parse(padded).get(root);
+  std::string widened;
+  if (error == simdjson::NUMBER_ERROR && WidenBigIntegers(json, &widened)) {
+    padded = simdjson::padded_string(widened);
+    error = parser.parse(padded).get(root);
+  }
   if (error) {
     return Status::InvalidArgument(std::string("not valid JSON: ") +
                                    simdjson::error_message(error));

@@ -134,6 +134,14 @@ JsonWriter& JsonWriter::Double(double v) {
   Separate();
   char buf[32];
   auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  // Written without a fraction or exponent, a double reads as an integer,
+  // and JSON readers (simdjson) refuse integers beyond 64 bits: use the
+  // exponent form for those.
+  if (std::fabs(v) >= 9e18 &&
+      std::string_view(buf, r.ptr - buf).find_first_of(".e") ==
+          std::string_view::npos) {
+    r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
+  }
   out_->append(buf, r.ptr);
   return *this;
 }

@@ -1,0 +1,140 @@
+// The `wizq` command (SPEC §7). Parsing and output only; the work is done
+// by orchestrator/ and queue/.
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "cli/inspect.h"
+#include "cli/progress.h"
+#include "orchestrator/run.h"
+#include "tasks/workflow.h"
+
+namespace wizq {
+namespace {
+
+void OnSignal(int) { RequestStop(); }
+
+void InstallSignalHandlers() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+struct RunArgs {
+  RunOptions options;
+  std::string input_file;
+  bool json = false;
+  bool quiet = false;
+};
+
+int DoRun(RunArgs& a) {
+  if (!a.input_file.empty()) {
+    std::ifstream in(a.input_file, std::ios::binary);
+    if (!in) {
+      std::fprintf(stderr, "wizq run: cannot read --input-file %s\n",
+                   a.input_file.c_str());
+      return kExitInvalid;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    a.options.input_json = ss.str();
+  }
+  a.options.wizq_version = WIZQ_VERSION;
+  ProgressOptions po;
+  po.quiet = a.quiet;
+  po.json = a.json;
+  po.terminal = isatty(STDERR_FILENO) != 0;
+  auto printer = NewProgressPrinter(po);
+  InstallSignalHandlers();
+  std::string error;
+  int code = RunWorkflow(a.options, printer.get(), &error);
+  printer.reset();
+  if (!error.empty()) std::fprintf(stderr, "wizq run: %s\n", error.c_str());
+  return code;
+}
+
+int DoValidate(const std::string& path) {
+  std::unique_ptr<Workflow> wf;
+  std::vector<Finding> findings;
+  Status s = Workflow::Load(path, &wf, &findings);
+  if (s.ok()) {
+    std::printf("%s: OK (%zu steps, entrypoint %s)\n", path.c_str(),
+                wf->steps().size(), wf->entrypoint().c_str());
+    return 0;
+  }
+  if (findings.empty()) {
+    std::fprintf(stderr, "%s\n", s.message().c_str());
+  }
+  for (const Finding& f : findings) {
+    std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), f.path.c_str(),
+                 f.message.c_str());
+  }
+  return kExitInvalid;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"wizq: a crash-resumable task-queue orchestrator", "wizq"};
+  app.set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
+  app.require_subcommand(1);
+
+  RunArgs run;
+  CLI::App* run_cmd = app.add_subcommand("run", "Run, resume or join a workflow run");
+  run_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
+  run_cmd->add_option("WORKFLOW", run.options.workflow_path, "Workflow file (JSON or JSONC)")->required();
+  run_cmd->add_option("--dir", run.options.install_dir, "Install directory (default: .)");
+  auto* input = run_cmd->add_option("--input", run.options.input_json, "Entry input (JSON)");
+  run_cmd->add_option("--input-file", run.input_file, "Read the entry input from a file")->excludes(input);
+  run_cmd->add_option("--jobs,-j", run.options.jobs, "Tasks run at once by this process")->check(CLI::Range(1, 1024));
+  run_cmd->add_option("--run-id", run.options.run_id, "Run id (default: derived from workflow and input)");
+  run_cmd->add_flag("--fresh", run.options.fresh, "Archive an existing run and start over");
+  run_cmd->add_flag("--json", run.json, "NDJSON events on stdout");
+  run_cmd->add_flag("--quiet,-q", run.quiet, "No progress output");
+
+  std::string dir = ".";
+  bool json = false;
+  CLI::App* status_cmd = app.add_subcommand("status", "Show a run's summary and task tree");
+  status_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
+  status_cmd->add_option("--dir", dir, "Install directory (default: .)");
+  status_cmd->add_flag("--json", json, "JSON output");
+
+  int64_t task_id = 0;
+  CLI::App* log_cmd = app.add_subcommand("log", "Show the audit log");
+  log_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
+  log_cmd->add_option("--dir", dir, "Install directory (default: .)");
+  log_cmd->add_option("--task", task_id, "Only this task's events")->check(CLI::PositiveNumber);
+  log_cmd->add_flag("--json", json, "The raw JSON lines");
+
+  std::string workflow;
+  CLI::App* validate_cmd = app.add_subcommand("validate", "Check a workflow file");
+  validate_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
+  validate_cmd->add_option("WORKFLOW", workflow, "Workflow file")->required();
+
+  CLI::App* agent_cmd = app.add_subcommand("agent", "Agent protocol for Pool steps (not yet available)");
+  agent_cmd->allow_extras();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : kExitInvalid;
+  }
+  if (*run_cmd) return DoRun(run);
+  if (*status_cmd) return PrintStatus(dir, json);
+  if (*log_cmd) return PrintLog(dir, task_id, json);
+  if (*validate_cmd) return DoValidate(workflow);
+  std::fprintf(stderr, "wizq agent: Pool steps and the agent protocol are not "
+                       "available in this version\n");
+  return kExitInvalid;
+}
+
+}  // namespace
+}  // namespace wizq
+
+int main(int argc, char** argv) { return wizq::Main(argc, argv); }

@@ -1,0 +1,188 @@
+#include "cli/progress.h"
+
+#include <string>
+
+#include "util/json_writer.h"
+
+namespace wizq {
+namespace {
+
+std::string Counts(const Progress& p) {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf),
+                "%lld done, %lld running, %lld pending, %lld failed (%.1fs)",
+                static_cast<long long>(p.done), static_cast<long long>(p.running),
+                static_cast<long long>(p.pending),
+                static_cast<long long>(p.failed), p.elapsed_ms / 1000.0);
+  return buf;
+}
+
+std::string TaskLabel(const Task& t) {
+  std::string s = "task " + std::to_string(t.id) + " " + t.type;
+  if (t.origin == Origin::kFinally) s += " (finally)";
+  return s;
+}
+
+const char* ActionName(OpenAction a) {
+  switch (a) {
+    case OpenAction::kStartedFresh: return "started";
+    case OpenAction::kResumed: return "resumed";
+    case OpenAction::kJoined: return "joined";
+    case OpenAction::kFinished: return "finished";
+    case OpenAction::kReadOnly: return "read_only";
+  }
+  return "?";
+}
+
+class Printer : public RunObserver {
+ public:
+  explicit Printer(const ProgressOptions& o) : o_(o) {}
+  ~Printer() override { EndLiveLine(); }
+
+  void OnOpened(const std::string& run_id, const OpenReport& r,
+                const Progress& p) override {
+    if (o_.json) {
+      Json("run_opened", [&](JsonWriter& w) {
+        w.Field("run_id", run_id);
+        w.Field("action", ActionName(r.action));
+        w.Key("tasks_pending").Int(r.tasks_pending);
+        w.Key("tasks_done").Int(r.tasks_done);
+        w.Key("tasks_reset").Int(r.tasks_reset);
+        if (!r.archived_to.empty()) w.Field("archived_to", r.archived_to);
+      });
+    }
+    if (!r.archived_to.empty()) {
+      Line("archived the previous run (" + r.archive_reason + ") to " +
+           r.archived_to);
+    }
+    if (!r.torn_tail_path.empty()) {
+      Line("set aside a torn last audit record (a crash mid-write) in " +
+           r.torn_tail_path);
+    }
+    switch (r.action) {
+      case OpenAction::kStartedFresh:
+        Plain("started run " + run_id);
+        break;
+      case OpenAction::kResumed:
+        Line("resuming run " + run_id + ": " + std::to_string(r.tasks_pending) +
+             " pending, " + std::to_string(r.tasks_done) + " done, " +
+             std::to_string(r.tasks_reset) + " reset" +
+             (r.tasks_lost ? ", " + std::to_string(r.tasks_lost) +
+                                 " failed (worker_lost)"
+                           : ""));
+        break;
+      case OpenAction::kJoined:
+        Line("joined live run " + run_id + " as another worker: " +
+             Counts(p));
+        break;
+      case OpenAction::kFinished:
+        Line("run " + run_id + " has already finished: " + Counts(p) +
+             "; nothing runs again (use --fresh to start over)");
+        break;
+      case OpenAction::kReadOnly:
+        break;
+    }
+  }
+
+  void OnTaskStarted(const Task& t, int attempt, const Progress& p) override {
+    if (o_.json) {
+      Json("task_started", [&](JsonWriter& w) {
+        w.Key("id").Int(t.id);
+        w.Field("type", t.type);
+        w.Key("attempt").Int(attempt);
+      });
+    }
+    Plain(TaskLabel(t) + " started (attempt " + std::to_string(attempt) + ")");
+    Live(p);
+  }
+
+  void OnTaskFinished(const Task& t, const std::string& reason,
+                      const std::string& message, bool will_retry, int spawned,
+                      const Progress& p) override {
+    if (o_.json) {
+      Json("task_finished", [&](JsonWriter& w) {
+        w.Key("id").Int(t.id);
+        w.Field("type", t.type);
+        w.Field("state", TaskStateName(t.state));
+        w.Key("attempt").Int(t.attempts);
+        if (!reason.empty()) {
+          w.Field("reason", reason);
+          w.Field("message", message);
+          w.Field("will_retry", will_retry);
+        }
+        w.Key("spawned").Int(spawned);
+      });
+    }
+    if (reason.empty()) {
+      Plain(TaskLabel(t) + " done" +
+            (spawned ? " (+" + std::to_string(spawned) + " tasks)" : ""));
+    } else {
+      Line(TaskLabel(t) + (will_retry ? " failed, will retry: " : " FAILED: ") +
+           reason + ": " + message);
+    }
+    Live(p);
+  }
+
+  void OnRunFinished(RunStatus status, const Progress& p) override {
+    if (o_.json) {
+      Json("run_finished", [&](JsonWriter& w) {
+        w.Field("status", RunStatusName(status));
+        w.Key("done").Int(p.done);
+        w.Key("failed").Int(p.failed);
+        w.Key("duration_ms").Int(p.elapsed_ms);
+      });
+    }
+    Line(std::string("run ") + RunStatusName(status) + ": " + Counts(p));
+  }
+
+  void OnNote(const std::string& message) override {
+    if (o_.json) {
+      Json("note", [&](JsonWriter& w) { w.Field("message", message); });
+    }
+    Line(message);
+  }
+
+ private:
+  template <typename F>
+  void Json(const char* event, F fill) {
+    std::string out;
+    JsonWriter w(&out);
+    w.BeginObject().Field("event", event);
+    fill(w);
+    w.EndObject();
+    out.push_back('\n');
+    std::fputs(out.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  // A line shown in every mode but --quiet.
+  void Line(const std::string& s) {
+    if (o_.quiet) return;
+    EndLiveLine();
+    std::fprintf(stderr, "wizq: %s\n", s.c_str());
+  }
+  // A per-event line, only when stderr is not a terminal.
+  void Plain(const std::string& s) {
+    if (o_.quiet || o_.terminal) return;
+    std::fprintf(stderr, "wizq: %s\n", s.c_str());
+  }
+  void Live(const Progress& p) {
+    if (o_.quiet || !o_.terminal) return;
+    std::fprintf(stderr, "\r\033[Kwizq: %s", Counts(p).c_str());
+    live_ = true;
+  }
+  void EndLiveLine() {
+    if (live_) std::fputs("\r\033[K", stderr);
+    live_ = false;
+  }
+
+  ProgressOptions o_;
+  bool live_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<RunObserver> NewProgressPrinter(const ProgressOptions& o) {
+  return std::make_unique<Printer>(o);
+}
+
+}  // namespace wizq

@@ -1,0 +1,24 @@
+// Progress output of `wizq run` (SPEC §7): a live line on a terminal, one
+// plain line per event otherwise, NDJSON events on stdout with --json, and
+// nothing but errors with --quiet.
+#ifndef WIZQ_CLI_PROGRESS_H_
+#define WIZQ_CLI_PROGRESS_H_
+
+#include <cstdio>
+#include <memory>
+
+#include "orchestrator/observer.h"
+
+namespace wizq {
+
+struct ProgressOptions {
+  bool quiet = false;
+  bool json = false;      // NDJSON events on stdout
+  bool terminal = false;  // stderr is a terminal: one live line
+};
+
+std::unique_ptr<RunObserver> NewProgressPrinter(const ProgressOptions& o);
+
+}  // namespace wizq
+
+#endif  // WIZQ_CLI_PROGRESS_H_

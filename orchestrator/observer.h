@@ -1,0 +1,37 @@
+// RunObserver: what the run loop reports as it goes, for progress output
+// (cli/progress.h) and tests. Calls come from the run loop's thread.
+#ifndef WIZQ_ORCHESTRATOR_OBSERVER_H_
+#define WIZQ_ORCHESTRATOR_OBSERVER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "queue/queue.h"
+
+namespace wizq {
+
+struct Progress {
+  int64_t pending = 0, running = 0, done = 0, failed = 0, total = 0;
+  int64_t elapsed_ms = 0;
+};
+
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  // The run was opened: started, resumed or joined (report says which).
+  virtual void OnOpened(const std::string& run_id, const OpenReport& report,
+                        const Progress& p) = 0;
+  virtual void OnTaskStarted(const Task& task, int attempt,
+                             const Progress& p) = 0;
+  // `reason` is empty on success; `will_retry` when it goes back to pending.
+  virtual void OnTaskFinished(const Task& task, const std::string& reason,
+                              const std::string& message, bool will_retry,
+                              int spawned, const Progress& p) = 0;
+  virtual void OnRunFinished(RunStatus status, const Progress& p) = 0;
+  // A line worth telling the user (resets by other workers, waits, ...).
+  virtual void OnNote(const std::string& message) = 0;
+};
+
+}  // namespace wizq
+
+#endif  // WIZQ_ORCHESTRATOR_OBSERVER_H_

@@ -1,0 +1,98 @@
+#include "orchestrator/run.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include "orchestrator/run_loop.h"
+#include "tasks/response.h"
+#include "tasks/workflow.h"
+#include "util/canonical_json.h"
+#include "util/hash.h"
+
+namespace wizq {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+int ExitCodeFor(const Status& s) {
+  if (s.IsInvalidArgument()) return kExitInvalid;
+  return kExitEnvironment;
+}
+
+// Creates the install directory if needed and returns its canonical path.
+Status CanonicalInstallDir(const std::string& dir, std::string* out) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return Status::IOError("cannot create install directory " + dir + ": " +
+                           ec.message());
+  }
+  char buf[PATH_MAX];
+  if (realpath(dir.c_str(), buf) == nullptr) {
+    return Status::IOErrorFromErrno("resolving", dir, errno);
+  }
+  *out = buf;
+  return Status::OK();
+}
+
+}  // namespace
+
+void RequestStop() { g_stop = true; }
+bool StopRequested() { return g_stop.load(); }
+
+std::string DeriveRunId(const std::string& frozen_workflow,
+                        const std::string& input_json) {
+  return "r" + Hash128Hex(frozen_workflow + "\n" + input_json).substr(0, 16);
+}
+
+// Loads what a run needs before touching the install directory: the
+// workflow and the entry input. Anything wrong here is exit 2.
+static Status PrepareRun(const RunOptions& options,
+                         std::unique_ptr<Workflow>* workflow,
+                         std::string* input) {
+  std::vector<Finding> findings;
+  WIZQ_RETURN_IF_ERROR(Workflow::Load(options.workflow_path, workflow, &findings));
+  const std::string raw = options.input_json.empty() ? "{}" : options.input_json;
+  Status s = CanonicalizeJson(raw, input);
+  if (!s.ok()) return Status::InvalidArgument("--input: " + s.message());
+  return ValidateEntryInput(**workflow, *input);
+}
+
+int RunWorkflow(const RunOptions& options, RunObserver* observer,
+                std::string* error) {
+  std::unique_ptr<Workflow> workflow;
+  std::string input;
+  Status s = PrepareRun(options, &workflow, &input);
+  if (!s.ok()) {
+    *error = s.message();
+    return kExitInvalid;
+  }
+  RunLoop::Config config;
+  config.run_id = options.run_id.empty()
+                      ? DeriveRunId(workflow->frozen_json(), input)
+                      : options.run_id;
+  s = CanonicalInstallDir(options.install_dir, &config.install_dir);
+  if (!s.ok()) {
+    *error = s.message();
+    return kExitEnvironment;
+  }
+  config.input = input;
+  config.jobs = options.jobs;
+  config.fresh = options.fresh;
+  config.wizq_version = options.wizq_version;
+  config.env = options.env;
+  config.workflow_path = options.workflow_path;
+  RunLoop loop(config, std::move(workflow), observer);
+  int code = kExitCompleted;
+  s = loop.Run(&code);
+  if (!s.ok()) {
+    *error = s.message();
+    return ExitCodeFor(s);
+  }
+  return code;
+}
+
+}  // namespace wizq

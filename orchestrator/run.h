@@ -1,0 +1,58 @@
+// The run loop: executes a workflow's tasks on an install directory with
+// the guarantees of SPEC §6.
+//
+// RunWorkflow() loads and validates the workflow and the entry input, opens
+// (or resumes, or joins) the run in `<install_dir>/.wizard/`, then loops:
+// claim up to --jobs tasks (durably), start them, collect their results,
+// validate each response, and commit every result together with the tasks
+// it spawns and the next claims in one durable step (group commit). Finally
+// hooks are submitted once a task's subtree has settled. The loop ends when
+// the run has finished (possibly finished by another process sharing the
+// directory).
+#ifndef WIZQ_ORCHESTRATOR_RUN_H_
+#define WIZQ_ORCHESTRATOR_RUN_H_
+
+#include <string>
+
+#include "orchestrator/observer.h"
+
+namespace wizq {
+
+class Env;
+
+// Exit codes of SPEC §7.
+enum ExitCode {
+  kExitCompleted = 0,
+  kExitTaskFailed = 1,
+  kExitInvalid = 2,
+  kExitEnvironment = 3,
+  kExitPaused = 4,
+  kExitInterrupted = 130,  // SIGINT/SIGTERM: tasks were stopped and put back
+};
+
+struct RunOptions {
+  std::string workflow_path;
+  std::string install_dir = ".";     // created if missing
+  std::string input_json;            // empty: {}
+  std::string run_id;                // empty: derived from workflow + input
+  int jobs = 0;                      // 0: the workflow's max_concurrency
+  bool fresh = false;
+  std::string wizq_version;
+  Env* env = nullptr;                // nullptr: Env::Posix()
+};
+
+// Runs (or resumes, or joins) the run and returns its exit code. Errors are
+// reported through *error (one message naming the file, field or task).
+int RunWorkflow(const RunOptions& options, RunObserver* observer,
+                std::string* error);
+
+// The run id wizq derives for a workflow (its frozen JSON) and input.
+std::string DeriveRunId(const std::string& frozen_workflow,
+                        const std::string& input_json);
+
+// Set by SIGINT/SIGTERM handlers; the loop stops at its next turn.
+void RequestStop();
+
+}  // namespace wizq
+
+#endif  // WIZQ_ORCHESTRATOR_RUN_H_

@@ -1,0 +1,192 @@
+#include "tasks/response.h"
+
+#include <nlohmann/json.hpp>
+
+#include "tasks/jsonc.h"
+
+namespace wizq {
+
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr size_t kMaxListedErrors = 5;
+
+std::string Quote(std::string_view s) {
+  return Json(std::string(s))
+      .dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string Got(const Json& v) {
+  if (v.is_object()) return "got an object";
+  if (v.is_array()) return "got an array";
+  return "got " +
+         Excerpt(v.dump(-1, ' ', false, Json::error_handler_t::replace), 60);
+}
+
+std::string QuotedList(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names)
+    out += (out.empty() ? "" : ", ") + Quote(n);
+  return out;
+}
+
+bool IsBlank(std::string_view text) {
+  return text.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
+
+// Parses untrusted JSON text; `what` names it in messages.
+Status ParseUntrusted(std::string_view text, const std::string& what,
+                      Json* out) {
+  size_t bad = FirstInvalidUtf8(text);
+  if (bad != std::string_view::npos) {
+    return Status::InvalidArgument(what + " is not valid UTF-8 (bad byte at " +
+                                   LineColumn(text, bad) + ")");
+  }
+  Status s = CheckJsonDepth(text);
+  if (!s.ok()) return Status::InvalidArgument(what + ": " + s.message());
+  try {
+    *out = Json::parse(text);
+  } catch (const Json::exception& e) {
+    std::string why = e.what();
+    size_t bracket = why.find("] ");
+    if (bracket != std::string::npos) why = why.substr(bracket + 2);
+    return Status::InvalidArgument(what + " is not valid JSON (" +
+                                   Excerpt(why, 300) +
+                                   "); it starts with: " + Excerpt(text, 80));
+  }
+  return Status::OK();
+}
+
+// Which kinds an element may name: the `next` of `from`, or (for a finally
+// hook, from == nullptr) any step.
+Status CheckKind(const Workflow& wf, const Step* from,
+                 const std::string& kind) {
+  if (!from) {
+    if (wf.FindStep(kind)) return Status::OK();
+    std::vector<std::string> names;
+    for (const Step& s : wf.steps()) names.push_back(s.name);
+    return Status::InvalidArgument(
+        "kind " + Quote(kind) +
+        " is not a step of the workflow; steps: " + QuotedList(names));
+  }
+  for (const std::string& n : from->next) {
+    if (n == kind) return Status::OK();
+  }
+  if (from->next.empty()) {
+    return Status::InvalidArgument(
+        "kind " + Quote(kind) + " is not allowed: step " + Quote(from->name) +
+        " is terminal (its next is []), so it must print []");
+  }
+  return Status::InvalidArgument("kind " + Quote(kind) +
+                                 " is not a next step of " + Quote(from->name) +
+                                 "; allowed: " + QuotedList(from->next));
+}
+
+// Checks one element of the array and fills *task.
+Status CheckElement(const Workflow& wf, const Step* from, const Json& elem,
+                    NextTask* task) {
+  if (!elem.is_object()) {
+    return Status::InvalidArgument(
+        "expected an object {\"kind\": ..., \"value\": ...}, " + Got(elem));
+  }
+  for (auto& [key, unused] : elem.items()) {
+    if (key != "kind" && key != "value") {
+      return Status::InvalidArgument(
+          "unknown field " + Quote(key) +
+          "; an element has only \"kind\" and \"value\"");
+    }
+  }
+  auto kind = elem.find("kind");
+  if (kind == elem.end() || !kind->is_string()) {
+    return Status::InvalidArgument(
+        "\"kind\" must be the name of a step (a string), " +
+        (kind == elem.end() ? std::string("but it is missing") : Got(*kind)));
+  }
+  task->kind = kind->get<std::string>();
+  WIZQ_RETURN_IF_ERROR(CheckKind(wf, from, task->kind));
+  auto value = elem.find("value");
+  if (value == elem.end()) {
+    return Status::InvalidArgument("kind " + Quote(task->kind) +
+                                   ": missing \"value\" (use {} for none)");
+  }
+  task->value_json = value->dump();
+  Status s = wf.ValidateValue(task->kind, task->value_json);
+  if (!s.ok()) {
+    return Status::InvalidArgument("kind " + Quote(task->kind) + ": value " +
+                                   s.message());
+  }
+  return Status::OK();
+}
+
+// Shared by ParseResponse and ParseHookResponse.
+Status ParseTasks(const Workflow& wf, const Step* from, std::string_view text,
+                  std::vector<NextTask>* out) {
+  out->clear();
+  if (IsBlank(text)) {
+    return Status::InvalidArgument(
+        "expected a JSON array of next tasks on stdout, got empty output "
+        "(print [] to spawn nothing)");
+  }
+  Json root;
+  WIZQ_RETURN_IF_ERROR(ParseUntrusted(text, "stdout", &root));
+  if (!root.is_array()) {
+    std::string hint = root.is_object() && root.contains("kind")
+                           ? "; wrap a single task in [ ]"
+                           : "";
+    return Status::InvalidArgument(
+        "expected a JSON array of next tasks [{\"kind\": ..., \"value\": "
+        "...}], " +
+        Got(root) + hint);
+  }
+  std::vector<NextTask> tasks(root.size());
+  std::vector<std::string> errors;
+  for (size_t i = 0; i < root.size(); ++i) {
+    Status s = CheckElement(wf, from, root[i], &tasks[i]);
+    if (!s.ok()) {
+      errors.push_back("element [" + std::to_string(i) + "]: " + s.message());
+    }
+  }
+  if (errors.empty()) {
+    *out = std::move(tasks);
+    return Status::OK();
+  }
+  std::string msg;
+  for (size_t i = 0; i < errors.size() && i < kMaxListedErrors; ++i) {
+    msg += (i ? "; " : "") + errors[i];
+  }
+  if (errors.size() > kMaxListedErrors) {
+    msg += "; and " + std::to_string(errors.size() - kMaxListedErrors) +
+           " more invalid elements";
+  }
+  return Status::InvalidArgument(msg);
+}
+
+}  // namespace
+
+Status ParseResponse(const Workflow& wf, const Step& from,
+                     std::string_view stdout_text, std::vector<NextTask>* out) {
+  return ParseTasks(wf, &from, stdout_text, out);
+}
+
+Status ParseHookResponse(const Workflow& wf, std::string_view stdout_text,
+                         std::vector<NextTask>* out) {
+  return ParseTasks(wf, nullptr, stdout_text, out);
+}
+
+Status ValidateEntryInput(const Workflow& wf, std::string_view input_json) {
+  const std::string what = "the entry input";
+  if (IsBlank(input_json)) {
+    return Status::InvalidArgument(what +
+                                   " is empty; pass a JSON value, e.g. {}");
+  }
+  Json unused;
+  WIZQ_RETURN_IF_ERROR(ParseUntrusted(input_json, what, &unused));
+  Status s = wf.ValidateValue(wf.entrypoint(), input_json);
+  if (!s.ok()) {
+    return Status::InvalidArgument(what + " " + s.message());
+  }
+  return Status::OK();
+}
+
+}  // namespace wizq

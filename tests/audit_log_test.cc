@@ -1,0 +1,637 @@
+// Tests of the audit log (audit/log.h, audit/log_format.h): what LogWriter
+// writes, and how ParseLog tells committed records from a torn tail (a
+// crash mid-append: set aside, recovery goes on) and from corruption (an
+// error naming the file and the byte offset).
+#include "audit/log.h"
+
+#include <errno.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "audit/log_format.h"
+#include "fs/fault_env.h"
+#include "queue/queue.h"
+#include "tests/test_util.h"
+#include "util/json_writer.h"
+
+namespace wizq {
+namespace {
+
+using test::ReadAll;
+using test::ScratchDir;
+using test::WriteAll;
+
+bool Contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// True if `message` names byte offset `offset` (and not a longer number
+// that starts with the same digits).
+bool NamesOffset(const std::string& message, uint64_t offset) {
+  const std::string needle = "byte offset " + std::to_string(offset);
+  size_t pos = message.find(needle);
+  while (pos != std::string::npos) {
+    const size_t end = pos + needle.size();
+    if (end == message.size() || !isdigit(static_cast<unsigned char>(message[end]))) {
+      return true;
+    }
+    pos = message.find(needle, end);
+  }
+  return false;
+}
+
+// A log written through LogWriter, and where everything in it is.
+struct BuiltLog {
+  std::string data;                    // the whole file
+  std::vector<std::string> lines;      // without newlines
+  std::vector<uint64_t> line_offsets;  // start of each line
+  std::vector<size_t> batch_first;     // index of each batch's first line
+  std::vector<uint64_t> batch_start;   // byte offset of each batch
+  std::vector<uint64_t> batch_end;     // byte offset just past each batch
+
+  // Lines that belong to batches wholly inside the first `bytes` bytes.
+  size_t CommittedLines(uint64_t bytes) const {
+    size_t n = 0;
+    for (size_t b = 0; b < batch_end.size(); b++) {
+      if (batch_end[b] <= bytes) {
+        n = b + 1 < batch_first.size() ? batch_first[b + 1] : lines.size();
+      }
+    }
+    return n;
+  }
+  uint64_t CommittedEnd(uint64_t bytes) const {
+    uint64_t end = 0;
+    for (uint64_t e : batch_end) {
+      if (e <= bytes) end = e;
+    }
+    return end;
+  }
+};
+
+// Appends one event with a few fields (including text that needs escaping)
+// to the writer's pending batch.
+void StageEvent(LogWriter* writer, int batch, int index) {
+  JsonWriter& w = writer->BeginEvent("test_event", 1763776000000 + index);
+  w.Key("batch").Int(batch);
+  w.Key("index").Int(index);
+  w.Field("text", "quote \" backslash \\ newline \n caf\xC3\xA9 tab \t");
+  w.Key("list").BeginArray().Int(1).Null().Bool(true).EndArray();
+  writer->EndEvent();
+}
+
+class AuditLogTest : public ::testing::Test {
+ protected:
+  std::string LogPath() const { return dir_.Join("audit.jsonl"); }
+
+  // Writes batches of the given sizes to a new log and describes it.
+  BuiltLog Build(const std::vector<int>& batch_sizes) {
+    BuiltLog log;
+    std::unique_ptr<LogWriter> writer;
+    EXPECT_TRUE(LogWriter::Open(env_, LogPath(), 0, 1, &writer).ok());
+    int index = 0;
+    for (size_t b = 0; b < batch_sizes.size(); b++) {
+      log.batch_first.push_back(log.lines.size());
+      log.batch_start.push_back(writer->end());
+      for (int i = 0; i < batch_sizes[b]; i++) {
+        StageEvent(writer.get(), static_cast<int>(b), index++);
+      }
+      std::vector<std::string> committed;
+      Status s = writer->Commit(&committed);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(committed.size(), static_cast<size_t>(batch_sizes[b]));
+      for (const std::string& line : committed) {
+        log.line_offsets.push_back(0);  // set below
+        log.lines.push_back(line);
+      }
+      log.batch_end.push_back(writer->end());
+    }
+    log.data = ReadAll(LogPath());
+    uint64_t offset = 0;
+    for (size_t i = 0; i < log.lines.size(); i++) {
+      log.line_offsets[i] = offset;
+      offset += log.lines[i].size() + 1;
+    }
+    EXPECT_EQ(offset, log.data.size());
+    return log;
+  }
+
+  ScratchDir dir_;
+  Env* env_ = Env::Posix();
+};
+
+TEST_F(AuditLogTest, WriterWritesCheckedCommittedLines) {
+  BuiltLog log = Build({1, 3, 2});
+  ASSERT_EQ(log.lines.size(), 6u);
+  for (size_t i = 0; i < log.lines.size(); i++) {
+    const std::string& line = log.lines[i];
+    EXPECT_EQ(log.data.substr(log.line_offsets[i], line.size() + 1),
+              line + "\n");
+    EXPECT_TRUE(LineChecksumOk(line)) << line;
+    // Field order: seq, ts, event first; crc last.
+    const std::string prefix = "{\"seq\":" + std::to_string(i + 1) +
+                               ",\"ts\":" + std::to_string(1763776000000 + i) +
+                               ",\"event\":\"test_event\",";
+    EXPECT_EQ(line.substr(0, prefix.size()), prefix);
+    EXPECT_EQ(line.substr(line.size() - log_format::kCrcSuffixLength, 8),
+              log_format::kCrcPrefix);
+    // The commit marker is on the last line of each batch only.
+    bool last_of_batch = false;
+    for (size_t b = 0; b < log.batch_first.size(); b++) {
+      size_t next = b + 1 < log.batch_first.size() ? log.batch_first[b + 1]
+                                                   : log.lines.size();
+      if (i + 1 == next) last_of_batch = true;
+    }
+    EXPECT_EQ(Contains(line, std::string(log_format::kCommitField)),
+              last_of_batch)
+        << line;
+    // The line is one JSON object: the escaped newline stays escaped.
+    EXPECT_EQ(line.find('\n'), std::string::npos);
+  }
+  LogParseResult parsed;
+  ASSERT_TRUE(ParseLog(LogPath(), log.data, 0, 1, &parsed).ok());
+  ASSERT_EQ(parsed.records.size(), log.lines.size());
+  for (size_t i = 0; i < parsed.records.size(); i++) {
+    EXPECT_EQ(parsed.records[i].seq, static_cast<int64_t>(i + 1));
+    EXPECT_EQ(parsed.records[i].offset, log.line_offsets[i]);
+    EXPECT_EQ(parsed.records[i].line, log.lines[i]);
+  }
+  EXPECT_EQ(parsed.committed_end, log.data.size());
+  EXPECT_EQ(parsed.torn_bytes, 0u);
+}
+
+TEST_F(AuditLogTest, ChecksumRejectsDamagedOrMissingCrc) {
+  BuiltLog log = Build({1});
+  const std::string line = log.lines[0];
+  ASSERT_TRUE(LineChecksumOk(line));
+  EXPECT_FALSE(LineChecksumOk(""));
+  EXPECT_FALSE(LineChecksumOk("{}"));
+  EXPECT_FALSE(LineChecksumOk(line.substr(0, line.size() - 1)));
+  EXPECT_FALSE(LineChecksumOk(line.substr(1)));
+  EXPECT_FALSE(LineChecksumOk(line + " "));
+  // Without its crc field the line is not a record.
+  EXPECT_FALSE(LineChecksumOk(
+      line.substr(0, line.size() - log_format::kCrcSuffixLength) + "}"));
+  std::string other_crc = line;
+  char& digit = other_crc[other_crc.size() - 3];
+  digit = digit == '0' ? '1' : '0';
+  EXPECT_FALSE(LineChecksumOk(other_crc));
+}
+
+TEST_F(AuditLogTest, WriterAfterEndEventReturnsTheEventAsJson) {
+  std::unique_ptr<LogWriter> writer;
+  ASSERT_TRUE(LogWriter::Open(env_, LogPath(), 0, 7, &writer).ok());
+  JsonWriter& w = writer->BeginEvent("e", 5);
+  w.Key("x").Int(1);
+  EXPECT_EQ(writer->EndEvent(), "{\"seq\":7,\"ts\":5,\"event\":\"e\",\"x\":1}");
+  writer->BeginEvent("f", 6);
+  EXPECT_EQ(writer->EndEvent(), "{\"seq\":8,\"ts\":6,\"event\":\"f\"}");
+  EXPECT_EQ(writer->pending_events(), 2u);
+  writer->Abandon();
+  EXPECT_EQ(writer->pending_events(), 0u);
+  EXPECT_EQ(writer->next_seq(), 7);
+  // Nothing reached the file.
+  EXPECT_EQ(ReadAll(LogPath()), "");
+  writer->BeginEvent("g", 7);
+  EXPECT_EQ(writer->EndEvent(), "{\"seq\":7,\"ts\":7,\"event\":\"g\"}");
+  ASSERT_TRUE(writer->Commit().ok());
+  EXPECT_EQ(writer->next_seq(), 8);
+  EXPECT_EQ(writer->end(), ReadAll(LogPath()).size());
+}
+
+// Every prefix of a log parses: the complete batches are its records, the
+// rest is a torn tail. Never corruption.
+TEST_F(AuditLogTest, EveryPrefixParsesAsCommittedBatchesPlusTornTail) {
+  BuiltLog log = Build({1, 3, 2, 1, 3});
+  for (uint64_t cut = 0; cut <= log.data.size(); cut++) {
+    SCOPED_TRACE("cut at " + std::to_string(cut));
+    LogParseResult parsed;
+    Status s = ParseLog(LogPath(), std::string_view(log.data).substr(0, cut), 0,
+                        1, &parsed);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    const size_t n = log.CommittedLines(cut);
+    ASSERT_EQ(parsed.records.size(), n);
+    for (size_t i = 0; i < n; i++) {
+      EXPECT_EQ(parsed.records[i].line, log.lines[i]);
+      EXPECT_EQ(parsed.records[i].offset, log.line_offsets[i]);
+    }
+    EXPECT_EQ(parsed.committed_end, log.CommittedEnd(cut));
+    EXPECT_EQ(parsed.torn_bytes, cut - log.CommittedEnd(cut));
+  }
+}
+
+// The crash case in full, for every byte offset inside the last batch (so
+// also inside its last record): parse, set the tail aside, reopen, append,
+// and the result parses completely.
+void CheckRepairAtEveryOffsetOfLastBatch(Env* env, const std::string& path,
+                                         const BuiltLog& log) {
+  const uint64_t last_start = log.batch_start.back();
+  const size_t kept = log.batch_first.back();
+  for (uint64_t cut = last_start; cut < log.data.size(); cut++) {
+    SCOPED_TRACE("cut at " + std::to_string(cut));
+    WriteAll(path, log.data.substr(0, cut));
+    std::string data = ReadAll(path);
+    LogParseResult parsed;
+    Status s = ParseLog(path, data, 0, 1, &parsed);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_EQ(parsed.records.size(), kept);
+    ASSERT_EQ(parsed.committed_end, last_start);
+    ASSERT_EQ(parsed.torn_bytes, cut - last_start);
+
+    std::string aside;
+    s = SetAsideTornTail(env, path, parsed.committed_end, &aside);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    if (cut == last_start) {
+      EXPECT_EQ(aside, "");  // nothing torn, nothing set aside
+    } else {
+      ASSERT_NE(aside, "");
+      EXPECT_EQ(DirName(aside), DirName(path));
+      EXPECT_TRUE(Contains(aside, "audit.torn-" + std::to_string(last_start)));
+      EXPECT_EQ(ReadAll(aside), log.data.substr(last_start, cut - last_start));
+      std::filesystem::remove(aside);
+    }
+    EXPECT_EQ(ReadAll(path), log.data.substr(0, last_start));
+
+    // A new writer continues on a clean line with the next seq.
+    const int64_t next_seq = static_cast<int64_t>(kept) + 1;
+    std::unique_ptr<LogWriter> writer;
+    ASSERT_TRUE(LogWriter::Open(env, path, last_start, next_seq, &writer).ok());
+    StageEvent(writer.get(), 99, 99);
+    StageEvent(writer.get(), 99, 100);
+    ASSERT_TRUE(writer->Commit().ok());
+    writer.reset();
+    data = ReadAll(path);
+    s = ParseLog(path, data, 0, 1, &parsed);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_EQ(parsed.records.size(), kept + 2);
+    EXPECT_EQ(parsed.records[kept].offset, last_start);
+    EXPECT_EQ(parsed.records[kept].seq, next_seq);
+    EXPECT_EQ(parsed.torn_bytes, 0u);
+    EXPECT_EQ(parsed.committed_end, data.size());
+  }
+}
+
+TEST_F(AuditLogTest, TornLastMultiLineBatchIsSetAsideAndAppendsResume) {
+  BuiltLog log = Build({1, 3, 2, 3});
+  CheckRepairAtEveryOffsetOfLastBatch(env_, LogPath(), log);
+}
+
+TEST_F(AuditLogTest, TornLastSingleLineBatchIsSetAsideAndAppendsResume) {
+  BuiltLog log = Build({2, 1, 1});
+  CheckRepairAtEveryOffsetOfLastBatch(env_, LogPath(), log);
+}
+
+TEST_F(AuditLogTest, UnfinishedBatchIsTorn) {
+  BuiltLog log = Build({2, 3});
+  // The last batch's first two lines are complete and good, but its commit
+  // line is missing: the batch does not count.
+  const size_t first = log.batch_first.back();
+  const uint64_t cut = log.line_offsets[first + 2];
+  std::string data = log.data.substr(0, cut);
+  LogParseResult parsed;
+  ASSERT_TRUE(ParseLog(LogPath(), data, 0, 1, &parsed).ok());
+  EXPECT_EQ(parsed.records.size(), 2u);
+  EXPECT_EQ(parsed.committed_end, log.batch_start.back());
+  EXPECT_EQ(parsed.torn_bytes, cut - log.batch_start.back());
+  // ... also when garbage follows the unfinished batch.
+  data += "\x01garbage";
+  ASSERT_TRUE(ParseLog(LogPath(), data, 0, 1, &parsed).ok());
+  EXPECT_EQ(parsed.records.size(), 2u);
+  EXPECT_EQ(parsed.torn_bytes, data.size() - log.batch_start.back());
+  // A log of nothing but an unfinished batch has no records at all.
+  data = log.data.substr(0, log.line_offsets[1]);
+  ASSERT_TRUE(ParseLog(LogPath(), data, 0, 1, &parsed).ok());
+  EXPECT_EQ(parsed.records.size(), 0u);
+  EXPECT_EQ(parsed.committed_end, 0u);
+  EXPECT_EQ(parsed.torn_bytes, data.size());
+}
+
+TEST_F(AuditLogTest, GarbageOrZerosAfterGoodRecordsAreTorn) {
+  BuiltLog log = Build({1, 2});
+  const std::vector<std::string> kTails = {
+      "garbage",
+      "garbage\n",
+      std::string(8, '\0'),
+      std::string(8, '\0') + "\n",
+      std::string(4096, '\0'),
+      "\n",
+      "\n\n\n",
+      "{\"seq\":4,\"ts\":1,\"event\":\"x\"}\n",  // no crc
+      "{\"seq\":4,\"ts\":1,\"event\":\"x\",\"commit\":true,\"crc\":\"00000000\"}\n",
+      log.lines[0].substr(0, 20),
+      log.lines.back() + "\n",  // a repeat of the last line: seq 3 again...
+  };
+  for (size_t t = 0; t < kTails.size(); t++) {
+    SCOPED_TRACE("tail " + std::to_string(t));
+    const std::string& tail = kTails[t];
+    if (t + 1 == kTails.size()) {
+      // ... is a good line with the wrong seq: corruption, not torn.
+      LogParseResult parsed;
+      Status s = ParseLog(LogPath(), log.data + tail, 0, 1, &parsed);
+      EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+      continue;
+    }
+    WriteAll(LogPath(), log.data + tail);
+    const std::string data = ReadAll(LogPath());
+    LogParseResult parsed;
+    Status s = ParseLog(LogPath(), data, 0, 1, &parsed);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(parsed.records.size(), log.lines.size());
+    EXPECT_EQ(parsed.committed_end, log.data.size());
+    EXPECT_EQ(parsed.torn_bytes, tail.size());
+    std::string aside;
+    ASSERT_TRUE(
+        SetAsideTornTail(env_, LogPath(), parsed.committed_end, &aside).ok());
+    EXPECT_EQ(ReadAll(aside), tail);
+    EXPECT_EQ(ReadAll(LogPath()), log.data);
+    std::filesystem::remove(aside);
+  }
+}
+
+TEST_F(AuditLogTest, DamagedLineFollowedByGoodOnesIsCorruptionNamingOffset) {
+  BuiltLog log = Build({1, 3, 2});
+  // Every byte of every line that has a good line after it.
+  for (size_t i = 0; i + 1 < log.lines.size(); i++) {
+    for (size_t k = 0; k < log.lines[i].size(); k++) {
+      std::string data = log.data;
+      char& c = data[log.line_offsets[i] + k];
+      c = static_cast<char>(c ^ 0x01);
+      LogParseResult parsed;
+      Status s = ParseLog(LogPath(), data, 0, 1, &parsed);
+      ASSERT_TRUE(s.IsCorruption())
+          << "line " << i << " byte " << k << ": " << s.ToString();
+      EXPECT_TRUE(Contains(s.message(), LogPath())) << s.message();
+      EXPECT_TRUE(NamesOffset(s.message(), log.line_offsets[i]))
+          << "line " << i << " byte " << k << ": " << s.message();
+    }
+  }
+  // A damaged line with only damage after it is a torn tail: the batch it
+  // belongs to is not committed.
+  std::string data = log.data;
+  data[log.line_offsets.back() + 3] ^= 0x01;
+  LogParseResult parsed;
+  ASSERT_TRUE(ParseLog(LogPath(), data, 0, 1, &parsed).ok());
+  EXPECT_EQ(parsed.records.size(), 4u);
+  EXPECT_EQ(parsed.committed_end, log.batch_start.back());
+}
+
+TEST_F(AuditLogTest, GarbageLineBetweenGoodOnesIsCorruption) {
+  BuiltLog log = Build({2, 2});
+  const uint64_t at = log.batch_start[1];
+  const std::string data =
+      log.data.substr(0, at) + "garbage\n" + log.data.substr(at);
+  LogParseResult parsed;
+  Status s = ParseLog(LogPath(), data, 0, 1, &parsed);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(NamesOffset(s.message(), at)) << s.message();
+  // Zeros in the middle (a lost block) too.
+  const std::string zeros =
+      log.data.substr(0, at) + std::string(64, '\0') + "\n" + log.data.substr(at);
+  s = ParseLog(LogPath(), zeros, 0, 1, &parsed);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(NamesOffset(s.message(), at)) << s.message();
+}
+
+TEST_F(AuditLogTest, SeqGapIsCorruption) {
+  // seq 1..3, then a writer that skips 4, then more good lines.
+  std::unique_ptr<LogWriter> writer;
+  ASSERT_TRUE(LogWriter::Open(env_, LogPath(), 0, 1, &writer).ok());
+  for (int i = 0; i < 3; i++) StageEvent(writer.get(), 0, i);
+  ASSERT_TRUE(writer->Commit().ok());
+  const uint64_t gap_at = writer->end();
+  writer->Reposition(gap_at, 5);
+  for (int i = 0; i < 2; i++) StageEvent(writer.get(), 1, i);
+  ASSERT_TRUE(writer->Commit().ok());
+  for (int i = 0; i < 2; i++) StageEvent(writer.get(), 2, i);
+  ASSERT_TRUE(writer->Commit().ok());
+  const std::string data = ReadAll(LogPath());
+  for (int64_t expected : {int64_t{1}, int64_t{0}}) {
+    LogParseResult parsed;
+    Status s = ParseLog(LogPath(), data, 0, expected, &parsed);
+    ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), LogPath())) << s.message();
+    EXPECT_TRUE(NamesOffset(s.message(), gap_at)) << s.message();
+  }
+  // A seq that goes back (a repeated batch) is corruption too.
+  WriteAll(LogPath(), "");
+  ASSERT_TRUE(LogWriter::Open(env_, LogPath(), 0, 1, &writer).ok());
+  for (int i = 0; i < 3; i++) StageEvent(writer.get(), 0, i);
+  ASSERT_TRUE(writer->Commit().ok());
+  const uint64_t repeat_at = writer->end();
+  writer->Reposition(repeat_at, 2);
+  StageEvent(writer.get(), 1, 0);
+  ASSERT_TRUE(writer->Commit().ok());
+  StageEvent(writer.get(), 1, 1);
+  ASSERT_TRUE(writer->Commit().ok());
+  LogParseResult parsed;
+  Status s = ParseLog(LogPath(), ReadAll(LogPath()), 0, 1, &parsed);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(NamesOffset(s.message(), repeat_at)) << s.message();
+}
+
+TEST_F(AuditLogTest, FirstSeqMustBeTheExpectedOne) {
+  BuiltLog log = Build({2, 2});
+  LogParseResult parsed;
+  Status s = ParseLog(LogPath(), log.data, 0, 2, &parsed);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(NamesOffset(s.message(), 0)) << s.message();
+  ASSERT_TRUE(ParseLog(LogPath(), log.data, 0, 0, &parsed).ok());
+  EXPECT_EQ(parsed.records.size(), 4u);
+}
+
+TEST_F(AuditLogTest, ParsingFromAnOffsetReportsFileOffsets) {
+  BuiltLog log = Build({1, 3, 2});
+  const uint64_t base = log.batch_start[1];
+  const std::string tail = log.data.substr(base);
+  LogParseResult parsed;
+  ASSERT_TRUE(ParseLog(LogPath(), tail, base, 2, &parsed).ok());
+  ASSERT_EQ(parsed.records.size(), 5u);
+  EXPECT_EQ(parsed.records[0].offset, base);
+  EXPECT_EQ(parsed.records[0].seq, 2);
+  EXPECT_EQ(parsed.records[4].offset, log.line_offsets[5]);
+  EXPECT_EQ(parsed.committed_end, log.data.size());
+  // A torn tail counts from the end of the file.
+  ASSERT_TRUE(ParseLog(LogPath(), tail.substr(0, tail.size() - 5), base, 2,
+                       &parsed)
+                  .ok());
+  EXPECT_EQ(parsed.records.size(), 3u);
+  EXPECT_EQ(parsed.committed_end, log.batch_start[2]);
+  EXPECT_EQ(parsed.torn_bytes, log.data.size() - 5 - log.batch_start[2]);
+  // A torn tail right at the base: committed_end is the base.
+  ASSERT_TRUE(ParseLog(LogPath(), "garb", base, 2, &parsed).ok());
+  EXPECT_EQ(parsed.records.size(), 0u);
+  EXPECT_EQ(parsed.committed_end, base);
+  EXPECT_EQ(parsed.torn_bytes, 4u);
+  // Corruption offsets are file offsets too.
+  std::string damaged = tail;
+  damaged[log.line_offsets[2] - base + 4] ^= 0x01;
+  Status s = ParseLog(LogPath(), damaged, base, 2, &parsed);
+  ASSERT_TRUE(s.IsCorruption());
+  EXPECT_TRUE(NamesOffset(s.message(), log.line_offsets[2])) << s.message();
+}
+
+TEST_F(AuditLogTest, FailedCommitIsCutBackAndNamesTheFile) {
+  for (auto kind : {FaultInjectionEnv::kWrite, FaultInjectionEnv::kSync}) {
+    for (int err : {ENOSPC, EIO}) {
+      SCOPED_TRACE("kind " + std::to_string(kind) + " err " +
+                   std::to_string(err));
+      WriteAll(LogPath(), "");
+      FaultInjectionEnv env(Env::Posix());
+      env.SetTornWrites(true);
+      std::unique_ptr<LogWriter> writer;
+      ASSERT_TRUE(LogWriter::Open(&env, LogPath(), 0, 1, &writer).ok());
+      StageEvent(writer.get(), 0, 0);
+      ASSERT_TRUE(writer->Commit().ok());
+      const uint64_t end = writer->end();
+      for (int i = 0; i < 3; i++) StageEvent(writer.get(), 1, i);
+      env.FailOp(kind, 1, err, /*persistent=*/false);
+      Status s = writer->Commit();
+      ASSERT_TRUE(s.IsIOError()) << s.ToString();
+      EXPECT_TRUE(Contains(s.message(), LogPath())) << s.message();
+      EXPECT_EQ(writer->pending_events(), 0u);
+      EXPECT_EQ(writer->end(), end);
+      EXPECT_EQ(writer->next_seq(), 2);
+      EXPECT_EQ(ReadAll(LogPath()).size(), end);
+      // The next batch gets the seqs the failed one had.
+      StageEvent(writer.get(), 2, 0);
+      ASSERT_TRUE(writer->Commit().ok());
+      LogParseResult parsed;
+      ASSERT_TRUE(ParseLog(LogPath(), ReadAll(LogPath()), 0, 1, &parsed).ok());
+      ASSERT_EQ(parsed.records.size(), 2u);
+      EXPECT_EQ(parsed.records[1].seq, 2);
+      EXPECT_EQ(parsed.torn_bytes, 0u);
+    }
+  }
+}
+
+// --- through the Queue -------------------------------------------------------
+
+std::string DescribeTasks(const QueueState& state) {
+  std::string out;
+  for (const Task& t : state.tasks()) {
+    out += std::to_string(t.id) + " " + t.type + " " + t.inputs + " " +
+           TaskStateName(t.state) + " a=" + std::to_string(t.attempts) + "/" +
+           std::to_string(t.max_attempts) + " p=" +
+           std::to_string(t.parent_id) + " " + OriginName(t.origin) +
+           " by=" + t.claimed_by + " err=" + t.error_reason + " children=";
+    for (int64_t c : t.children) out += std::to_string(c) + ",";
+    out += "\n";
+  }
+  return out;
+}
+
+NewTask Spawn(const std::string& type, const std::string& inputs,
+              int64_t parent, int max_attempts) {
+  NewTask t;
+  t.type = type;
+  t.inputs = inputs;
+  t.parent_id = parent;
+  t.origin = Origin::kSpawned;
+  t.max_attempts = max_attempts;
+  return t;
+}
+
+QueueOptions RunOptions(const std::string& dir) {
+  QueueOptions o;
+  o.install_dir = std::filesystem::canonical(dir).string();
+  o.run_id = "run-torn";
+  o.workflow_json = "{\"steps\":[]}";
+  NewTask t;
+  t.type = "Root";
+  t.inputs = "{\"n\":0}";
+  t.origin = Origin::kInitial;
+  t.max_attempts = 3;
+  o.initial_tasks.push_back(t);
+  return o;
+}
+
+TEST(AuditLogQueueTest, TornLastRecordOfARealRunIsSetAsideOnOpen) {
+  ScratchDir dir;
+  const QueueOptions options = RunOptions(dir.path());
+  const std::string log_path = dir.path() + "/.wizard/audit.jsonl";
+  std::string before_last;    // tasks before the last commit
+  std::string log_before;     // the log before the last commit
+  std::string full_log;
+  {
+    std::unique_ptr<Queue> q;
+    OpenReport report;
+    ASSERT_TRUE(Queue::Open(options, &q, &report).ok());
+    int64_t id = 0;
+    ASSERT_TRUE(
+        q->Transact([&](Txn& txn) { return txn.ClaimNext(nullptr, &id); }).ok());
+    ASSERT_TRUE(q->Transact([&](Txn& txn) {
+                   return txn.Complete(id,
+                                       {Spawn("Child", "{\"x\":1}", id, 2),
+                                        Spawn("Child", "{\"x\":2}", id, 2)},
+                                       nullptr);
+                 }).ok());
+    before_last = DescribeTasks(q->state());
+    log_before = ReadAll(log_path);
+    // The last commit: a claim, a completion with two children, as one
+    // batch of several lines.
+    Status s = q->Transact([&](Txn& txn) {
+      int64_t c = 0;
+      WIZQ_RETURN_IF_ERROR(txn.ClaimNext(nullptr, &c));
+      return txn.Complete(c,
+                          {Spawn("Leaf", "{\"y\":1}", c, 1),
+                           Spawn("Leaf", "{\"y\":2}", c, 1)},
+                          nullptr);
+    });
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    full_log = ReadAll(log_path);
+    // Destroyed without Close: a crash.
+  }
+  ASSERT_GT(full_log.size(), log_before.size());
+  ASSERT_EQ(full_log.substr(0, log_before.size()), log_before);
+  // Let the snapshot cover no more than the log before the last commit.
+  const std::string snapshot = ReadAll(dir.path() + "/.wizard/queue.json");
+  ASSERT_TRUE(Contains(snapshot, "\"version\":1"));
+
+  const uint64_t start = log_before.size();
+  // Every offset inside the last batch (its last record included).
+  for (uint64_t cut = start; cut < full_log.size(); cut++) {
+    SCOPED_TRACE("cut at " + std::to_string(cut));
+    // Put back the .wizard of the crashed run, cut at `cut`.
+    WriteAll(log_path, full_log.substr(0, cut));
+    WriteAll(dir.path() + "/.wizard/queue.json", snapshot);
+    for (const auto& e :
+         std::filesystem::directory_iterator(dir.path() + "/.wizard")) {
+      if (e.path().filename().string().rfind("audit.torn-", 0) == 0) {
+        std::filesystem::remove(e.path());
+      }
+    }
+    std::unique_ptr<Queue> q;
+    OpenReport report;
+    Status s = Queue::Open(options, &q, &report);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(report.action, OpenAction::kResumed);
+    if (cut == start) {
+      EXPECT_EQ(report.torn_tail_path, "");
+    } else {
+      ASSERT_NE(report.torn_tail_path, "");
+      EXPECT_TRUE(Contains(report.torn_tail_path, "/.wizard/audit.torn-"));
+      EXPECT_EQ(ReadAll(report.torn_tail_path),
+                full_log.substr(start, cut - start));
+    }
+    EXPECT_EQ(DescribeTasks(q->state()), before_last);
+    // The log now continues on a clean line and parses completely.
+    const std::string now = ReadAll(log_path);
+    EXPECT_EQ(now.substr(0, start), log_before);
+    LogParseResult parsed;
+    s = ParseLog(log_path, now, 0, 1, &parsed);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(parsed.torn_bytes, 0u);
+    EXPECT_EQ(parsed.committed_end, now.size());
+    // And the run goes on.
+    int64_t id = 0;
+    ASSERT_TRUE(
+        q->Transact([&](Txn& txn) { return txn.ClaimNext(nullptr, &id); }).ok());
+    EXPECT_EQ(id, 2);
+  }
+}
+
+}  // namespace
+}  // namespace wizq

@@ -1,0 +1,801 @@
+// Crash and I/O-error tests of the queue store (SPEC §6.1, 6.2, 6.6, 6.7).
+//
+// A scripted run (open, claim, complete with children including a
+// duplicate, fail and retry, finally hooks, finish, close) is driven one
+// call at a time through a FaultInjectionEnv. For every k, the k-th file
+// operation crashes (a process crash, or a power loss that also drops
+// what was not synced); for every n, the n-th write, sync or rename fails
+// with ENOSPC or EIO. Each time the test checks what was recovered against
+// what the calls that returned OK promised: every one of them is there,
+// the failed one is there entirely or not at all, and the run can go on to
+// the end.
+#include <errno.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "audit/log.h"
+#include "fs/fault_env.h"
+#include "queue/queue.h"
+#include "queue/snapshot.h"
+#include "queue/state.h"
+#include "tests/test_util.h"
+
+namespace wizq {
+namespace {
+
+namespace fs = std::filesystem;
+using test::ReadAll;
+using test::ScratchDir;
+using test::WriteAll;
+
+bool Contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// --- an Env that counts writes, syncs and renames -----------------------------
+
+// Counts the operations FaultInjectionEnv::FailOp targets, as seen from
+// below a FaultInjectionEnv (whose own directory syncs it sees too).
+class CountingEnv : public Env {
+ public:
+  explicit CountingEnv(Env* base) : base_(base) {}
+  int64_t count(FaultInjectionEnv::OpKind kind) const {
+    switch (kind) {
+      case FaultInjectionEnv::kWrite: return writes_;
+      case FaultInjectionEnv::kSync: return syncs_;
+      case FaultInjectionEnv::kRename: return renames_;
+      default: return writes_ + syncs_ + renames_;
+    }
+  }
+
+  Status NewAppendableFile(const std::string& path,
+                           std::unique_ptr<WritableFile>* result) override {
+    std::unique_ptr<WritableFile> f;
+    WIZQ_RETURN_IF_ERROR(base_->NewAppendableFile(path, &f));
+    *result = std::make_unique<File>(this, std::move(f));
+    return Status::OK();
+  }
+  Status NewWritableFile(const std::string& path,
+                         std::unique_ptr<WritableFile>* result) override {
+    std::unique_ptr<WritableFile> f;
+    WIZQ_RETURN_IF_ERROR(base_->NewWritableFile(path, &f));
+    *result = std::make_unique<File>(this, std::move(f));
+    return Status::OK();
+  }
+  Status ReadFile(const std::string& p, std::string* d) override {
+    return base_->ReadFile(p, d);
+  }
+  Status ReadFileFrom(const std::string& p, uint64_t o,
+                      std::string* d) override {
+    return base_->ReadFileFrom(p, o, d);
+  }
+  bool FileExists(const std::string& p) override { return base_->FileExists(p); }
+  Status GetFileSize(const std::string& p, uint64_t* s) override {
+    return base_->GetFileSize(p, s);
+  }
+  Status TruncateFile(const std::string& p, uint64_t s) override {
+    return base_->TruncateFile(p, s);
+  }
+  Status RenameFile(const std::string& f, const std::string& t) override {
+    renames_++;
+    return base_->RenameFile(f, t);
+  }
+  Status RemoveFile(const std::string& p) override { return base_->RemoveFile(p); }
+  Status CreateDir(const std::string& p, int m) override {
+    return base_->CreateDir(p, m);
+  }
+  Status SyncDir(const std::string& p) override {
+    syncs_++;
+    return base_->SyncDir(p);
+  }
+  Status ListDir(const std::string& p, std::vector<std::string>* n) override {
+    return base_->ListDir(p, n);
+  }
+  Status LockFile(const std::string& p, bool w,
+                  std::unique_ptr<FileLock>* l) override {
+    return base_->LockFile(p, w, l);
+  }
+  uint64_t NowMicros() override { return base_->NowMicros(); }
+
+ private:
+  class File : public WritableFile {
+   public:
+    File(CountingEnv* env, std::unique_ptr<WritableFile> base)
+        : env_(env), base_(std::move(base)) {}
+    Status Append(std::string_view d) override {
+      env_->writes_++;
+      return base_->Append(d);
+    }
+    Status Sync() override {
+      env_->syncs_++;
+      return base_->Sync();
+    }
+    Status Truncate(uint64_t s) override { return base_->Truncate(s); }
+    Status Close() override { return base_->Close(); }
+    const std::string& path() const override { return base_->path(); }
+
+   private:
+    CountingEnv* env_;
+    std::unique_ptr<WritableFile> base_;
+  };
+
+  Env* base_;
+  int64_t writes_ = 0, syncs_ = 0, renames_ = 0;
+};
+
+// --- views of a state ---------------------------------------------------------
+
+// What the test compares of a task: everything durable that does not depend
+// on the worker's id or the clock.
+struct TaskView {
+  int64_t id = 0;
+  std::string type, inputs;
+  TaskState state = TaskState::kPending;
+  int attempts = 0, max_attempts = 0;
+  int64_t parent = 0;
+  Origin origin = Origin::kInitial;
+  std::vector<int64_t> children;
+  std::string error;
+  bool has_finally = false;
+  int64_t finally_for = 0, finally_task = 0;
+};
+
+struct View {
+  RunStatus status = RunStatus::kRunning;
+  std::vector<TaskView> tasks;
+};
+
+View ViewOf(const QueueState& s) {
+  View v;
+  v.status = s.run().status;
+  for (const Task& t : s.tasks()) {
+    TaskView tv;
+    tv.id = t.id;
+    tv.type = t.type;
+    tv.inputs = t.inputs;
+    tv.state = t.state;
+    tv.attempts = t.attempts;
+    tv.max_attempts = t.max_attempts;
+    tv.parent = t.parent_id;
+    tv.origin = t.origin;
+    tv.children = t.children;
+    tv.error = t.error_reason;
+    tv.has_finally = t.has_finally;
+    tv.finally_for = t.finally_for;
+    tv.finally_task = t.finally_task;
+    v.tasks.push_back(tv);
+  }
+  return v;
+}
+
+// With `exact` false, only the shape of the run: which tasks exist, how
+// they hang together, and their states (attempts and errors depend on how
+// many crashes a task lived through).
+std::string ToString(const View& v, bool exact = true) {
+  std::string out = std::string("status ") + RunStatusName(v.status) + "\n";
+  for (const TaskView& t : v.tasks) {
+    out += std::to_string(t.id) + " " + t.type + " " + t.inputs + " " +
+           TaskStateName(t.state) + " p=" + std::to_string(t.parent) + " " +
+           OriginName(t.origin) + " fin=" + std::to_string(t.has_finally) +
+           "/" + std::to_string(t.finally_for) + "/" +
+           std::to_string(t.finally_task) + " children=";
+    for (int64_t c : t.children) out += std::to_string(c) + ",";
+    if (exact) {
+      out += " a=" + std::to_string(t.attempts) + "/" +
+             std::to_string(t.max_attempts) + " err=" + t.error;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// What a reopen makes of a state whose worker died: its claims are put
+// back (or failed when no attempts remain), with reason worker_lost.
+View AfterWorkerDeath(View v) {
+  for (TaskView& t : v.tasks) {
+    if (t.state != TaskState::kInProgress) continue;
+    t.state = t.attempts < t.max_attempts ? TaskState::kPending
+                                          : TaskState::kFailed;
+    t.error = std::string(kReasonWorkerLost);
+  }
+  return v;
+}
+
+// The state recorded in `wizard`, rebuilt from its files without the Queue
+// (from the snapshot on, or from the whole log), as ToString(ViewOf()).
+std::string ViewFromDisk(const std::string& wizard, bool use_snapshot) {
+  QueueState state;
+  uint64_t offset = 0;
+  if (use_snapshot) {
+    SnapshotHeader header;
+    Status s = DecodeSnapshot(wizard + "/queue.json",
+                              ReadAll(wizard + "/queue.json"), &header, &state);
+    if (!s.ok()) return "snapshot: " + s.ToString();
+    offset = header.audit_offset;
+  }
+  const std::string path = wizard + "/audit.jsonl";
+  const std::string data = ReadAll(path).substr(offset);
+  LogParseResult parsed;
+  Status s = ParseLog(path, data, offset, state.last_seq() + 1, &parsed);
+  if (!s.ok()) return "log: " + s.ToString();
+  for (const LogRecord& r : parsed.records) {
+    s = state.ApplyEvent(r.line);
+    if (!s.ok()) return "event: " + s.ToString();
+  }
+  return ToString(ViewOf(state));
+}
+
+// --- the scripted run ---------------------------------------------------------
+
+NewTask MakeTask(const std::string& type, const std::string& inputs,
+                 int64_t parent, int max_attempts, Origin origin,
+                 bool has_finally = false, int64_t finally_for = 0) {
+  NewTask t;
+  t.type = type;
+  t.inputs = inputs;
+  t.parent_id = parent;
+  t.origin = origin;
+  t.max_attempts = max_attempts;
+  t.has_finally = has_finally;
+  t.finally_for = finally_for;
+  return t;
+}
+
+// Drives the run one call at a time, deciding each call from the state
+// alone, so that after a crash it carries on from whatever was recovered:
+//   open (fresh: one Root with a finally hook)
+//   claim Root; complete it with Child{x:1}, Child{x:2}, Child{x:1.0} (a
+//   duplicate of the first); claim Child 2; fail it (retry); claim it again;
+//   complete it; claim Child 3; complete it with a Leaf; claim and complete
+//   the Leaf; Root's hook is due: submit it; claim and complete it; finish
+//   the run; close.
+class Driver {
+ public:
+  Driver(Env* env, const std::string& install_dir) {
+    options_.env = env;
+    options_.install_dir = install_dir;
+    options_.run_id = "crash-run";
+    options_.workflow_json = "{\"steps\":[\"Root\",\"Child\",\"Leaf\"]}";
+    options_.checkpoint_min_bytes = 512;  // checkpoints mid-run too
+    options_.initial_tasks.push_back(
+        MakeTask("Root", "{\"n\":0}", 0, 3, Origin::kInitial, true));
+  }
+
+  // Makes the next call; records its name and result.
+  Status Step() {
+    std::string name;
+    Status s = Next(&name);
+    calls_.push_back(name + ": " + (s.ok() ? "OK" : s.ToString()));
+    return s;
+  }
+
+  // Calls Step() until the script is done or a call fails.
+  Status RunToEnd(int max_steps = 100) {
+    for (int i = 0; i < max_steps && !done_; i++) {
+      WIZQ_RETURN_IF_ERROR(Step());
+    }
+    return done_ ? Status::OK() : Status::Corruption("the script did not end");
+  }
+
+  // Like a crash: the Queue goes away without Close.
+  void Abandon() { q_.reset(); }
+  Queue* queue() { return q_.get(); }
+  bool done() const { return done_; }
+  std::string Calls() const {
+    std::string out;
+    for (const std::string& c : calls_) out += "  " + c + "\n";
+    return out;
+  }
+
+ private:
+  Status Transact(const std::function<Status(Txn&)>& fn) {
+    return q_->Transact(fn);
+  }
+
+  Status Next(std::string* name) {
+    if (!q_) {
+      *name = "open";
+      OpenReport report;
+      return Queue::Open(options_, &q_, &report);
+    }
+    const QueueState& st = q_->state();
+    for (int64_t id : st.in_progress()) {
+      const Task& t = *st.Find(id);
+      if (t.claimed_by != q_->worker_id()) continue;
+      *name = "finish task " + std::to_string(id);
+      if (t.type == "Root") {
+        return Transact([&](Txn& txn) {
+          return txn.Complete(
+              id,
+              {MakeTask("Child", "{\"x\":1}", id, 3, Origin::kSpawned),
+               MakeTask("Child", "{\"x\":2}", id, 3, Origin::kSpawned),
+               MakeTask("Child", "{\"x\":1.0}", id, 3, Origin::kSpawned)},
+              nullptr);
+        });
+      }
+      if (t.type == "Child" && t.inputs == "{\"x\":1}" && t.attempts == 1) {
+        *name = "fail task " + std::to_string(id);
+        return Transact([&](Txn& txn) {
+          bool retry = false;
+          return txn.Fail(id, kReasonExitCode, "exit 1", true, 0, &retry);
+        });
+      }
+      std::vector<NewTask> children;
+      if (t.type == "Child" && t.inputs == "{\"x\":2}") {
+        children.push_back(
+            MakeTask("Leaf", "{\"y\":[1,2]}", id, 2, Origin::kSpawned));
+      }
+      return Transact([&](Txn& txn) {
+        return txn.Complete(id, children, nullptr);
+      });
+    }
+    if (!st.hooks_due().empty()) {
+      const Task owner = *st.Find(*st.hooks_due().begin());
+      *name = "submit hook of " + std::to_string(owner.id);
+      return Transact([&](Txn& txn) {
+        int64_t id = 0;
+        bool dup = false;
+        return txn.Submit(MakeTask("Hook", owner.inputs, owner.parent_id, 2,
+                                   Origin::kFinally, false, owner.id),
+                          &id, &dup);
+      });
+    }
+    if (!st.pending().empty()) {
+      *name = "claim";
+      return Transact([&](Txn& txn) {
+        int64_t id = 0;
+        WIZQ_RETURN_IF_ERROR(txn.ClaimNext(nullptr, &id));
+        return id != 0 ? Status::OK()
+                       : Status::Corruption("nothing to claim");
+      });
+    }
+    if (st.run().status == RunStatus::kRunning && st.AllSettled()) {
+      *name = "finish run";
+      return Transact([&](Txn& txn) {
+        return txn.FinishRun(RunStatus::kCompleted, 10);
+      });
+    }
+    if (st.run().status == RunStatus::kCompleted) {
+      *name = "close";
+      Status s = q_->Close();
+      if (s.ok()) done_ = true;
+      return s;
+    }
+    *name = "stuck";
+    return Status::Corruption("the script is stuck:\n" + ToString(ViewOf(st)));
+  }
+
+  QueueOptions options_;
+  std::unique_ptr<Queue> q_;
+  std::vector<std::string> calls_;
+  bool done_ = false;
+};
+
+// The fault-free run: the view after each call, and the operation counts.
+struct Reference {
+  std::vector<View> views;  // views[i]: after call i returned OK
+  int64_t ops = 0;
+  int64_t writes = 0, syncs = 0, renames = 0;
+  std::string final_shape;
+};
+
+const Reference& GetReference() {
+  static const Reference* ref = [] {
+    auto* r = new Reference;
+    ScratchDir dir;
+    CountingEnv counting(Env::Posix());
+    FaultInjectionEnv env(&counting);
+    Driver d(&env, fs::canonical(dir.path()).string());
+    while (!d.done()) {
+      Status s = d.Step();
+      EXPECT_TRUE(s.ok()) << s.ToString() << "\n" << d.Calls();
+      if (!s.ok() || r->views.size() > 100) break;
+      r->views.push_back(ViewOf(d.queue()->state()));
+    }
+    r->ops = env.op_count();
+    r->writes = counting.count(FaultInjectionEnv::kWrite);
+    r->syncs = counting.count(FaultInjectionEnv::kSync);
+    r->renames = counting.count(FaultInjectionEnv::kRename);
+    r->final_shape = ToString(r->views.back(), false);
+    return r;
+  }();
+  return *ref;
+}
+
+TEST(QueueCrashTest, ReferenceRunDoesWhatTheScriptSays) {
+  const Reference& ref = GetReference();
+  ASSERT_FALSE(ref.views.empty());
+  const View& last = ref.views.back();
+  EXPECT_EQ(last.status, RunStatus::kCompleted);
+  // Root, three children of which one was a duplicate, a leaf, the hook.
+  EXPECT_EQ(ToString(last, true),
+            "status completed\n"
+            "1 Root {\"n\":0} done p=0 Initial fin=1/0/5 children=2,3, "
+            "a=1/3 err=\n"
+            "2 Child {\"x\":1} done p=1 Spawned fin=0/0/0 children= "
+            "a=2/3 err=exit_code\n"
+            "3 Child {\"x\":2} done p=1 Spawned fin=0/0/0 children=4, "
+            "a=1/3 err=\n"
+            "4 Leaf {\"y\":[1,2]} done p=3 Spawned fin=0/0/0 children= "
+            "a=1/2 err=\n"
+            "5 Hook {\"n\":0} done p=0 Finally fin=0/1/0 children= "
+            "a=1/2 err=\n");
+  EXPECT_GT(ref.renames, 2);  // mid-run checkpoints happened
+  RecordProperty("ops", static_cast<int>(ref.ops));
+}
+
+// What a recovery must give after call `failed` (an index into the
+// reference's calls) did not return OK: the state after the call before
+// it, or after the failed call itself, with the dead worker's claims put
+// back — never anything else.
+void ExpectRecovered(const Reference& ref, size_t failed, const View& got,
+                     const std::string& context) {
+  const std::string actual = ToString(got);
+  std::vector<std::string> allowed;
+  if (failed > 0) allowed.push_back(ToString(AfterWorkerDeath(ref.views[failed - 1])));
+  if (failed < ref.views.size()) {
+    allowed.push_back(ToString(AfterWorkerDeath(ref.views[failed])));
+  }
+  bool match = false;
+  for (const std::string& a : allowed) match = match || a == actual;
+  if (!match) {
+    std::string msg = "recovered:\n" + actual + "allowed:\n";
+    for (const std::string& a : allowed) msg += a + "--\n";
+    ADD_FAILURE() << context << msg;
+  }
+}
+
+// Checks the files a crash left (before anything repairs them).
+void ExpectFilesReadable(const std::string& wizard, const std::string& context) {
+  const std::string snapshot = wizard + "/queue.json";
+  if (fs::exists(snapshot)) {
+    SnapshotHeader header;
+    QueueState state;
+    Status s = DecodeSnapshot(snapshot, ReadAll(snapshot), &header, &state);
+    EXPECT_TRUE(s.ok()) << context << s.ToString();
+    EXPECT_EQ(header.version, kSnapshotVersion) << context;
+    const std::string log = wizard + "/audit.jsonl";
+    EXPECT_LE(header.audit_offset, fs::exists(log) ? fs::file_size(log) : 0)
+        << context;
+  }
+  const std::string log = wizard + "/audit.jsonl";
+  if (fs::exists(log)) {
+    LogParseResult parsed;
+    Status s = ParseLog(log, ReadAll(log), 0, 1, &parsed);
+    EXPECT_TRUE(s.ok()) << context << s.ToString();  // torn at worst
+  }
+}
+
+// Reopens after a failure and checks the recovered state, then runs the
+// script to its end and checks the end.
+void RecoverAndFinish(const Reference& ref, Driver* d, size_t failed,
+                      const std::string& wizard, const std::string& context) {
+  // The reopen is the driver's next call.
+  Status s = d->Step();
+  ASSERT_TRUE(s.ok()) << context << s.ToString() << "\n" << d->Calls();
+  ExpectRecovered(ref, failed, ViewOf(d->queue()->state()), context);
+  s = d->RunToEnd();
+  ASSERT_TRUE(s.ok()) << context << s.ToString() << "\n" << d->Calls();
+  EXPECT_EQ(ToString(ViewOf(d->queue()->state()), false), ref.final_shape)
+      << context;
+  // At rest, the snapshot is exact and agrees with the whole log.
+  const std::string from_snapshot = ViewFromDisk(wizard, true);
+  EXPECT_EQ(from_snapshot, ToString(ViewOf(d->queue()->state()))) << context;
+  EXPECT_EQ(ViewFromDisk(wizard, false), from_snapshot) << context;
+}
+
+// Runs the script with a crash at op k. Returns the index of the call that
+// failed (the crash), or views.size() if none did.
+size_t RunUntilCrash(const Reference& ref, Driver* d, const std::string& context) {
+  size_t i = 0;
+  for (; !d->done(); i++) {
+    Status s = d->Step();
+    if (!s.ok()) break;
+    EXPECT_LT(i, ref.views.size()) << context;
+    if (i >= ref.views.size()) break;
+    // Up to the crash, the run is the reference run.
+    EXPECT_EQ(ToString(ViewOf(d->queue()->state())), ToString(ref.views[i]))
+        << context;
+  }
+  return i;
+}
+
+void CrashAtEveryOp(bool power_loss) {
+  const Reference& ref = GetReference();
+  ASSERT_GT(ref.ops, 10);
+  for (int64_t k = 1; k <= ref.ops; k++) {
+    const std::string context = std::string(power_loss ? "power loss" : "crash") +
+                                " at op " + std::to_string(k) + ": ";
+    ScratchDir dir;
+    const std::string install = fs::canonical(dir.path()).string();
+    FaultInjectionEnv env(Env::Posix());
+    env.SetTornWrites(true);
+    env.CrashAtOp(k);
+    Driver d(&env, install);
+    const size_t failed = RunUntilCrash(ref, &d, context);
+    ASSERT_TRUE(env.crashed()) << context << "never crashed\n" << d.Calls();
+    ASSERT_LT(failed, ref.views.size()) << context;
+    d.Abandon();  // the process is gone: no Close
+    if (power_loss) {
+      Status s = env.DropUnsyncedData();  // also resets the env
+      ASSERT_TRUE(s.ok()) << context << s.ToString();
+    } else {
+      env.ResetState();  // the page cache survives a process crash
+    }
+    ExpectFilesReadable(install + "/.wizard", context);
+    RecoverAndFinish(ref, &d, failed, install + "/.wizard",
+                     context + "\n" + d.Calls());
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(QueueCrashTest, ProcessCrashAtEveryOpLosesNoReturnedTransition) {
+  CrashAtEveryOp(/*power_loss=*/false);
+}
+
+TEST(QueueCrashTest, PowerLossAtEveryOpLosesNoReturnedTransition) {
+  CrashAtEveryOp(/*power_loss=*/true);
+}
+
+// --- I/O errors -----------------------------------------------------------------
+
+const char* KindName(FaultInjectionEnv::OpKind kind) {
+  switch (kind) {
+    case FaultInjectionEnv::kWrite: return "write";
+    case FaultInjectionEnv::kSync: return "sync";
+    case FaultInjectionEnv::kRename: return "rename";
+    default: return "any";
+  }
+}
+
+void IoErrorAtEveryOp(FaultInjectionEnv::OpKind kind) {
+  const Reference& ref = GetReference();
+  const int64_t count = kind == FaultInjectionEnv::kWrite  ? ref.writes
+                        : kind == FaultInjectionEnv::kSync ? ref.syncs
+                                                           : ref.renames;
+  ASSERT_GT(count, 0);
+  for (int err : {ENOSPC, EIO}) {
+    for (bool persistent : {false, true}) {
+      for (int64_t n = 1;; n++) {
+        const std::string context =
+            std::string(KindName(kind)) + " #" + std::to_string(n) + " fails " +
+            (persistent ? "for good" : "once") + " with " + strerror(err) +
+            ": ";
+        ScratchDir dir;
+        const std::string install = fs::canonical(dir.path()).string();
+        FaultInjectionEnv env(Env::Posix());
+        env.SetTornWrites(true);
+        env.FailOp(kind, n, err, persistent);
+        Driver d(&env, install);
+        size_t failed = 0;
+        Status first_error;
+        for (; !d.done(); failed++) {
+          first_error = d.Step();
+          if (!first_error.ok()) break;
+        }
+        if (d.done()) {
+          // The script ran out of operations of this kind: every one of
+          // them must have failed a call before this n.
+          EXPECT_EQ(n, count + 1) << context << "the fault was not reported";
+          break;
+        }
+        ASSERT_LE(n, count) << context << "more faults than operations";
+        ASSERT_LT(failed, ref.views.size()) << context;
+        // The failing call says what failed, and on which file.
+        EXPECT_TRUE(first_error.IsIOError()) << context << first_error.ToString();
+        EXPECT_TRUE(Contains(first_error.message(), strerror(err)))
+            << context << first_error.ToString();
+        EXPECT_TRUE(Contains(first_error.message(), install))
+            << context << first_error.ToString();
+        // The queue stops: later calls fail too, even if the fault is gone.
+        if (d.queue() != nullptr) {
+          env.ClearFaults();
+          Status again = d.queue()->Transact([](Txn&) { return Status::OK(); });
+          EXPECT_FALSE(again.ok()) << context << "the queue was not stopped";
+          int64_t id = 0;
+          again = d.queue()->Transact(
+              [&](Txn& txn) { return txn.ClaimNext(nullptr, &id); });
+          EXPECT_FALSE(again.ok()) << context << "the queue was not stopped";
+          EXPECT_FALSE(d.queue()->Checkpoint().ok()) << context;
+        }
+        d.Abandon();
+        env.ClearFaults();
+        ExpectFilesReadable(install + "/.wizard", context);
+        RecoverAndFinish(ref, &d, failed, install + "/.wizard",
+                         context + "\n" + d.Calls());
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(QueueCrashTest, WriteErrorsStopTheRunAndLeaveTheLastDurableState) {
+  IoErrorAtEveryOp(FaultInjectionEnv::kWrite);
+}
+
+TEST(QueueCrashTest, SyncErrorsStopTheRunAndLeaveTheLastDurableState) {
+  IoErrorAtEveryOp(FaultInjectionEnv::kSync);
+}
+
+TEST(QueueCrashTest, RenameErrorsStopTheRunAndLeaveTheLastDurableState) {
+  IoErrorAtEveryOp(FaultInjectionEnv::kRename);
+}
+
+// --- crashes while archiving and while setting a torn tail aside --------------
+
+QueueOptions SimpleOptions(const std::string& install, const std::string& run,
+                           Env* env) {
+  QueueOptions o;
+  o.env = env;
+  o.install_dir = install;
+  o.run_id = run;
+  o.workflow_json = "{}";
+  o.initial_tasks.push_back(MakeTask("T", "{\"run\":\"" + run + "\"}", 0, 2,
+                                     Origin::kInitial));
+  return o;
+}
+
+// Every file named `name` under `root`, with its content.
+std::vector<std::string> FindAll(const std::string& root,
+                                 const std::string& name) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.path().filename() == name) out.push_back(ReadAll(e.path().string()));
+  }
+  return out;
+}
+
+TEST(QueueCrashTest, CrashWhileArchivingLosesNothing) {
+  for (bool power_loss : {false, true}) {
+    for (int64_t k = 1;; k++) {
+      const std::string context = std::string(power_loss ? "power loss" : "crash") +
+                                  " at op " + std::to_string(k) + ": ";
+      ScratchDir dir;
+      const std::string install = fs::canonical(dir.path()).string();
+      // Run A, closed cleanly.
+      std::string a_log, a_snapshot;
+      {
+        std::unique_ptr<Queue> q;
+        ASSERT_TRUE(
+            Queue::Open(SimpleOptions(install, "run-A", nullptr), &q, nullptr).ok());
+        int64_t id = 0;
+        ASSERT_TRUE(
+            q->Transact([&](Txn& txn) { return txn.ClaimNext(nullptr, &id); }).ok());
+        ASSERT_TRUE(q->Close().ok());
+        a_log = ReadAll(install + "/.wizard/audit.jsonl");
+        a_snapshot = ReadAll(install + "/.wizard/queue.json");
+      }
+      // Run B archives it, crashing at op k.
+      FaultInjectionEnv env(Env::Posix());
+      env.SetTornWrites(true);
+      env.CrashAtOp(k);
+      std::unique_ptr<Queue> q;
+      Status s = Queue::Open(SimpleOptions(install, "run-B", &env), &q, nullptr);
+      if (s.ok()) {
+        ASSERT_FALSE(env.crashed());
+        ASSERT_GT(k, 5) << "too few operations to test";
+        break;  // no crash: k is past the last op
+      }
+      q.reset();
+      if (power_loss) {
+        ASSERT_TRUE(env.DropUnsyncedData().ok()) << context;
+      } else {
+        env.ResetState();
+      }
+      // Nothing of run A is ever lost.
+      std::vector<std::string> logs = FindAll(install + "/.wizard", "audit.jsonl");
+      EXPECT_EQ(std::count(logs.begin(), logs.end(), a_log), 1) << context;
+      std::vector<std::string> snapshots =
+          FindAll(install + "/.wizard", "queue.json");
+      EXPECT_GE(std::count(snapshots.begin(), snapshots.end(), a_snapshot), 1)
+          << context;
+      // Run B starts (again); A's files are all archived.
+      OpenReport report;
+      s = Queue::Open(SimpleOptions(install, "run-B", &env), &q, &report);
+      ASSERT_TRUE(s.ok()) << context << s.ToString();
+      // (Resumed if run B's start was durable before the crash.)
+      EXPECT_TRUE(report.action == OpenAction::kStartedFresh ||
+                  report.action == OpenAction::kResumed)
+          << context;
+      EXPECT_EQ(q->state().run().run_id, "run-B") << context;
+      EXPECT_EQ(q->state().total(), 1) << context;
+      ASSERT_TRUE(q->Close().ok());
+      logs = FindAll(install + "/.wizard/archive", "audit.jsonl");
+      EXPECT_EQ(std::count(logs.begin(), logs.end(), a_log), 1) << context;
+      snapshots = FindAll(install + "/.wizard/archive", "queue.json");
+      EXPECT_GE(std::count(snapshots.begin(), snapshots.end(), a_snapshot), 1)
+          << context;
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
+TEST(QueueCrashTest, CrashWhileSettingATornTailAsideLosesNothing) {
+  // A run whose last batch was cut short by a crash.
+  ScratchDir seed;
+  const std::string seed_install = fs::canonical(seed.path()).string();
+  std::string tasks_before_last;
+  std::string full_log;
+  {
+    std::unique_ptr<Queue> q;
+    ASSERT_TRUE(Queue::Open(SimpleOptions(seed_install, "run-T", nullptr), &q,
+                            nullptr)
+                    .ok());
+    int64_t id = 0;
+    ASSERT_TRUE(
+        q->Transact([&](Txn& txn) { return txn.ClaimNext(nullptr, &id); }).ok());
+    ASSERT_TRUE(q->Transact([&](Txn& txn) {
+                   return txn.Complete(
+                       id, {MakeTask("C", "{\"c\":1}", id, 2, Origin::kSpawned)},
+                       nullptr);
+                 }).ok());
+    tasks_before_last = ToString(ViewOf(q->state()));
+    full_log = ReadAll(seed_install + "/.wizard/audit.jsonl");
+    ASSERT_TRUE(
+        q->Transact([&](Txn& txn) { return txn.ClaimNext(nullptr, &id); }).ok());
+  }
+  const std::string torn = ReadAll(seed_install + "/.wizard/audit.jsonl");
+  const size_t committed = full_log.size();
+  ASSERT_GT(torn.size(), committed + 10);
+  const std::string torn_log = torn.substr(0, torn.size() - 7);
+  const std::string tail = torn_log.substr(committed);
+
+  for (bool power_loss : {false, true}) {
+    for (int64_t k = 1;; k++) {
+      const std::string context = std::string(power_loss ? "power loss" : "crash") +
+                                  " at op " + std::to_string(k) + ": ";
+      ScratchDir dir;
+      const std::string install = fs::canonical(dir.path()).string();
+      fs::copy(seed_install + "/.wizard", install + "/.wizard",
+               fs::copy_options::recursive);
+      WriteAll(install + "/.wizard/audit.jsonl", torn_log);
+      // The snapshot was written for seed_install: fix its install_dir.
+      std::string snap = ReadAll(install + "/.wizard/queue.json");
+      snap.replace(snap.find(seed_install), seed_install.size(), install);
+      WriteAll(install + "/.wizard/queue.json", snap);
+
+      FaultInjectionEnv env(Env::Posix());
+      env.SetTornWrites(true);
+      env.CrashAtOp(k);
+      std::unique_ptr<Queue> q;
+      Status s = Queue::Open(SimpleOptions(install, "run-T", &env), &q, nullptr);
+      if (s.ok()) {
+        ASSERT_FALSE(env.crashed());
+        break;
+      }
+      q.reset();
+      if (power_loss) {
+        ASSERT_TRUE(env.DropUnsyncedData().ok()) << context;
+      } else {
+        env.ResetState();
+      }
+      const std::string log_now = ReadAll(install + "/.wizard/audit.jsonl");
+      // The committed records are intact ...
+      EXPECT_EQ(log_now.substr(0, committed), full_log) << context;
+      // ... and the torn bytes are still in the log or in an aside file.
+      bool kept = log_now.substr(committed, tail.size()) == tail;
+      for (const auto& e : fs::directory_iterator(install + "/.wizard")) {
+        if (e.path().filename().string().rfind("audit.torn-", 0) == 0 &&
+            ReadAll(e.path().string()) == tail) {
+          kept = true;
+        }
+      }
+      EXPECT_TRUE(kept) << context << "the torn tail was lost";
+      OpenReport report;
+      s = Queue::Open(SimpleOptions(install, "run-T", &env), &q, &report);
+      ASSERT_TRUE(s.ok()) << context << s.ToString();
+      EXPECT_EQ(ToString(ViewOf(q->state())), tasks_before_last) << context;
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace wizq
