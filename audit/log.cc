@@ -141,7 +141,9 @@ Status LogWriter::Open(Env* env, const std::string& path, uint64_t end,
   w->path_ = path;
   w->end_ = end;
   w->next_seq_ = next_seq;
-  WIZQ_RETURN_IF_ERROR(env->NewAppendableFile(path, &w->file_));
+  // Creating the log also syncs its directory: name the log either way.
+  WIZQ_RETURN_IF_ERROR(
+      env->NewAppendableFile(path, &w->file_).Annotate("opening " + path));
   *writer = std::move(w);
   return Status::OK();
 }

@@ -71,8 +71,8 @@ double NowUs() {
 double CpuUs() {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
-         ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
+         ru.ru_stime.tv_usec;
 }
 
 double Median(std::vector<double> v) {
@@ -161,7 +161,8 @@ double MeasureFdatasyncUs(const std::string& base) {
   return us;
 }
 
-// --- the stores ----------------------------------------------------------------
+// --- the stores
+// ----------------------------------------------------------------
 
 // One queue being drained. Start() makes a fresh store holding n pending
 // tasks (untimed); each Commit() is one durable commit: complete the task
@@ -238,7 +239,8 @@ class WizqDrainer : public Drainer {
   bool held() const override { return held_ != 0; }
 
   void Finish() override {
-    if (q_->state().count(TaskState::kDone) != tasks_) Die("wizq drain lost tasks");
+    if (q_->state().count(TaskState::kDone) != tasks_)
+      Die("wizq drain lost tasks");
     log_bytes_per_task_ =
         static_cast<double>(FileSize(log_path_) - log_start_) / tasks_;
     // A checkpoint at this size (all done; as large as with all pending).
@@ -255,9 +257,9 @@ class WizqDrainer : public Drainer {
   // log grows by max(snapshot size, checkpoint_min_bytes).
   double AmortisedCheckpointUs() const {
     if (log_bytes_per_task_ <= 0) return 0;
-    const double interval = std::max<double>(
-        static_cast<double>(snapshot_bytes_),
-        static_cast<double>(options_.checkpoint_min_bytes));
+    const double interval =
+        std::max<double>(static_cast<double>(snapshot_bytes_),
+                         static_cast<double>(options_.checkpoint_min_bytes));
     return checkpoint_ms_ * 1000 / (interval / log_bytes_per_task_);
   }
   double checkpoint_ms() const { return checkpoint_ms_; }
@@ -313,11 +315,11 @@ class SqliteDrainer : public Drainer {
   void Start(int64_t n) override {
     dir_ = std::make_unique<TempDir>(opt_.base_dir, "sqlite");
     const std::string path = dir_->path() + "/queue.db";
-    SqlCheck(db_,
-             sqlite3_open_v2(path.c_str(), &db_,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                             nullptr),
-             "open");
+    SqlCheck(
+        db_,
+        sqlite3_open_v2(path.c_str(), &db_,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr),
+        "open");
     Exec(db_, "PRAGMA journal_mode=WAL");
     Exec(db_, "PRAGMA synchronous=FULL");
     Exec(db_,
@@ -348,9 +350,10 @@ class SqliteDrainer : public Drainer {
     Exec(db_, "PRAGMA wal_checkpoint(TRUNCATE)");
     begin_ = Prepare(db_, "BEGIN IMMEDIATE");
     commit_ = Prepare(db_, "COMMIT");
-    complete_ = Prepare(db_,
-                        "UPDATE tasks SET state='done', updated_ms=?2 "
-                        "WHERE id=?1 AND state='in_progress' AND claimed_by=?3");
+    complete_ =
+        Prepare(db_,
+                "UPDATE tasks SET state='done', updated_ms=?2 "
+                "WHERE id=?1 AND state='in_progress' AND claimed_by=?3");
     next_ = Prepare(
         db_, "SELECT id FROM tasks WHERE state='pending' ORDER BY id LIMIT 1");
     claim_ = Prepare(db_,
@@ -397,7 +400,8 @@ class SqliteDrainer : public Drainer {
 
   void Finish() override {
     if (completed_ != tasks_) Die("sqlite drain lost tasks");
-    for (sqlite3_stmt* s : {begin_, commit_, complete_, next_, claim_, event_}) {
+    for (sqlite3_stmt* s :
+         {begin_, commit_, complete_, next_, claim_, event_}) {
       sqlite3_finalize(s);
     }
     sqlite3_close(db_);
@@ -540,8 +544,8 @@ OpenResult BenchOpen(const BenchOptions& opt, int64_t n, int64_t pairs) {
       Check("read", Env::Posix()->ReadFile(wizard + "/queue.json", &text));
       SnapshotHeader header;
       QueueState state;
-      Check("decode", DecodeSnapshot(wizard + "/queue.json", text, &header,
-                                     &state));
+      Check("decode",
+            DecodeSnapshot(wizard + "/queue.json", text, &header, &state));
       r.tail_events = q->state().last_seq() - header.seq - 2;  // - its own 2
     }
   }
@@ -560,7 +564,7 @@ OpenResult BenchOpen(const BenchOptions& opt, int64_t n, int64_t pairs) {
         DecodeSnapshot(wizard + "/queue.json", text, &header, &state));
   double t2 = NowUs();
   Check("read tail", Env::Posix()->ReadFileFrom(wizard + "/audit.jsonl",
-                                               header.audit_offset, &tail));
+                                                header.audit_offset, &tail));
   LogParseResult parsed;
   Check("parse tail", ParseLog(wizard + "/audit.jsonl", tail,
                                header.audit_offset, header.seq + 1, &parsed));
@@ -630,9 +634,10 @@ int Main(int argc, char** argv) {
     s.drainer = std::make_unique<SqliteDrainer>(opt, true);
     series.push_back(std::move(s));
   }
-  std::printf("\ndrain, one worker, one commit per task (complete + next "
-              "claim), interleaved in slices of %lld tasks:\n",
-              static_cast<long long>(opt.slice));
+  std::printf(
+      "\ndrain, one worker, one commit per task (complete + next "
+      "claim), interleaved in slices of %lld tasks:\n",
+      static_cast<long long>(opt.slice));
   std::fflush(stdout);
   // Until every 100k queue has been drained once (and each smaller
   // configuration at least once).
@@ -659,8 +664,9 @@ int Main(int argc, char** argv) {
   const double fsync_after = MeasureFdatasyncUs(opt.base_dir);
   std::printf("  append(300 B) + fdatasync after: %.1f us\n", fsync_after);
 
-  std::printf("\nwizq checkpoints (snapshot rewrite, amortised over the log "
-              "growth between two):\n");
+  std::printf(
+      "\nwizq checkpoints (snapshot rewrite, amortised over the log "
+      "growth between two):\n");
   std::vector<double> wizq_total;
   for (size_t i = 0; i < wizq.size(); i++) {
     const WizqDrainer* d = wizq[i];
@@ -669,8 +675,8 @@ int Main(int argc, char** argv) {
         "  N=%-7lld snapshot %5.1f MB in %6.1f ms; log %3.0f B/task -> "
         "%4.2f us/task; total %5.1f us/task\n",
         static_cast<long long>(series[i].n), d->snapshot_bytes() / 1e6,
-        d->checkpoint_ms(), d->log_bytes_per_task(),
-        d->AmortisedCheckpointUs(), wizq_total.back());
+        d->checkpoint_ms(), d->log_bytes_per_task(), d->AmortisedCheckpointUs(),
+        wizq_total.back());
   }
   std::fflush(stdout);
 
@@ -690,13 +696,15 @@ int Main(int argc, char** argv) {
   }
   const double ratio = wizq_total[2] / wizq_total[0];
   const double vs_sqlite = sqlite_10k->us_per_task() / wizq_total[1];
-  std::printf("\nwizq per task incl. checkpoints: 1k %.1f us, 100k %.1f us; "
-              "at 10k wizq %.0f tasks/s, sqlite %.0f tasks/s\n",
-              wizq_total[0], wizq_total[2], 1e6 / wizq_total[1],
-              1e6 / sqlite_10k->us_per_task());
-  std::printf("RESULT per_transition_100k_over_1k=%.3f vs_sqlite=%.3f "
-              "open_100k_ms=%.1f\n",
-              ratio, vs_sqlite, open.median_ms);
+  std::printf(
+      "\nwizq per task incl. checkpoints: 1k %.1f us, 100k %.1f us; "
+      "at 10k wizq %.0f tasks/s, sqlite %.0f tasks/s\n",
+      wizq_total[0], wizq_total[2], 1e6 / wizq_total[1],
+      1e6 / sqlite_10k->us_per_task());
+  std::printf(
+      "RESULT per_transition_100k_over_1k=%.3f vs_sqlite=%.3f "
+      "open_100k_ms=%.1f\n",
+      ratio, vs_sqlite, open.median_ms);
   return 0;
 }
 

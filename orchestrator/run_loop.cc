@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <thread>
 
@@ -18,6 +19,7 @@ namespace {
 constexpr size_t kMaxResponseBytes = 16 << 20;
 constexpr int kIdlePollMinMs = 5;
 constexpr int kIdlePollMaxMs = 100;
+constexpr int kMaxLookaheadPerJob = 4;
 
 int64_t MonotonicMs() {
   struct timespec ts;
@@ -48,6 +50,11 @@ std::string StderrTail(const std::string& path) {
   return nl == std::string::npos ? tail : tail.substr(nl + 1);
 }
 
+bool FutureReady(const std::future<CommitResult>& f) {
+  return f.valid() &&
+         f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
 }  // namespace
 
 RunLoop::RunLoop(Config config, std::unique_ptr<Workflow> workflow,
@@ -56,22 +63,22 @@ RunLoop::RunLoop(Config config, std::unique_ptr<Workflow> workflow,
       workflow_(std::move(workflow)),
       observer_(observer) {}
 
+RunLoop::~RunLoop() {
+  if (inflight_.valid()) inflight_.wait();
+}
+
 int64_t RunLoop::ElapsedMs() const { return MonotonicMs() - start_ms_; }
 
 std::string RunLoop::TaskDir(int64_t id) const {
-  return queue_->wizard_dir() + "/tasks/" + std::to_string(id);
+  return wizard_dir_ + "/tasks/" + std::to_string(id);
 }
 
-Progress RunLoop::MakeProgress() const {
-  const QueueState& s = queue_->state();
-  Progress p;
-  p.pending = s.count(TaskState::kPending);
-  p.running = s.count(TaskState::kInProgress);
-  p.done = s.count(TaskState::kDone);
-  p.failed = s.count(TaskState::kFailed);
-  p.total = s.total();
-  p.elapsed_ms = ElapsedMs();
-  return p;
+// A claim whose attempt never got as far as writing its stdin file never
+// ran: a crash then does not count it (see QueueOptions::attempt_started).
+bool RunLoop::AttemptStarted(const Task& t) const {
+  const std::string path =
+      TaskDir(t.id) + "/" + std::to_string(t.attempts) + ".stdin";
+  return access(path.c_str(), F_OK) == 0;
 }
 
 Status RunLoop::Open(bool* finished, int* exit_code) {
@@ -84,6 +91,8 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   qo.entry_input = config_.input;
   qo.fresh = config_.fresh;
   qo.wizq_version = config_.wizq_version;
+  qo.attempt_started = [this](const Task& t) { return AttemptStarted(t); };
+  wizard_dir_ = config_.install_dir + "/.wizard";
   NewTask root;
   root.type = entry->name;
   root.inputs = config_.input;
@@ -94,7 +103,8 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   OpenReport report;
   WIZQ_RETURN_IF_ERROR(Queue::Open(qo, &queue_, &report));
   WIZQ_RETURN_IF_ERROR(UseFrozenWorkflow());
-  observer_->OnOpened(config_.run_id, report, MakeProgress());
+  progress_ = CurrentProgress();
+  observer_->OnOpened(config_.run_id, report, progress_);
   *finished = report.action == OpenAction::kFinished;
   if (*finished) {
     *exit_code = queue_->state().run().status == RunStatus::kCompleted
@@ -109,10 +119,10 @@ Status RunLoop::UseFrozenWorkflow() {
   const std::string& frozen = queue_->state().run().workflow;
   if (frozen.empty() || frozen == workflow_->frozen_json()) return Status::OK();
   std::unique_ptr<Workflow> wf;
-  Status s = Workflow::Parse(frozen, config_.workflow_path + " (frozen copy)", &wf);
+  Status s =
+      Workflow::Parse(frozen, config_.workflow_path + " (frozen copy)", &wf);
   if (!s.ok()) {
-    return Status::Corruption("the workflow frozen in " +
-                              queue_->wizard_dir() +
+    return Status::Corruption("the workflow frozen in " + wizard_dir_ +
                               "/queue.json no longer parses: " + s.message());
   }
   wf->set_base_dir(workflow_->base_dir());
@@ -120,99 +130,178 @@ Status RunLoop::UseFrozenWorkflow() {
   return Status::OK();
 }
 
+void RunLoop::ChooseJobs() {
+  jobs_ = config_.jobs;
+  if (jobs_ > 0) return;
+  // The workflow's top-level max_concurrency, else the number of CPUs.
+  jobs_ = workflow_->default_options().max_concurrency;
+  if (jobs_ == StepOptions::kUnlimited) {
+    jobs_ = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+  }
+}
+
+// Counts as of the last commit, with this process's running tasks.
+Progress RunLoop::CurrentProgress() const {
+  Progress p = progress_;
+  if (queue_ && !inflight_.valid()) {
+    const QueueState& s = queue_->state();
+    p.pending = s.count(TaskState::kPending);
+    p.running = s.count(TaskState::kInProgress);
+    p.done = s.count(TaskState::kDone);
+    p.failed = s.count(TaskState::kFailed);
+    p.total = s.total();
+  }
+  p.elapsed_ms = ElapsedMs();
+  return p;
+}
+
 Status RunLoop::Run(int* exit_code) {
   start_ms_ = MonotonicMs();
   bool finished = false;
   WIZQ_RETURN_IF_ERROR(Open(&finished, exit_code));
   if (finished) return Status::OK();
-  jobs_ = config_.jobs;
-  if (jobs_ <= 0) {
-    // The workflow's top-level max_concurrency, else the number of CPUs.
-    jobs_ = workflow_->default_options().max_concurrency;
-    if (jobs_ == StepOptions::kUnlimited) {
-      jobs_ = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
-    }
-  }
-  std::vector<Outcome> outcomes;
+  ChooseJobs();
   while (true) {
     if (StopRequested()) return Interrupt(exit_code);
-    std::vector<int64_t> claimed;
-    WIZQ_RETURN_IF_ERROR(Cycle(&outcomes, &claimed));
-    outcomes.clear();
-    for (int64_t id : claimed) StartTask(id, &outcomes);
-    const RunStatus status = queue_->state().run().status;
-    if (status != RunStatus::kRunning && running_.empty()) {
-      observer_->OnRunFinished(status, MakeProgress());
-      WIZQ_RETURN_IF_ERROR(queue_->Close());
-      *exit_code = status == RunStatus::kCompleted ? kExitCompleted
-                                                    : kExitTaskFailed;
-      return Status::OK();
+    WIZQ_RETURN_IF_ERROR(Harvest(/*block=*/false));
+    if (run_status_ != RunStatus::kRunning && running_.empty() &&
+        ready_.empty() && outcomes_.empty() && !inflight_.valid()) {
+      return Finish(exit_code);
     }
-    if (!outcomes.empty()) continue;
+    StartReady();
+    MaybeLaunchCommit();
     if (running_.empty()) {
-      WIZQ_RETURN_IF_ERROR(WaitIdle());
+      // Nothing of ours runs: wait for the commit, or poll for work that
+      // other workers hold or that is backing off before a retry.
+      if (inflight_.valid()) {
+        WIZQ_RETURN_IF_ERROR(Harvest(/*block=*/true));
+      } else {
+        usleep(static_cast<useconds_t>(kIdlePollMinMs) * 1000);
+      }
       continue;
     }
-    idle_ms_ = 0;
-    CommandRunner::Done done;
-    WIZQ_RETURN_IF_ERROR(runner_.Wait(200, &done));
-    for (auto& [token, result] : done) {
-      outcomes.push_back(Judge(static_cast<int64_t>(token), result));
-    }
+    WIZQ_RETURN_IF_ERROR(CollectResults());
   }
 }
 
-// Nothing of ours runs and nothing could be claimed: other workers hold
-// the remaining tasks, or a retry is backing off. Poll with a growing pause.
-Status RunLoop::WaitIdle() {
-  const QueueState& s = queue_->state();
-  if (s.in_progress().empty() && !s.pending().empty()) {
-    bool only_pool = true;
-    for (int64_t id : s.pending()) {
-      const Step* step = nullptr;
-      const Action* a = ActionFor(*s.Find(id), &step);
-      if (a == nullptr || a->kind != Action::Kind::kPool) only_pool = false;
-    }
-    if (only_pool) {
-      return Status::NotSupported(
-          "the remaining tasks are Pool steps, which need an agent (wizq "
-          "agent); this version of wizq runs Command steps only. The run "
-          "is kept and resumes once agents are supported");
-    }
+// Takes the result of the commit in flight, if it is done (or waits).
+Status RunLoop::Harvest(bool block) {
+  if (!inflight_.valid() || (!block && !FutureReady(inflight_))) {
+    return Status::OK();
   }
-  idle_ms_ = std::clamp(idle_ms_ * 2, kIdlePollMinMs, kIdlePollMaxMs);
-  usleep(static_cast<useconds_t>(idle_ms_) * 1000);
+  CommitResult r = inflight_.get();
+  const double took = static_cast<double>(MonotonicMs() - commit_started_ms_);
+  commit_ms_ = commit_ms_ == 0 ? took : 0.8 * commit_ms_ + 0.2 * took;
+  if (!r.status.ok()) {
+    runner_.TerminateAll(2.0);
+    return r.status;
+  }
+  for (const std::string& note : r.notes) observer_->OnNote(note);
+  run_status_ = r.run_status;
+  progress_ = r.progress;
+  for (const Task& t : r.finished) {
+    const bool done = t.state == TaskState::kDone;
+    observer_->OnTaskFinished(t, done ? "" : t.error_reason, t.error_message,
+                              t.state == TaskState::kPending,
+                              done ? static_cast<int>(t.children.size()) : 0,
+                              CurrentProgress());
+  }
+  for (Task& t : r.claimed) ready_.push_back(std::move(t));
+  const int asked_and_missed = r.claimed.empty() ? 1 : 0;
+  if (asked_and_missed && running_.empty()) {
+    poll_backoff_ms_ =
+        std::clamp(poll_backoff_ms_ * 2, kIdlePollMinMs, kIdlePollMaxMs);
+    next_poll_ms_ = MonotonicMs() + poll_backoff_ms_;
+  } else {
+    poll_backoff_ms_ = 0;
+    next_poll_ms_ = 0;
+  }
   return Status::OK();
 }
 
-Status RunLoop::Cycle(std::vector<Outcome>* outcomes,
-                     std::vector<int64_t>* claimed) {
-  Status s = queue_->Transact([&](Txn& txn) {
-    claimed->clear();
-    return CommitInTxn(txn, *outcomes, claimed);
+void RunLoop::StartReady() {
+  while (static_cast<int>(running_.size()) < jobs_ && !ready_.empty()) {
+    Task t = std::move(ready_.front());
+    ready_.pop_front();
+    StartTask(t);
+  }
+}
+
+void RunLoop::MaybeLaunchCommit() {
+  if (inflight_.valid()) return;
+  const int free = jobs_ - static_cast<int>(running_.size());
+  int want = free + lookahead_ - static_cast<int>(ready_.size());
+  if (run_status_ != RunStatus::kRunning) want = 0;
+  const bool poll_due = MonotonicMs() >= next_poll_ms_;
+  if (outcomes_.empty() && (want <= 0 || !poll_due)) return;
+  std::map<std::string, int> per_step;
+  for (const auto& [id, t] : running_) per_step[t.type]++;
+  for (const Task& t : ready_) per_step[t.type]++;
+  // Claim ahead as many tasks as the slots will finish during one commit,
+  // so that a slot that frees up while the next fdatasync runs has work
+  // waiting; long tasks get no look-ahead at all.
+  if (task_ms_ > 0) {
+    const double per_commit = jobs_ * commit_ms_ / task_ms_;
+    lookahead_ = std::min<int>(kMaxLookaheadPerJob * jobs_,
+                               static_cast<int>(per_commit + 0.999));
+  }
+  commit_started_ms_ = MonotonicMs();
+  std::vector<Outcome> batch;
+  batch.swap(outcomes_);
+  inflight_ = std::async(std::launch::async,
+                         [this, b = std::move(batch), want, per_step]() mutable {
+                           return Commit(std::move(b), std::max(0, want),
+                                         std::move(per_step));
+                         });
+}
+
+Status RunLoop::CollectResults() {
+  CommandRunner::Done done;
+  // While a commit is in flight, come back soon to take its claims.
+  WIZQ_RETURN_IF_ERROR(runner_.Wait(inflight_.valid() ? 1 : 200, &done));
+  for (auto& [token, result] : done) {
+    const int64_t id = static_cast<int64_t>(token);
+    auto it = running_.find(id);
+    if (it == running_.end()) continue;
+    const double ms = result.seconds * 1000;
+    task_ms_ = task_ms_ == 0 ? ms : 0.8 * task_ms_ + 0.2 * ms;
+    outcomes_.push_back(Judge(it->second, result));
+    running_.erase(it);
+  }
+  return Status::OK();
+}
+
+CommitResult RunLoop::Commit(std::vector<Outcome> outcomes, int want,
+                             std::map<std::string, int> per_step) {
+  CommitResult r;
+  r.status = queue_->Transact([&](Txn& txn) {
+    r.claimed.clear();
+    r.notes.clear();
+    return CommitInTxn(txn, outcomes, want, per_step, &r);
   });
-  if (!s.ok()) return s;
-  const Progress p = MakeProgress();
-  for (const Outcome& o : *outcomes) {
-    const Task* t = queue_->state().Find(o.id);
-    const bool retry = t->state == TaskState::kPending;
-    observer_->OnTaskFinished(*t, o.success ? "" : o.reason, o.message, retry,
-                              static_cast<int>(o.children.size()), p);
-  }
-  return Status::OK();
+  if (!r.status.ok()) return r;
+  const QueueState& s = queue_->state();
+  for (const Outcome& o : outcomes) r.finished.push_back(*s.Find(o.id));
+  r.run_status = s.run().status;
+  r.progress.pending = s.count(TaskState::kPending);
+  r.progress.running = s.count(TaskState::kInProgress);
+  r.progress.done = s.count(TaskState::kDone);
+  r.progress.failed = s.count(TaskState::kFailed);
+  r.progress.total = s.total();
+  return r;
 }
 
 Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
-                            std::vector<int64_t>* claimed) {
+                            int want, std::map<std::string, int>& per_step,
+                            CommitResult* r) {
   int64_t reset = 0, lost = 0;
   WIZQ_RETURN_IF_ERROR(txn.ResetDeadWorkers(&reset, &lost));
   if (reset + lost > 0) {
-    observer_->OnNote("put back " + std::to_string(reset) +
-                      " task(s) of a dead worker; " + std::to_string(lost) +
-                      " failed (worker_lost, no attempts left)");
+    r->notes.push_back("put back " + std::to_string(reset) +
+                       " task(s) of a dead worker; " + std::to_string(lost) +
+                       " failed (worker_lost, no attempts left)");
   }
   for (const Outcome& o : outcomes) {
-    running_.erase(o.id);
     Status s;
     if (o.success) {
       s = txn.Complete(o.id, o.children, nullptr);
@@ -222,7 +311,7 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
                    BackoffMs(t ? t->attempts : 1), nullptr);
     }
     if (s.IsConflict()) {
-      observer_->OnNote(s.message() + "; its result is dropped");
+      r->notes.push_back(s.message() + "; its result is dropped");
       continue;
     }
     WIZQ_RETURN_IF_ERROR(s);
@@ -236,7 +325,16 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
     return txn.FinishRun(end, ElapsedMs());
   }
   if (st.run().status != RunStatus::kRunning) return Status::OK();
-  return ClaimForFreeSlots(txn, claimed);
+  for (int i = 0; i < want; i++) {
+    int64_t id = 0;
+    WIZQ_RETURN_IF_ERROR(txn.ClaimNext(
+        [&](const Task& t) { return Claimable(t, per_step); }, &id));
+    if (id == 0) break;
+    const Task* t = txn.state().Find(id);
+    per_step[t->type]++;
+    r->claimed.push_back(*t);
+  }
+  return Status::OK();
 }
 
 Status RunLoop::SubmitDueHooks(Txn& txn) {
@@ -279,35 +377,17 @@ bool RunLoop::Claimable(const Task& t,
   return now < step->options.max_concurrency;
 }
 
-Status RunLoop::ClaimForFreeSlots(Txn& txn, std::vector<int64_t>* claimed) {
-  std::map<std::string, int> per_step;
-  for (const auto& [id, r] : running_) per_step[r.step]++;
-  const int free = jobs_ - static_cast<int>(running_.size());
-  for (int i = 0; i < free; i++) {
-    int64_t id = 0;
-    WIZQ_RETURN_IF_ERROR(txn.ClaimNext(
-        [&](const Task& t) { return Claimable(t, per_step); }, &id));
-    if (id == 0) break;
-    const Task* t = txn.state().Find(id);
-    per_step[t->type]++;
-    running_[id] = Running{t->attempts, t->type};
-    claimed->push_back(id);
-  }
-  return Status::OK();
-}
-
-void RunLoop::StartTask(int64_t id, std::vector<Outcome>* failed_to_start) {
-  const Task& task = *queue_->state().Find(id);
+void RunLoop::StartTask(const Task& task) {
   const Step* step = nullptr;
   const Action* action = ActionFor(task, &step);
+  Outcome o;
+  o.id = task.id;
   if (action == nullptr) {
-    Outcome o;
-    o.id = id;
     o.reason = std::string(kReasonInvalidResponse);
     o.message = "step '" + task.type + "' has no " +
                 (task.origin == Origin::kFinally ? "finally hook" : "action") +
                 " in the run's workflow";
-    failed_to_start->push_back(o);
+    outcomes_.push_back(o);
     return;
   }
   CommandSpec spec;
@@ -317,39 +397,35 @@ void RunLoop::StartTask(int64_t id, std::vector<Outcome>* failed_to_start) {
   w.BeginObject().Field("kind", task.type);
   w.Key("value").RawValue(task.inputs).EndObject();
   spec.stdin_data.push_back('\n');
-  const std::string& run_id = queue_->state().run().run_id;
+  const std::string& run_id = config_.run_id;
   spec.env = {{"WIZQ_RUN_ID", run_id},
-              {"WIZQ_TASK_ID", std::to_string(id)},
+              {"WIZQ_TASK_ID", std::to_string(task.id)},
               {"WIZQ_ATTEMPT", std::to_string(task.attempts)},
               {"WIZQ_INSTALL_DIR", config_.install_dir},
-              {"WIZQ_IDEMPOTENCY_KEY", run_id + "-" + std::to_string(id)},
+              {"WIZQ_IDEMPOTENCY_KEY", run_id + "-" + std::to_string(task.id)},
               {"WIZQ_STEP", task.type},
               {"WIZQ_ORIGIN", OriginName(task.origin)}};
-  spec.output_dir = TaskDir(id);
+  spec.output_dir = TaskDir(task.id);
   spec.attempt = task.attempts;
   spec.timeout_seconds = step->options.timeout_seconds;
   spec.max_stdout_bytes = kMaxResponseBytes;
-  Status s = runner_.Start(spec, static_cast<uint64_t>(id));
+  Status s = runner_.Start(spec, static_cast<uint64_t>(task.id));
   if (!s.ok()) {
-    Outcome o;
-    o.id = id;
     o.reason = std::string(kReasonExitCode);
     o.message = "could not start: " + s.message();
     o.retryable = true;
-    failed_to_start->push_back(o);
+    outcomes_.push_back(o);
     return;
   }
-  observer_->OnTaskStarted(task, task.attempts, MakeProgress());
+  running_[task.id] = task;
+  observer_->OnTaskStarted(task, task.attempts, CurrentProgress());
 }
 
-Outcome RunLoop::Judge(int64_t id, const CommandResult& result) const {
-  const Task& task = *queue_->state().Find(id);
+Outcome RunLoop::Judge(const Task& task, const CommandResult& result) const {
   const Step* step = workflow_->FindStep(task.type);
   Outcome o;
-  o.id = id;
+  o.id = task.id;
   o.retryable = true;
-  const std::string stderr_path = TaskDir(id) + "/" +
-                                  std::to_string(task.attempts) + ".stderr";
   switch (result.outcome) {
     case CommandResult::Outcome::kExited:
       if (result.exit_code == 0) return JudgeResponse(task, result);
@@ -367,7 +443,8 @@ Outcome RunLoop::Judge(int64_t id, const CommandResult& result) const {
       o.retryable = step == nullptr || step->options.retry_on_timeout;
       break;
   }
-  const std::string tail = StderrTail(stderr_path);
+  const std::string tail = StderrTail(TaskDir(task.id) + "/" +
+                                      std::to_string(task.attempts) + ".stderr");
   if (!tail.empty()) o.message += "; stderr: " + tail;
   return o;
 }
@@ -409,20 +486,36 @@ Outcome RunLoop::JudgeResponse(const Task& task,
   return o;
 }
 
+Status RunLoop::Finish(int* exit_code) {
+  if (getenv("WIZQ_DEBUG_PIPELINE")) fprintf(stderr, "lookahead=%d task_ms=%.2f commit_ms=%.2f\n", lookahead_, task_ms_, commit_ms_);
+  observer_->OnRunFinished(run_status_, CurrentProgress());
+  WIZQ_RETURN_IF_ERROR(queue_->Close());
+  *exit_code =
+      run_status_ == RunStatus::kCompleted ? kExitCompleted : kExitTaskFailed;
+  return Status::OK();
+}
+
+// Ctrl+C / SIGTERM: stop our tasks, give them and the tasks claimed ahead
+// back (their attempts do not count), leave the run resumable.
 Status RunLoop::Interrupt(int* exit_code) {
+  *exit_code = kExitInterrupted;
   observer_->OnNote("interrupted: stopping " + std::to_string(running_.size()) +
                     " running task(s); they go back to pending");
   runner_.TerminateAll(2.0);
-  Status s = queue_->Transact([&](Txn& txn) {
-    for (const auto& [id, r] : running_) {
-      Status rs = txn.Release(id, "interrupted");
-      if (!rs.ok() && !rs.IsConflict()) return rs;
-    }
-    return Status::OK();
-  });
+  Status s = Harvest(/*block=*/true);
+  for (const Task& t : ready_) running_[t.id] = t;
+  if (s.ok()) {
+    s = queue_->Transact([&](Txn& txn) {
+      for (const auto& [id, t] : running_) {
+        Status rs = txn.Release(id, "interrupted");
+        if (!rs.ok() && !rs.IsConflict()) return rs;
+      }
+      return Status::OK();
+    });
+  }
   running_.clear();
+  ready_.clear();
   if (s.ok()) s = queue_->Close();
-  *exit_code = kExitInterrupted;
   return s;
 }
 

@@ -1,8 +1,22 @@
 // RunLoop: the body of `wizq run` once the workflow and input are valid.
 // Internal to orchestrator/; see orchestrator/run.h for the contract.
+//
+// Pipelining. A commit costs one fdatasync (milliseconds on real disks), so
+// the loop never waits for one while it could start a task: commits run on
+// a helper thread, one at a time, each carrying every result that arrived
+// since the last one, the finally hooks that became due, and enough claims
+// to refill the slots plus a small look-ahead of tasks claimed ahead
+// (durably) so that a slot that frees up starts its next task at once.
+// Claimed-ahead tasks that never started are given back on Ctrl+C, and a
+// crash does not count their attempt (QueueOptions::attempt_started).
+//
+// Only the commit thread touches the Queue while a commit is in flight; the
+// main thread works on copies (Claimed) and the CommitResult it gets back.
 #ifndef WIZQ_ORCHESTRATOR_RUN_LOOP_H_
 #define WIZQ_ORCHESTRATOR_RUN_LOOP_H_
 
+#include <deque>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,6 +43,16 @@ struct Outcome {
   bool retryable = false;
 };
 
+// What one commit did, for the main thread.
+struct CommitResult {
+  Status status;
+  std::vector<Task> claimed;   // copies, in claim order
+  std::vector<Task> finished;  // the outcomes' tasks after the commit
+  std::vector<std::string> notes;
+  RunStatus run_status = RunStatus::kRunning;
+  Progress progress;
+};
+
 class RunLoop {
  public:
   struct Config {
@@ -40,31 +64,38 @@ class RunLoop {
 
   RunLoop(Config config, std::unique_ptr<Workflow> workflow,
           RunObserver* observer);
+  ~RunLoop();
   // Runs until the run finishes or stops; *exit_code per SPEC §7. An error
   // Status is an environment (3) or input (2) problem.
   Status Run(int* exit_code);
 
  private:
-  struct Running {
-    int attempt = 0;
-    std::string step;
-  };
-
   Status Open(bool* finished, int* exit_code);
   Status UseFrozenWorkflow();
-  Status Cycle(std::vector<Outcome>* outcomes, std::vector<int64_t>* claimed);
-  Status CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
-                     std::vector<int64_t>* claimed);
-  Status SubmitDueHooks(Txn& txn);
-  Status ClaimForFreeSlots(Txn& txn, std::vector<int64_t>* claimed);
-  bool Claimable(const Task& t, const std::map<std::string, int>& per_step) const;
-  void StartTask(int64_t id, std::vector<Outcome>* failed_to_start);
-  Outcome Judge(int64_t id, const CommandResult& result) const;
+  void ChooseJobs();
+
+  // Main thread.
+  Status Harvest(bool block);
+  void StartReady();
+  void MaybeLaunchCommit();
+  Status CollectResults();
+  void StartTask(const Task& task);
+  Outcome Judge(const Task& task, const CommandResult& result) const;
   Outcome JudgeResponse(const Task& task, const CommandResult& result) const;
   Status Interrupt(int* exit_code);
-  Status WaitIdle();
+  Status Finish(int* exit_code);
+  Progress CurrentProgress() const;
+
+  // Commit thread (and Open/Interrupt while no commit is in flight).
+  CommitResult Commit(std::vector<Outcome> outcomes, int want,
+                      std::map<std::string, int> per_step);
+  Status CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes, int want,
+                     std::map<std::string, int>& per_step, CommitResult* r);
+  Status SubmitDueHooks(Txn& txn);
+  bool Claimable(const Task& t, const std::map<std::string, int>& per_step) const;
+  bool AttemptStarted(const Task& t) const;
+
   const Action* ActionFor(const Task& t, const Step** step) const;
-  Progress MakeProgress() const;
   std::string TaskDir(int64_t id) const;
   int64_t ElapsedMs() const;
 
@@ -72,11 +103,23 @@ class RunLoop {
   std::unique_ptr<Workflow> workflow_;
   RunObserver* observer_;
   std::unique_ptr<Queue> queue_;
+  std::string wizard_dir_;
   CommandRunner runner_;
-  std::map<int64_t, Running> running_;  // tasks this process runs
   int jobs_ = 1;
   int64_t start_ms_ = 0;
-  int idle_ms_ = 0;
+
+  std::map<int64_t, Task> running_;  // started, by id
+  std::deque<Task> ready_;           // claimed, not started yet
+  std::vector<Outcome> outcomes_;    // results not yet committed
+  std::future<CommitResult> inflight_;
+  int lookahead_ = 0;
+  double task_ms_ = 0;    // moving average of task durations
+  double commit_ms_ = 0;  // moving average of commit latencies
+  int64_t commit_started_ms_ = 0;
+  int64_t next_poll_ms_ = 0;
+  int poll_backoff_ms_ = 0;
+  RunStatus run_status_ = RunStatus::kRunning;
+  Progress progress_;
 };
 
 }  // namespace wizq

@@ -53,7 +53,12 @@ Status DirQueue::PrepareDirectory() {
     return Status::NotFound("no wizq run in " + options_.install_dir +
                             " (it has no .wizard directory)");
   }
-  WIZQ_RETURN_IF_ERROR(env_->CreateDir(dir_, 0700));
+  // Errors name the directory being created (a failed fsync names only
+  // its parent).
+  auto create = [&](const std::string& path) {
+    return env_->CreateDir(path, 0700).Annotate("creating " + path + "/");
+  };
+  WIZQ_RETURN_IF_ERROR(create(dir_));
   struct stat st;
   if (lstat(dir_.c_str(), &st) == 0 && st.st_uid != geteuid()) {
     return Status::IOError(dir_ + " belongs to another user (uid " +
@@ -61,8 +66,8 @@ Status DirQueue::PrepareDirectory() {
                            "); wizq refuses to share its state with them");
   }
   if (options_.read_only) return Status::OK();
-  WIZQ_RETURN_IF_ERROR(env_->CreateDir(dir_ + "/workers", 0700));
-  return env_->CreateDir(dir_ + "/tasks", 0700);
+  WIZQ_RETURN_IF_ERROR(create(dir_ + "/workers"));
+  return create(dir_ + "/tasks");
 }
 
 Status DirQueue::OpenLocked(OpenReport* report) {

@@ -49,6 +49,10 @@ struct QueueOptions {
   // The snapshot is rewritten once the log has grown by more than
   // max(size of the snapshot, this) since the last one.
   uint64_t checkpoint_min_bytes = 1 << 20;
+  // Whether the current attempt of a claimed task ever started. A dead
+  // worker's task whose attempt never started (it was claimed ahead) goes
+  // back to pending without counting the attempt. Null: always true.
+  std::function<bool(const Task&)> attempt_started;
 };
 
 enum class OpenAction {

@@ -59,7 +59,8 @@ Status DirQueue::ArchiveRun(const std::string& reason, OpenReport* report) {
   WIZQ_RETURN_IF_ERROR(env_->SyncDir(target));
   WIZQ_RETURN_IF_ERROR(env_->SyncDir(archive));
   WIZQ_RETURN_IF_ERROR(env_->SyncDir(dir_));
-  WIZQ_RETURN_IF_ERROR(env_->CreateDir(Path("tasks"), 0700));
+  WIZQ_RETURN_IF_ERROR(env_->CreateDir(Path("tasks"), 0700)
+                           .Annotate("creating " + Path("tasks") + "/"));
   report->archived_to = target;
   report->archive_reason = reason;
   state_ = std::make_unique<QueueState>();
@@ -156,7 +157,7 @@ Status DirQueue::Stage(std::string_view event,
 
 Status DirQueue::CommitStaged() {
   Status s = writer_->Commit();
-  if (!s.ok()) return s;  // MUTATION
+  if (!s.ok()) return Poison(s);
   log_end_ = writer_->end();
   return Status::OK();
 }

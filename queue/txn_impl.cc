@@ -147,20 +147,24 @@ Status TxnImpl::Release(int64_t id, std::string_view reason) {
 }
 
 Status TxnImpl::ResetDeadWorkers(int64_t* reset, int64_t* lost) {
-  *reset = *lost = 0;
   q_->workers().ForgetCache();
   const std::vector<int64_t> held(state().in_progress().begin(),
                                   state().in_progress().end());
+  const auto& started = q_->options().attempt_started;
   for (int64_t id : held) {
     const Task* t = state().Find(id);
     if (q_->workers().IsAlive(t->claimed_by)) continue;
-    const bool again = t->attempts < t->max_attempts;
     const std::string worker = t->claimed_by;
     const int attempt = t->attempts;
-    const std::string message = "worker " + worker +
-                                " died while the task was in progress (attempt " +
-                                std::to_string(attempt) + " of " +
-                                std::to_string(t->max_attempts) + ")";
+    const bool ran = !started || started(*t);
+    const bool again = !ran || t->attempts < t->max_attempts;
+    std::string message =
+        ran ? "worker " + worker + " died while the task was in progress (attempt " +
+                  std::to_string(attempt) + " of " +
+                  std::to_string(t->max_attempts) + ")"
+            : "worker " + worker +
+                  " died after claiming the task but before starting it; the "
+                  "attempt does not count";
     (again ? *reset : *lost) += 1;
     WIZQ_RETURN_IF_ERROR(
         q_->Stage(again ? "task_reset" : "task_failed", [&](JsonWriter& w) {
@@ -170,6 +174,7 @@ Status TxnImpl::ResetDeadWorkers(int64_t* reset, int64_t* lost) {
           w.Field("message", message);
           w.Key("attempt").Int(attempt);
           if (!again) w.Field("will_retry", false);
+          if (!ran) w.Field("refund", true);
         }));
   }
   return Status::OK();

@@ -592,7 +592,7 @@ void IoErrorAtEveryOp(FaultInjectionEnv::OpKind kind) {
         EXPECT_TRUE(first_error.IsIOError()) << context << first_error.ToString();
         EXPECT_TRUE(Contains(first_error.message(), strerror(err)))
             << context << first_error.ToString();
-        EXPECT_TRUE(Contains(first_error.message(), install))
+        EXPECT_TRUE(Contains(first_error.message(), install + "/.wizard/"))
             << context << first_error.ToString();
         // The queue stops: later calls fail too, even if the fault is gone.
         if (d.queue() != nullptr) {

@@ -3,6 +3,7 @@
 // claims of a SIGKILLed worker are put back and finished by the others.
 //
 // The workers are tests/helpers/queue_worker.cc, started with fork/exec.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -18,8 +19,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "queue/queue.h"
 #include "tests/test_util.h"
@@ -133,8 +132,8 @@ std::vector<std::pair<int64_t, int64_t>> ReadLedger(const std::string& dir) {
 void ExpectGapFreeSeqs(const std::vector<json>& events) {
   ASSERT_FALSE(events.empty());
   for (size_t i = 0; i < events.size(); i++) {
-    ASSERT_TRUE(events[i].is_object()) << "audit line " << i + 1
-                                       << " is not a JSON object";
+    ASSERT_TRUE(events[i].is_object())
+        << "audit line " << i + 1 << " is not a JSON object";
     ASSERT_EQ(events[i].value("seq", int64_t{-1}), static_cast<int64_t>(i + 1))
         << "audit line " << i + 1;
   }
@@ -144,8 +143,8 @@ void ExpectGapFreeSeqs(const std::vector<json>& events) {
 // the whole log.
 void ExpectSnapshotAllDone(const std::string& dir, int64_t last_seq,
                            json* snapshot) {
-  *snapshot = json::parse(test::ReadAll(dir + "/.wizard/queue.json"), nullptr,
-                          false);
+  *snapshot =
+      json::parse(test::ReadAll(dir + "/.wizard/queue.json"), nullptr, false);
   ASSERT_TRUE(snapshot->is_object()) << "queue.json does not parse";
   EXPECT_EQ((*snapshot)["seq"], last_seq) << "the snapshot is not at rest";
   const json& tasks = (*snapshot)["tasks"];
@@ -163,8 +162,26 @@ void ExpectSnapshotAllDone(const std::string& dir, int64_t last_seq,
 TEST(QueueMultiprocessTest, WorkersDrainOneRunWithoutLossOrDuplicates) {
   test::ScratchDir dir;
   SeedRun(dir.path());
+  // All workers join before any takes a task, so that they really share
+  // the run even on a slow machine.
+  const std::string go = dir.Join("go");
   std::vector<pid_t> pids;
-  for (int i = 0; i < kWorkers; i++) pids.push_back(StartWorker(dir.path()));
+  for (int i = 0; i < kWorkers; i++) {
+    pids.push_back(StartWorker(dir.path(), {"--go-file", go}));
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (true) {
+    int joined = 0;
+    for (const json& e : ReadAudit(dir.path())) {
+      joined += e.is_object() && e["event"] == "worker_joined";
+    }
+    if (joined == 1 + kWorkers) break;  // + the seeding process
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+        << "the workers did not join in time";
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  test::WriteAll(go, "");
   ExpectAllExitedZero(pids);
 
   const std::vector<json> events = ReadAudit(dir.path());
@@ -218,10 +235,11 @@ TEST(QueueMultiprocessTest, KilledWorkersClaimsAreResetAndFinished) {
   // The victim completes the root (spawning 20 Fans), claims 3 of them,
   // starts their work and then holds on to them.
   constexpr int kHeld = 3;
-  const pid_t victim = StartWorker(
-      dir.path(), {"--max-tasks", "1", "--hold-after-claim", "--hold-count",
-                   std::to_string(kHeld)});
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const pid_t victim =
+      StartWorker(dir.path(), {"--max-tasks", "1", "--hold-after-claim",
+                               "--hold-count", std::to_string(kHeld)});
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(20);
   const std::string victim_prefix = "w" + std::to_string(victim) + "-";
   std::string victim_id;
   while (true) {
@@ -235,7 +253,8 @@ TEST(QueueMultiprocessTest, KilledWorkersClaimsAreResetAndFinished) {
       }
     }
     int started = 0;
-    for (const auto& [id, pid] : ReadLedger(dir.path())) started += pid == victim;
+    for (const auto& [id, pid] : ReadLedger(dir.path()))
+      started += pid == victim;
     if (claims == 1 + kHeld && started == 1 + kHeld) break;
     ASSERT_LT(std::chrono::steady_clock::now(), deadline)
         << "the holding worker did not claim in time";
@@ -259,8 +278,8 @@ TEST(QueueMultiprocessTest, KilledWorkersClaimsAreResetAndFinished) {
 
   // Replay the claims: the victim's unfinished ones are reset (worker_lost)
   // before anyone else claims them, then claimed and completed once.
-  std::set<int64_t> held;            // claimed by the victim, never completed
-  std::map<int64_t, int> claims;     // per task
+  std::set<int64_t> held;         // claimed by the victim, never completed
+  std::map<int64_t, int> claims;  // per task
   std::map<int64_t, int> completions;
   std::set<int64_t> reset;
   for (const json& e : events) {

