@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "audit/log_format.h"
+#include "util/crash_point.h"
 #include "util/json_writer.h"
 
 namespace wizq {
@@ -131,6 +132,7 @@ Status SetAsideTornTail(Env* env, const std::string& log_path,
                 std::to_string(committed_end) + "." +
                 std::to_string(env->NowMicros() / 1000) + ".jsonl";
   WIZQ_RETURN_IF_ERROR(env->WriteFileAtomic(*aside_path, tail));
+  CrashPoint("torn.after_copy");
   return env->TruncateFile(log_path, committed_end);
 }
 
@@ -180,8 +182,11 @@ Status LogWriter::Commit(std::vector<std::string>* committed_lines) {
     batch += line;
     batch.push_back('\n');
   }
+  CrashPoint("log.before_write");
   Status s = file_->Append(batch);
+  CrashPoint("log.after_write");
   if (s.ok()) s = file_->Sync();
+  if (s.ok()) CrashPoint("log.after_sync");
   if (!s.ok()) {
     // Undo what may have reached the file so that the failed batch cannot
     // be mistaken for a committed one later; if even that fails, the

@@ -1,5 +1,7 @@
 #include "fs/env.h"
 
+#include "util/crash_point.h"
+
 namespace wizq {
 
 namespace {
@@ -22,11 +24,13 @@ Status Env::WriteFileAtomic(const std::string& path, std::string_view data) {
     RemoveFile(tmp);  // Best effort; a stale temp file is harmless.
     return s.Annotate("writing " + path);
   }
+  CrashPoint("atomic_write.after_tmp_sync");
   s = RenameFile(tmp, path);
   if (!s.ok()) {
     RemoveFile(tmp);
     return s.Annotate("writing " + path);
   }
+  CrashPoint("atomic_write.after_rename");
   return SyncDir(DirName(path)).Annotate("writing " + path);
 }
 

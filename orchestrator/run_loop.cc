@@ -11,6 +11,7 @@
 #include "fs/env.h"
 #include "orchestrator/run.h"
 #include "tasks/response.h"
+#include "util/crash_point.h"
 #include "util/json_writer.h"
 
 namespace wizq {
@@ -190,6 +191,8 @@ Status RunLoop::Harvest(bool block) {
     return Status::OK();
   }
   CommitResult r = inflight_.get();
+  if (r.status.ok() && !r.claimed.empty()) CrashPoint("run.after_claim_commit");
+  if (r.status.ok() && !r.finished.empty()) CrashPoint("run.after_result_commit");
   const double took = static_cast<double>(MonotonicMs() - commit_started_ms_);
   commit_ms_ = commit_ms_ == 0 ? took : 0.8 * commit_ms_ + 0.2 * took;
   if (!r.status.ok()) {
@@ -246,6 +249,7 @@ void RunLoop::MaybeLaunchCommit() {
                                static_cast<int>(per_commit + 0.999));
   }
   commit_started_ms_ = MonotonicMs();
+  if (!outcomes_.empty()) CrashPoint("run.before_result_commit");
   std::vector<Outcome> batch;
   batch.swap(outcomes_);
   inflight_ = std::async(std::launch::async,
@@ -319,6 +323,7 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
   WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn));
   const QueueState& st = txn.state();
   if (st.run().status == RunStatus::kRunning && st.AllSettled()) {
+    CrashPoint("run.before_finish");
     const RunStatus end = st.count(TaskState::kFailed) > 0
                               ? RunStatus::kFailed
                               : RunStatus::kCompleted;
@@ -418,6 +423,7 @@ void RunLoop::StartTask(const Task& task) {
     return;
   }
   running_[task.id] = task;
+  CrashPoint("run.after_spawn");
   observer_->OnTaskStarted(task, task.attempts, CurrentProgress());
 }
 

@@ -4,6 +4,7 @@
 
 #include "queue/queue_impl.h"
 #include "queue/txn_impl.h"
+#include "util/crash_point.h"
 #include "util/json_writer.h"
 
 namespace wizq {
@@ -55,6 +56,7 @@ Status DirQueue::ArchiveRun(const std::string& reason, OpenReport* report) {
   for (const std::string& n : moves) {
     if (!env_->FileExists(Path(n))) continue;
     WIZQ_RETURN_IF_ERROR(env_->RenameFile(Path(n), target + "/" + n));
+    if (n == kSnapshotFile) CrashPoint("archive.after_snapshot");
   }
   WIZQ_RETURN_IF_ERROR(env_->SyncDir(target));
   WIZQ_RETURN_IF_ERROR(env_->SyncDir(archive));

@@ -33,7 +33,9 @@ class SnapshotDecoder {
   mutable simdjson::ondemand::document doc_;
   std::string context_ = "the top level";
   std::string problem_;  // set for semantic errors (err == INCORRECT_TYPE)
-  bool iterating_ = false;  // doc_ is valid (iterate succeeded)
+
+  // doc_ is valid: iterate() succeeded.
+  bool iterating_ = false;
 };
 
 Status SnapshotDecoder::Error(error_code err) const {
@@ -42,6 +44,11 @@ Status SnapshotDecoder::Error(error_code err) const {
   // An empty or blank file fails iterate(): doc_ then has no location.
   if (iterating_ && !doc_.current_location().get(loc)) {
     where = " at byte offset " + std::to_string(loc - padded_.data());
+  } else if (err == simdjson::UNCLOSED_STRING) {
+    // Found before iteration starts, so without a location: the text ends
+    // inside a string (a file cut short).
+    where = " at byte offset " + std::to_string(padded_.size()) +
+            " (the end of the file)";
   }
   std::string what = problem_.empty() ? simdjson::error_message(err) : problem_;
   return Status::Corruption(

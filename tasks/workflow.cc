@@ -463,13 +463,18 @@ bool IsStrictPrefix(const std::vector<std::string>& a,
 }
 
 // "at $.file: <description> (got 3); at $: ..." for the useful errors.
+// Looks at the first kMaxExamined errors only (the wrapper test is
+// quadratic, and a huge bad array has an error per element).
 std::string DescribeErrors(const ValidationResults& results,
                            const Json& value) {
   constexpr size_t kMaxListed = 5;
+  constexpr size_t kMaxExamined = 1000;
+  auto end = results.begin() + std::min(results.numErrors(), kMaxExamined);
   std::vector<std::string> lines;
-  for (const auto& error : results) {
+  for (auto it = results.begin(); it != end; ++it) {
+    const auto& error = *it;
     bool hidden = IsWrapperError(error.description) &&
-                  std::any_of(results.begin(), results.end(), [&](auto& o) {
+                  std::any_of(results.begin(), end, [&](auto& o) {
                     return IsStrictPrefix(error.context, o.context);
                   });
     if (hidden) continue;
@@ -489,7 +494,9 @@ std::string DescribeErrors(const ValidationResults& results,
   for (size_t i = 0; i < lines.size() && i < kMaxListed; ++i) {
     out += (i ? "; " : "") + lines[i];
   }
-  if (lines.size() > kMaxListed) {
+  if (results.numErrors() > kMaxExamined) {
+    out += "; and more";
+  } else if (lines.size() > kMaxListed) {
     out += "; and " + std::to_string(lines.size() - kMaxListed) + " more";
   }
   return out;

@@ -181,7 +181,8 @@ TEST(CanonicalJsonTest, StringEscapingIsMinimal) {
 
 TEST(CanonicalJsonTest, EquivalentTextsAreEqual) {
   const std::vector<std::vector<std::string>> kGroups = {
-      {R"({"a":1,"b":2})", R"({"b":2,"a":1})", " { \"b\" : 2 ,\n\t\"a\" : 1 } "},
+      {R"({"a":1,"b":2})", R"({"b":2,"a":1})",
+       " { \"b\" : 2 ,\n\t\"a\" : 1 } "},
       {"1", "1.0", "1e0", "10e-1", "0.1e1"},
       {R"("A")", R"("\u0041")"},
       {R"({"x":{"p":[1,{"r":true,"q":null}],"o":"s"}})",
@@ -197,10 +198,10 @@ TEST(CanonicalJsonTest, EquivalentTextsAreEqual) {
 
 TEST(CanonicalJsonTest, DifferentValuesStayDifferent) {
   const std::vector<std::string> kTexts = {
-      "1",     "2",        "\"1\"",   "[1,2]",         "[2,1]",  "{\"a\":1}",
-      "{}",    "[]",       "null",    "true",          "false",  "\"\"",
-      "1.5",   "-1",       "0.1",     "{\"a\":\"1\"}", "[[]]",   "[{}]",
-      "\"a\"", "\"a \"",   "\"A\"",   "{\"A\":1}",     "[null]", "0",
+      "1",     "2",      "\"1\"", "[1,2]",         "[2,1]",  "{\"a\":1}",
+      "{}",    "[]",     "null",  "true",          "false",  "\"\"",
+      "1.5",   "-1",     "0.1",   "{\"a\":\"1\"}", "[[]]",   "[{}]",
+      "\"a\"", "\"a \"", "\"A\"", "{\"A\":1}",     "[null]", "0",
   };
   for (size_t i = 0; i < kTexts.size(); i++) {
     for (size_t j = i + 1; j < kTexts.size(); j++) {
@@ -226,8 +227,8 @@ TEST(CanonicalJsonTest, CanonicalFormIsAFixedPoint) {
 
 TEST(CanonicalJsonTest, InvalidJsonIsInvalidArgument) {
   for (const char* bad :
-       {"", "{", "{\"a\":}", "[1,]", "nul", "{\"a\" 1}", "\"abc", "01",
-        "1 2", "{'a':1}", "\"\xFF\"", "NaN", "[1]]"}) {
+       {"", "{", "{\"a\":}", "[1,]", "nul", "{\"a\" 1}", "\"abc", "01", "1 2",
+        "{'a':1}", "\"\xFF\"", "NaN", "[1]]"}) {
     std::string out;
     Status s = CanonicalizeJson(bad, &out);
     EXPECT_TRUE(s.IsInvalidArgument()) << "'" << bad << "': " << s.ToString();

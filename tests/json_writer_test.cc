@@ -53,7 +53,8 @@ TEST(JsonWriterTest, EscapesQuotesBackslashesAndControlCharacters) {
 }
 
 TEST(JsonWriterTest, ValidUtf8PassesThrough) {
-  const std::string s = "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xEF\xBF\xBF";
+  const std::string s =
+      "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xEF\xBF\xBF";
   EXPECT_EQ(Quote(s), "\"" + s + "\"");
   EXPECT_EQ(ParseString(Quote(s)), s);
 }
@@ -61,18 +62,22 @@ TEST(JsonWriterTest, ValidUtf8PassesThrough) {
 TEST(JsonWriterTest, InvalidUtf8BecomesReplacementCharacter) {
   const std::string kFffd = "\xEF\xBF\xBD";
   // A single bad byte is replaced by exactly one U+FFFD.
-  EXPECT_EQ(Quote("a\xFF" "b"), "\"a" + kFffd + "b\"");
-  EXPECT_EQ(Quote("a\x80" "b"), "\"a" + kFffd + "b\"");
+  EXPECT_EQ(Quote("a\xFF"
+                  "b"),
+            "\"a" + kFffd + "b\"");
+  EXPECT_EQ(Quote("a\x80"
+                  "b"),
+            "\"a" + kFffd + "b\"");
   EXPECT_EQ(Quote("\xC3"), "\"" + kFffd + "\"");  // cut short at the end
   const std::vector<std::string> kBad = {
-      "\xC3(",               // lead byte without its continuation
-      "\xE2\x82",            // 3-byte sequence cut short
-      "\xF0\x9F\x98",        // 4-byte sequence cut short
-      "\xC0\xAF",            // overlong '/'
-      "\xE0\x80\xAF",        // overlong, 3 bytes
-      "\xED\xA0\x80",        // UTF-16 surrogate D800
-      "\xED\xBF\xBF",        // surrogate DFFF
-      "\xF4\x90\x80\x80",    // above U+10FFFF
+      "\xC3(",                 // lead byte without its continuation
+      "\xE2\x82",              // 3-byte sequence cut short
+      "\xF0\x9F\x98",          // 4-byte sequence cut short
+      "\xC0\xAF",              // overlong '/'
+      "\xE0\x80\xAF",          // overlong, 3 bytes
+      "\xED\xA0\x80",          // UTF-16 surrogate D800
+      "\xED\xBF\xBF",          // surrogate DFFF
+      "\xF4\x90\x80\x80",      // above U+10FFFF
       "\xF8\x88\x80\x80\x80",  // 5-byte form
       "\xFE\xFF",
   };
@@ -96,7 +101,8 @@ TEST(JsonWriterTest, RandomBytesAlwaysGiveValidJson) {
   for (int i = 0; i < 5000; i++) {
     std::string in;
     const int len = len_dist(rng);
-    for (int k = 0; k < len; k++) in.push_back(static_cast<char>(byte_dist(rng)));
+    for (int k = 0; k < len; k++)
+      in.push_back(static_cast<char>(byte_dist(rng)));
     const std::string out = Quote(in);
     ASSERT_TRUE(simdjson::validate_utf8(out.data(), out.size()));
     const std::string back = ParseString(out);
@@ -149,8 +155,8 @@ TEST(JsonWriterTest, Numbers) {
 }
 
 TEST(JsonWriterTest, RoundTripsThroughSimdjson) {
-  const std::string weird = std::string("q\"\\\n\t\0\x1f/", 8) +
-                            "\xC3\xA9\xF0\x9F\x98\x80";
+  const std::string weird =
+      std::string("q\"\\\n\t\0\x1f/", 8) + "\xC3\xA9\xF0\x9F\x98\x80";
   std::string out;
   JsonWriter w(&out);
   w.BeginObject();

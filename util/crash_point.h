@@ -1,0 +1,45 @@
+// Deterministic crash points for the crash-point sweep tests.
+//
+// With WIZQ_CRASH_AT=<point>:<n> in the environment, the n-th time the
+// process passes CRASH_POINT("<point>") it _exit()s at once (status 86,
+// kCrashExitCode): no destructor, no flush, no unlock — as close to kill -9
+// at that exact instruction as a test can get. Without the variable a crash
+// point costs one predictable branch.
+//
+// Every durable step has a point; add one whenever you add a durable step,
+// and list it in kCrashPoints so the sweep covers it.
+#ifndef WIZQ_UTIL_CRASH_POINT_H_
+#define WIZQ_UTIL_CRASH_POINT_H_
+
+namespace wizq {
+
+inline constexpr int kCrashExitCode = 86;
+
+// All points, for the sweep (tests/crash_point_test.cc).
+inline constexpr const char* kCrashPoints[] = {
+    "log.before_write",          // a batch built, nothing written
+    "log.after_write",           // appended, not yet fdatasync'd
+    "log.after_sync",            // durable, the caller not yet told
+    "atomic_write.after_tmp_sync",  // e.g. a checkpoint: temp synced, not renamed
+    "atomic_write.after_rename",    // renamed, directory not yet synced
+    "torn.after_copy",           // torn tail copied aside, log not cut
+    "archive.after_snapshot",    // queue.json archived, audit.jsonl not yet
+    "run.after_claim_commit",    // claims durable, tasks not started
+    "run.after_spawn",           // a task's process started
+    "run.before_result_commit",  // a task finished, result not committed
+    "run.after_result_commit",   // result + children durable, not dispatched
+    "run.before_finish",         // all settled, run_finished not written
+};
+
+namespace internal {
+extern bool g_crash_points_armed;
+void CrashPointSlow(const char* name);
+}  // namespace internal
+
+inline void CrashPoint(const char* name) {
+  if (internal::g_crash_points_armed) internal::CrashPointSlow(name);
+}
+
+}  // namespace wizq
+
+#endif  // WIZQ_UTIL_CRASH_POINT_H_
