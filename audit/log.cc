@@ -128,9 +128,13 @@ Status SetAsideTornTail(Env* env, const std::string& log_path,
   std::string tail;
   WIZQ_RETURN_IF_ERROR(env->ReadFileFrom(log_path, committed_end, &tail));
   if (tail.empty()) return Status::OK();
-  *aside_path = DirName(log_path) + "/audit.torn-" +
-                std::to_string(committed_end) + "." +
-                std::to_string(env->NowMicros() / 1000) + ".jsonl";
+  const std::string base = DirName(log_path) + "/audit.torn-" +
+                           std::to_string(committed_end) + "." +
+                           std::to_string(env->NowMicros() / 1000);
+  *aside_path = base + ".jsonl";
+  for (int n = 2; env->FileExists(*aside_path); n++) {  // never overwrite one
+    *aside_path = base + "-" + std::to_string(n) + ".jsonl";
+  }
   WIZQ_RETURN_IF_ERROR(env->WriteFileAtomic(*aside_path, tail));
   CrashPoint("torn.after_copy");
   return env->TruncateFile(log_path, committed_end);

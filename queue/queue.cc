@@ -176,7 +176,9 @@ Status DirQueue::ReadLogTail(bool repair) {
     }
   }
   log_end_ = parsed.committed_end;
-  if (parsed.torn_bytes > 0 && repair) {
+  // A log a newer wizq wrote is refused by the caller: leave it as it is.
+  if (parsed.torn_bytes > 0 && repair &&
+      state_->run().format_version <= kSnapshotVersion) {
     WIZQ_RETURN_IF_ERROR(
         SetAsideTornTail(env_, path, log_end_, &torn_tail_path_));
   }

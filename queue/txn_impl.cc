@@ -147,6 +147,7 @@ Status TxnImpl::Release(int64_t id, std::string_view reason) {
 }
 
 Status TxnImpl::ResetDeadWorkers(int64_t* reset, int64_t* lost) {
+  *reset = *lost = 0;
   q_->workers().ForgetCache();
   const std::vector<int64_t> held(state().in_progress().begin(),
                                   state().in_progress().end());

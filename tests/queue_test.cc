@@ -484,7 +484,9 @@ TEST_F(QueueTest, NewerFormatIsRefusedAndNothingIsTouched) {
 // there (with a torn tail). Refused too, and nothing is touched, not even
 // the torn tail.
 TEST_F(QueueTest, NewerFormatLogWithoutSnapshotIsRefusedUntouched) {
-  fs::create_directories(Wizard());
+  fs::create_directories(Wizard() + "/workers");
+  fs::create_directories(Wizard() + "/tasks");
+  WriteAll(Wizard() + "/lock", "");
   std::unique_ptr<LogWriter> writer;
   ASSERT_TRUE(LogWriter::Open(Env::Posix(), LogPath(), 0, 1, &writer).ok());
   JsonWriter& w = writer->BeginEvent("run_started", 1);

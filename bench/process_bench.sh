@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# process_bench.sh: whole-process benchmark of `wizq run` (make bench;
+# docs/BENCHMARKS.md, "Process benchmark", explains the figures).
+#
+#   bash bench/process_bench.sh WIZQ_BINARY [N=2000] [REPEAT=3]
+#
+# Three ways to run the same N trivial tasks with 2 at a time:
+#   wizq      a workflow whose root task fans out N Leaf tasks; each Leaf is
+#             `cat >/dev/null; echo []` (run by wizq as `sh -c`), every
+#             transition durable (claims, completions: one fdatasync per
+#             group commit). Timed as the whole `wizq run` process, root task,
+#             open and close included.
+#   xargs     `xargs -P2` running exactly N `sh -c 'cat >/dev/null; echo []'`
+#   parallel  GNU `parallel -j2 --joblog` running the same N commands
+# To be fair to the baselines, each of their commands gets what a wizq task
+# gets: its stdin from a small file holding the task's {"kind","value"} line
+# (written before the clock starts, so this favours the baselines) and its
+# stdout and stderr in files of their own. Each tool runs REPEAT times,
+# interleaved (wizq, xargs, parallel, wizq, ...), in a temporary directory
+# next to the binary (the same filesystem as the build, never a tmpfs, so
+# wizq's fdatasyncs cost what they cost there); the medians are compared.
+#
+# Last line: RESULT wizq_over_xargs=<ratio> parallel_over_wizq=<ratio>
+set -euo pipefail
+
+WIZQ=${1:?usage: process_bench.sh WIZQ_BINARY [N] [REPEAT]}
+N=${2:-2000}
+REPEAT=${3:-3}
+JOBS=2
+
+WIZQ=$(cd "$(dirname "$WIZQ")" && pwd)/$(basename "$WIZQ")
+[ -x "$WIZQ" ] || { echo "process_bench: $WIZQ is not executable" >&2; exit 2; }
+for tool in xargs parallel awk; do
+  command -v "$tool" >/dev/null || {
+    echo "process_bench: $tool is missing (apt-get install parallel findutils gawk)" >&2
+    exit 2
+  }
+done
+
+WORK=$(mktemp -d "$(dirname "$WIZQ")/process-bench.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+
+fs_type=$(df -PT "$WORK" | awk 'NR == 2 { print $2 " on " $1 }')
+echo "process_bench: N=$N tasks, $JOBS jobs, median of $REPEAT; in $WORK ($fs_type)"
+echo "process_bench: $(nproc) CPUs; load before:$(uptime | sed 's/.*load average://')"
+
+# --- the inputs ---------------------------------------------------------------
+# The root task prints the N Leaf tasks (children.json, next to the workflow).
+awk -v n="$N" 'BEGIN {
+  printf "[";
+  for (i = 1; i <= n; i++) printf "%s{\"kind\":\"Leaf\",\"value\":{\"i\":%d}}", (i > 1 ? "," : ""), i;
+  print "]" }' > children.json
+cat > workflow.json <<'EOF'
+{
+  "entrypoint": "Root",
+  "steps": [
+    { "name": "Root",
+      "action": { "kind": "Command", "script": "cat >/dev/null; cat children.json" },
+      "next": ["Leaf"] },
+    { "name": "Leaf",
+      "action": { "kind": "Command", "script": "cat >/dev/null; echo []" },
+      "next": [] }
+  ]
+}
+EOF
+# The baselines' stdin files: what wizq writes to <attempt>.stdin.
+mkdir in
+awk -v n="$N" 'BEGIN {
+  for (i = 1; i <= n; i++) printf "{\"kind\":\"Leaf\",\"value\":{\"i\":%d}}\n", i > ("in/" i) }'
+seq 1 "$N" > ids
+
+# One task of the baselines: exactly one `sh -c`, stdin from its file,
+# stdout and stderr to files of its own, like a wizq task.
+TASK='exec <"in/$1" >"out/$1.stdout" 2>"out/$1.stderr"; cat >/dev/null; echo []'
+
+now_us() { local t=${EPOCHREALTIME/./}; echo "$t"; }
+
+declare -a T_WIZQ=() T_XARGS=() T_PAR=() COMMITS=() EVENTS=()
+
+run_wizq() {
+  local dir=$WORK/wizq-run
+  rm -rf "$dir"
+  mkdir "$dir"
+  local t0 t1
+  t0=$(now_us)
+  "$WIZQ" run workflow.json --dir "$dir" --jobs "$JOBS" --quiet
+  t1=$(now_us)
+  local done_count
+  done_count=$("$WIZQ" status --dir "$dir" --json | grep -o '"done":[0-9]*' | head -1 | cut -d: -f2)
+  if [ "$done_count" != "$((N + 1))" ]; then
+    echo "process_bench: wizq finished $done_count tasks, expected $((N + 1))" >&2
+    exit 1
+  fi
+  T_WIZQ+=($((t1 - t0)))
+  COMMITS+=($(grep -c '"commit":true' "$dir/.wizard/audit.jsonl"))
+  EVENTS+=($(wc -l < "$dir/.wizard/audit.jsonl"))
+}
+
+check_outputs() {
+  local n
+  n=$(grep -lx '\[\]' out/*.stdout 2>/dev/null | wc -l)
+  if [ "$n" != "$N" ]; then
+    echo "process_bench: $1 produced $n good outputs, expected $N" >&2
+    exit 1
+  fi
+}
+
+run_xargs() {
+  rm -rf out
+  mkdir out
+  local t0 t1
+  t0=$(now_us)
+  xargs -P "$JOBS" -n 1 sh -c "$TASK" sh < ids
+  t1=$(now_us)
+  check_outputs xargs
+  T_XARGS+=($((t1 - t0)))
+}
+
+run_parallel() {
+  rm -rf out
+  mkdir out
+  local t0 t1
+  t0=$(now_us)
+  parallel -j "$JOBS" --joblog "$WORK/joblog" -q sh -c "$TASK" sh {} < ids
+  t1=$(now_us)
+  check_outputs parallel
+  T_PAR+=($((t1 - t0)))
+}
+
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ms() { awk -v us="$1" 'BEGIN { printf "%.0f", us / 1000 }'; }
+
+# A warm-up of each (page cache, parallel's perl startup), not counted.
+run_xargs >/dev/null 2>&1 || true
+T_XARGS=()
+
+for ((r = 1; r <= REPEAT; r++)); do
+  run_wizq
+  run_xargs
+  run_parallel
+  echo "process_bench: run $r/$REPEAT: wizq $(ms "${T_WIZQ[-1]}") ms" \
+       "($((N + 1)) tasks, ${COMMITS[-1]} commits), xargs $(ms "${T_XARGS[-1]}") ms," \
+       "parallel $(ms "${T_PAR[-1]}") ms"
+done
+
+W=$(median "${T_WIZQ[@]}")
+X=$(median "${T_XARGS[@]}")
+P=$(median "${T_PAR[@]}")
+C=$(median "${COMMITS[@]}")
+E=$(median "${EVENTS[@]}")
+echo "process_bench: load after:$(uptime | sed 's/.*load average://')"
+awk -v w="$W" -v x="$X" -v p="$P" -v n="$N" -v c="$C" -v e="$E" 'BEGIN {
+  printf "wizq      %8.0f ms  %7.1f us/task\n", w / 1000, w / n;
+  printf "xargs     %8.0f ms  %7.1f us/task\n", x / 1000, x / n;
+  printf "parallel  %8.0f ms  %7.1f us/task\n", p / 1000, p / n;
+  printf "wizq overhead over xargs: %.1f us/task\n", (w - x) / n;
+  printf "wizq fdatasyncs (commit lines in audit.jsonl): %d; %.2f tasks/commit, %.2f audit events/commit\n",
+         c, (n + 1) / c, e / c;
+  printf "RESULT wizq_over_xargs=%.2f parallel_over_wizq=%.2f\n", w / x, p / w }'

@@ -1,0 +1,123 @@
+// Fuzz target: audit.jsonl, the event log (audit/log.h, queue/state.h).
+//
+// The input is read as a log twice:
+//  1. as is: ParseLog must split any bytes into a committed prefix and a
+//     torn tail, or report Corruption naming the file; never crash. Its
+//     result must be consistent (seqs rising by one, every record a
+//     checksummed line inside the input, committed_end + torn_bytes = size);
+//  2. with every line's crc recomputed (so that mutated lines still pass the
+//     checksum and reach the event decoder): the committed records are
+//     applied in order to a fresh QueueState, as a reader of the log does,
+//     stopping at the first error. ApplyEvent must return errors, never
+//     crash; the state it leaves after each accepted event keeps its
+//     invariants, and a checkpoint of the final state reads back the same.
+#include <zlib.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+
+#include "audit/log.h"
+#include "audit/log_format.h"
+#include "fuzz/fuzz_util.h"
+#include "queue/state.h"
+
+namespace {
+
+using namespace wizq;
+
+const std::string kPath = "/x/.wizard/audit.jsonl";
+
+void CheckParse(std::string_view data, uint64_t base, int64_t expected_seq,
+                const LogParseResult& r) {
+  uint64_t last_end = base;
+  int64_t prev = 0;
+  for (const LogRecord& rec : r.records) {
+    FUZZ_CHECK(rec.line.data() >= data.data() &&
+                   rec.line.data() + rec.line.size() < data.data() + data.size(),
+               "a record outside the input");
+    FUZZ_CHECK(rec.offset == base + static_cast<uint64_t>(rec.line.data() -
+                                                           data.data()),
+               "record offset");
+    FUZZ_CHECK(rec.offset >= last_end, "records overlap");
+    FUZZ_CHECK(data[rec.offset - base + rec.line.size()] == '\n',
+               "a record not ended by a newline");
+    FUZZ_CHECK(LineChecksumOk(rec.line), "a record with a bad checksum");
+    if (prev != 0) FUZZ_CHECK(rec.seq == prev + 1, "seq gap");
+    if (prev == 0 && expected_seq != 0) {
+      FUZZ_CHECK(rec.seq == expected_seq, "first seq");
+    }
+    prev = rec.seq;
+    last_end = rec.offset + rec.line.size() + 1;
+  }
+  FUZZ_CHECK(r.committed_end == last_end, "committed_end");
+  FUZZ_CHECK(r.committed_end + r.torn_bytes == base + data.size(),
+             "committed_end + torn_bytes");
+}
+
+// Each line with its `,"crc":"........"}` suffix (if any) replaced by the
+// right one; lines that do not end in '}' are kept as they are.
+std::string Rechecksum(std::string_view data) {
+  std::string out;
+  out.reserve(data.size() + 64);
+  size_t pos = 0;
+  while (pos < data.size()) {
+    size_t nl = data.find('\n', pos);
+    const bool has_nl = nl != std::string_view::npos;
+    std::string_view line = data.substr(pos, has_nl ? nl - pos : nl);
+    pos = has_nl ? nl + 1 : data.size();
+    if (line.empty() || line.back() != '}') {
+      out.append(line);
+    } else {
+      std::string_view body = line.substr(0, line.size() - 1);
+      size_t crc = body.rfind(log_format::kCrcPrefix);
+      if (crc != std::string_view::npos &&
+          body.size() - crc == log_format::kCrcSuffixLength - 2 + 1 &&
+          body.back() == '"') {
+        body = body.substr(0, crc);
+      }
+      out.append(body);
+      char buf[16];
+      std::snprintf(buf, sizeof(buf), "%08lx",
+                    crc32(0L, reinterpret_cast<const Bytef*>(body.data()),
+                          static_cast<uInt>(body.size())));
+      out.append(log_format::kCrcPrefix).append(buf, 8).append("\"}");
+    }
+    if (has_nl) out.push_back('\n');
+  }
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view raw = fuzz::AsText(data, size);
+
+  LogParseResult r;
+  Status s = ParseLog(kPath, raw, 0, 0, &r);
+  if (s.ok()) {
+    CheckParse(raw, 0, 0, r);
+  } else {
+    FUZZ_CHECK(s.IsCorruption() && fuzz::Contains(s.message(), kPath),
+               s.ToString());
+  }
+  // The same bytes as the tail of a log read from offset 1000, seq 1 on.
+  s = ParseLog(kPath, raw, 1000, 1, &r);
+  if (s.ok()) CheckParse(raw, 1000, 1, r);
+
+  const std::string fixed = Rechecksum(raw);
+  s = ParseLog(kPath, fixed, 0, 0, &r);
+  if (!s.ok()) return 0;
+  CheckParse(fixed, 0, 0, r);
+  QueueState state;
+  for (const LogRecord& rec : r.records) {
+    Status a = state.ApplyEvent(rec.line);
+    if (!a.ok()) {
+      FUZZ_CHECK(a.IsCorruption(), a.ToString());
+      return 0;
+    }
+    fuzz::CheckStateInvariants(state);
+  }
+  if (state.started()) fuzz::CheckSnapshotRoundTrip(state, r.committed_end);
+  return 0;
+}
