@@ -62,3 +62,51 @@ format:
 
 clean:
 	rm -rf build build-asan build-tsan
+
+# Fuzzing (fuzz/, docs/RELIABILITY.md "Fuzzing"): builds the libFuzzer
+# targets with clang, ASan and UBSan in $(FUZZ_BUILD), then fuzzes each for
+# FUZZ_SECONDS on a copy of its seed corpus ($(FUZZ_BUILD)/corpus/<target>,
+# which keeps growing across runs). Crashes go to
+# $(FUZZ_BUILD)/artifacts/<target>/; the target fails if any target crashed.
+# `make fuzz FUZZ_SECONDS=300 FUZZ_TARGETS=queue_open_fuzzer` fuzzes one.
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD ?= build-fuzz
+FUZZ_TARGETS ?= snapshot_fuzzer audit_log_fuzzer queue_open_fuzzer \
+  workflow_fuzzer response_fuzzer canonical_json_fuzzer
+FUZZ_FLAGS ?=
+# -max_len per target: room for real files of a small run.
+FUZZ_MAX_LEN_snapshot_fuzzer = 20000
+FUZZ_MAX_LEN_audit_log_fuzzer = 30000
+FUZZ_MAX_LEN_queue_open_fuzzer = 30000
+FUZZ_MAX_LEN_workflow_fuzzer = 8192
+FUZZ_MAX_LEN_response_fuzzer = 4096
+FUZZ_MAX_LEN_canonical_json_fuzzer = 4096
+
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIZQ_FUZZ=ON >/dev/null
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target $(FUZZ_TARGETS)
+	@failed=""; for t in $(FUZZ_TARGETS); do \
+	  case $$t in \
+	    snapshot_fuzzer) len=$(FUZZ_MAX_LEN_snapshot_fuzzer) ;; \
+	    audit_log_fuzzer) len=$(FUZZ_MAX_LEN_audit_log_fuzzer) ;; \
+	    queue_open_fuzzer) len=$(FUZZ_MAX_LEN_queue_open_fuzzer) ;; \
+	    workflow_fuzzer) len=$(FUZZ_MAX_LEN_workflow_fuzzer) ;; \
+	    response_fuzzer) len=$(FUZZ_MAX_LEN_response_fuzzer) ;; \
+	    *) len=$(FUZZ_MAX_LEN_canonical_json_fuzzer) ;; \
+	  esac; \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t; \
+	  cp -n fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus/$$t/ 2>/dev/null || true; \
+	  echo "== $$t: $(FUZZ_SECONDS)s, -max_len=$$len"; \
+	  $(FUZZ_BUILD)/fuzz/$$t $(FUZZ_BUILD)/corpus/$$t \
+	    -max_total_time=$(FUZZ_SECONDS) -max_len=$$len -timeout=30 \
+	    -rss_limit_mb=4096 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t/ $(FUZZ_FLAGS) \
+	    2>$(FUZZ_BUILD)/$$t.log; \
+	  rc=$$?; grep -E "^(stat::number_of_executed_units|stat::new_units_added)|^#[0-9]+[[:space:]]+DONE" $(FUZZ_BUILD)/$$t.log; \
+	  if [ $$rc -ne 0 ]; then failed="$$failed $$t"; \
+	    grep -A30 -E "^==[0-9]+==ERROR|FUZZ_CHECK|runtime error" $(FUZZ_BUILD)/$$t.log | head -40; fi; \
+	done; \
+	if [ -n "$$failed" ]; then \
+	  echo "fuzz: crashes in:$$failed (see $(FUZZ_BUILD)/<target>.log and $(FUZZ_BUILD)/artifacts/)"; exit 1; \
+	fi; echo "fuzz: no crash"

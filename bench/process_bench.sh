@@ -19,6 +19,10 @@
 # interleaved (wizq, xargs, parallel, wizq, ...), in a temporary directory
 # next to the binary (the same filesystem as the build, never a tmpfs, so
 # wizq's fdatasyncs cost what they cost there); the medians are compared.
+# Nothing is deleted until the end: on ext4 without a journal, creating a
+# file scans past every inode deleted in the last minute (fs/ext4/ialloc.c,
+# recently_deleted), so deleting one run's files makes the next run's file
+# creations slow, wizq's (6 per task) more than the baselines' (2 per task).
 #
 # Last line: RESULT wizq_over_xargs=<ratio> parallel_over_wizq=<ratio>
 set -euo pipefail
@@ -44,6 +48,10 @@ cd "$WORK"
 fs_type=$(df -PT "$WORK" | awk 'NR == 2 { print $2 " on " $1 }')
 echo "process_bench: N=$N tasks, $JOBS jobs, median of $REPEAT; in $WORK ($fs_type)"
 echo "process_bench: $(nproc) CPUs; load before:$(uptime | sed 's/.*load average://')"
+dev=$(df -P "$WORK" | awk 'NR == 2 { print $1 }')
+if [ "$(cat "/sys/fs/ext4/${dev#/dev/}/journal_task" 2>/dev/null)" = "<none>" ]; then
+  echo "process_bench: note: $dev is ext4 without a journal: fdatasync is cheaper than on a journaled fs"
+fi
 
 # --- the inputs ---------------------------------------------------------------
 # The root task prints the N Leaf tasks (children.json, next to the workflow).
@@ -71,16 +79,20 @@ awk -v n="$N" 'BEGIN {
 seq 1 "$N" > ids
 
 # One task of the baselines: exactly one `sh -c`, stdin from its file,
-# stdout and stderr to files of its own, like a wizq task.
+# stdout and stderr to files of their own (in a fresh out directory per run,
+# the link `out` points to), like a wizq task.
 TASK='exec <"in/$1" >"out/$1.stdout" 2>"out/$1.stderr"; cat >/dev/null; echo []'
+fresh_out() {
+  mkdir "$WORK/out-$1"
+  ln -sfn "out-$1" out
+}
 
 now_us() { local t=${EPOCHREALTIME/./}; echo "$t"; }
 
 declare -a T_WIZQ=() T_XARGS=() T_PAR=() COMMITS=() EVENTS=()
 
 run_wizq() {
-  local dir=$WORK/wizq-run
-  rm -rf "$dir"
+  local dir=$WORK/wizq-$1
   mkdir "$dir"
   local t0 t1
   t0=$(now_us)
@@ -107,8 +119,7 @@ check_outputs() {
 }
 
 run_xargs() {
-  rm -rf out
-  mkdir out
+  fresh_out "xargs-$1"
   local t0 t1
   t0=$(now_us)
   xargs -P "$JOBS" -n 1 sh -c "$TASK" sh < ids
@@ -118,8 +129,7 @@ run_xargs() {
 }
 
 run_parallel() {
-  rm -rf out
-  mkdir out
+  fresh_out "parallel-$1"
   local t0 t1
   t0=$(now_us)
   parallel -j "$JOBS" --joblog "$WORK/joblog" -q sh -c "$TASK" sh {} < ids
@@ -132,13 +142,15 @@ median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int(
 ms() { awk -v us="$1" 'BEGIN { printf "%.0f", us / 1000 }'; }
 
 # A warm-up of each (page cache, parallel's perl startup), not counted.
-run_xargs >/dev/null 2>&1 || true
+run_xargs warmup
+run_parallel warmup
 T_XARGS=()
+T_PAR=()
 
 for ((r = 1; r <= REPEAT; r++)); do
-  run_wizq
-  run_xargs
-  run_parallel
+  run_wizq "$r"
+  run_xargs "$r"
+  run_parallel "$r"
   echo "process_bench: run $r/$REPEAT: wizq $(ms "${T_WIZQ[-1]}") ms" \
        "($((N + 1)) tasks, ${COMMITS[-1]} commits), xargs $(ms "${T_XARGS[-1]}") ms," \
        "parallel $(ms "${T_PAR[-1]}") ms"

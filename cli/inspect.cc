@@ -109,9 +109,14 @@ int PrintLog(const std::string& install_dir, int64_t task_id, bool json) {
   const std::string path = install_dir + "/.wizard/audit.jsonl";
   std::string data;
   Status s = Env::Posix()->ReadFile(path, &data);
+  if (s.IsNotFound()) {
+    std::fprintf(stderr, "wizq log: no wizq run in %s (%s does not exist)\n",
+                 install_dir.c_str(), path.c_str());
+    return 2;
+  }
   if (!s.ok()) {
     std::fprintf(stderr, "wizq log: %s\n", s.message().c_str());
-    return s.IsNotFound() ? 2 : 3;
+    return 3;
   }
   LogParseResult parsed;
   s = ParseLog(path, data, 0, 1, &parsed);

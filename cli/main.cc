@@ -4,9 +4,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <cstring>
+#include <string>
 
 #include "cli/inspect.h"
 #include "cli/progress.h"
@@ -34,17 +35,33 @@ struct RunArgs {
   bool quiet = false;
 };
 
+// Reads all of `path` (following symlinks, unlike wizq's own files). On
+// failure *reason is strerror's text ("No such file or directory", "Is a
+// directory").
+bool ReadInputFile(const std::string& path, std::string* out,
+                   std::string* reason) {
+  std::FILE* f = std::fopen(path.c_str(), "rbe");
+  if (f == nullptr) {
+    *reason = std::strerror(errno);
+    return false;
+  }
+  char buf[65536];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out->append(buf, n);
+  const bool ok = std::ferror(f) == 0;
+  if (!ok) *reason = std::strerror(errno);
+  std::fclose(f);
+  return ok;
+}
+
 int DoRun(RunArgs& a) {
   if (!a.input_file.empty()) {
-    std::ifstream in(a.input_file, std::ios::binary);
-    if (!in) {
-      std::fprintf(stderr, "wizq run: cannot read --input-file %s\n",
-                   a.input_file.c_str());
+    std::string reason;
+    if (!ReadInputFile(a.input_file, &a.options.input_json, &reason)) {
+      std::fprintf(stderr, "wizq run: cannot read --input-file %s: %s\n",
+                   a.input_file.c_str(), reason.c_str());
       return kExitInvalid;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    a.options.input_json = ss.str();
   }
   a.options.wizq_version = WIZQ_VERSION;
   ProgressOptions po;
@@ -118,7 +135,25 @@ int Main(int argc, char** argv) {
 
   CLI::App* agent_cmd = app.add_subcommand("agent", "Agent protocol for Pool steps (not yet available)");
   agent_cmd->allow_extras();
+  agent_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
 
+  // CLI11 reports an unknown command as "A subcommand is required"; name it.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub :
+         app.get_subcommands([](CLI::App*) { return true; })) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr,
+                   "wizq: unknown command \"%s\"; the commands are %s (see "
+                   "wizq --help)\n",
+                   argv[1], names.c_str());
+      return kExitInvalid;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -11,14 +11,10 @@
 //     stopping at the first error. ApplyEvent must return errors, never
 //     crash; the state it leaves after each accepted event keeps its
 //     invariants, and a checkpoint of the final state reads back the same.
-#include <zlib.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 
 #include "audit/log.h"
-#include "audit/log_format.h"
 #include "fuzz/fuzz_util.h"
 #include "queue/state.h"
 
@@ -55,39 +51,6 @@ void CheckParse(std::string_view data, uint64_t base, int64_t expected_seq,
              "committed_end + torn_bytes");
 }
 
-// Each line with its `,"crc":"........"}` suffix (if any) replaced by the
-// right one; lines that do not end in '}' are kept as they are.
-std::string Rechecksum(std::string_view data) {
-  std::string out;
-  out.reserve(data.size() + 64);
-  size_t pos = 0;
-  while (pos < data.size()) {
-    size_t nl = data.find('\n', pos);
-    const bool has_nl = nl != std::string_view::npos;
-    std::string_view line = data.substr(pos, has_nl ? nl - pos : nl);
-    pos = has_nl ? nl + 1 : data.size();
-    if (line.empty() || line.back() != '}') {
-      out.append(line);
-    } else {
-      std::string_view body = line.substr(0, line.size() - 1);
-      size_t crc = body.rfind(log_format::kCrcPrefix);
-      if (crc != std::string_view::npos &&
-          body.size() - crc == log_format::kCrcSuffixLength - 2 + 1 &&
-          body.back() == '"') {
-        body = body.substr(0, crc);
-      }
-      out.append(body);
-      char buf[16];
-      std::snprintf(buf, sizeof(buf), "%08lx",
-                    crc32(0L, reinterpret_cast<const Bytef*>(body.data()),
-                          static_cast<uInt>(body.size())));
-      out.append(log_format::kCrcPrefix).append(buf, 8).append("\"}");
-    }
-    if (has_nl) out.push_back('\n');
-  }
-  return out;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -105,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   s = ParseLog(kPath, raw, 1000, 1, &r);
   if (s.ok()) CheckParse(raw, 1000, 1, r);
 
-  const std::string fixed = Rechecksum(raw);
+  const std::string fixed = fuzz::Rechecksum(raw);
   s = ParseLog(kPath, fixed, 0, 0, &r);
   if (!s.ok()) return 0;
   CheckParse(fixed, 0, 0, r);

@@ -8,6 +8,8 @@
 #ifndef WIZQ_FUZZ_FUZZ_UTIL_H_
 #define WIZQ_FUZZ_FUZZ_UTIL_H_
 
+#include <zlib.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "audit/log_format.h"
 #include "queue/snapshot.h"
 #include "queue/state.h"
 #include "util/status.h"
@@ -34,6 +37,13 @@ namespace wizq::fuzz {
   do {                                                         \
     if (!(cond)) ::wizq::fuzz::Fail(__FILE__, __LINE__, #cond, (msg)); \
   } while (0)
+
+// With WIZQ_FUZZ_DEBUG set in the environment, targets say why they stopped
+// early on an input (to check what a seed reaches).
+inline void Debug(const std::string& msg) {
+  static const bool on = std::getenv("WIZQ_FUZZ_DEBUG") != nullptr;
+  if (on) std::fprintf(stderr, "  %s\n", msg.c_str());
+}
 
 inline std::string_view AsText(const uint8_t* data, size_t size) {
   return std::string_view(reinterpret_cast<const char*>(data), size);
@@ -163,6 +173,39 @@ inline void CheckSnapshotRoundTrip(const QueueState& state,
                                   before + "--- decoded\n" + after);
   FUZZ_CHECK(EncodeSnapshot(again, audit_offset) == text,
              "encoding is not stable");
+}
+
+// Each line with its `,"crc":"........"}` suffix (if any) replaced by the
+// right one; lines that do not end in '}' are kept as they are.
+inline std::string Rechecksum(std::string_view data) {
+  std::string out;
+  out.reserve(data.size() + 64);
+  size_t pos = 0;
+  while (pos < data.size()) {
+    size_t nl = data.find('\n', pos);
+    const bool has_nl = nl != std::string_view::npos;
+    std::string_view line = data.substr(pos, has_nl ? nl - pos : nl);
+    pos = has_nl ? nl + 1 : data.size();
+    if (line.empty() || line.back() != '}') {
+      out.append(line);
+    } else {
+      std::string_view body = line.substr(0, line.size() - 1);
+      size_t crc = body.rfind(log_format::kCrcPrefix);
+      if (crc != std::string_view::npos &&
+          body.size() - crc == log_format::kCrcSuffixLength - 1 &&
+          body.back() == '"') {
+        body = body.substr(0, crc);
+      }
+      out.append(body);
+      char buf[16];
+      std::snprintf(buf, sizeof(buf), "%08lx",
+                    crc32(0L, reinterpret_cast<const Bytef*>(body.data()),
+                          static_cast<uInt>(body.size())));
+      out.append(log_format::kCrcPrefix).append(buf, 8).append("\"}");
+    }
+    if (has_nl) out.push_back('\n');
+  }
+  return out;
 }
 
 }  // namespace wizq::fuzz

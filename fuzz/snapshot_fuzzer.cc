@@ -23,8 +23,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                "the error does not name the file: " + s.ToString());
     return 0;
   }
-  // Another version: the caller refuses or archives it, reading no further.
-  if (header.version != kSnapshotVersion) return 0;
+  // Another version: the caller refuses or archives it, reading no further
+  // (and the state has no tasks).
+  if (header.version != kSnapshotVersion) {
+    FUZZ_CHECK(state.total() == 0, "tasks read from a file of version " +
+                                       std::to_string(header.version));
+    return 0;
+  }
   fuzz::CheckStateInvariants(state);
   fuzz::CheckSnapshotRoundTrip(state, header.audit_offset);
   return 0;

@@ -36,6 +36,9 @@ class SnapshotDecoder {
 
   // doc_ is valid: iterate() succeeded.
   bool iterating_ = false;
+  // "version" was read (tasks are read only after it, so that a file of
+  // another version leaves the state empty).
+  bool saw_version_ = false;
 };
 
 Status SnapshotDecoder::Error(error_code err) const {
@@ -106,6 +109,7 @@ error_code SnapshotDecoder::ReadTop(std::string_view key, value v,
       return simdjson::INCORRECT_TYPE;
     }
   } else if (key == "version") {
+    saw_version_ = true;
     err = v.get_int64().get(n);
     h->version = static_cast<int>(n);
     run->format_version = h->version;
@@ -144,6 +148,10 @@ error_code SnapshotDecoder::ReadTop(std::string_view key, value v,
     err = RawJson(v, &s);
     run->workflow = s;
   } else if (key == "tasks") {
+    if (!saw_version_) {
+      problem_ = "\"tasks\" before \"version\" (or no \"version\")";
+      return simdjson::INCORRECT_TYPE;
+    }
     err = ReadTasks(v, state);
   }
   return err;

@@ -72,13 +72,14 @@ class ScopedFd {
   int fd_ = -1;
 };
 
-// open(2) with O_CLOEXEC (mode 0600 when created). The descriptor is moved
-// above 2 so that it cannot collide with the child's stdin/stdout/stderr
-// when wizq was started with some of its own closed.
+// open(2) with O_CLOEXEC and O_NOFOLLOW (mode 0600 when created): a symlink
+// planted in a task's directory is refused, never followed. The descriptor
+// is moved above 2 so that it cannot collide with the child's stdin/stdout/
+// stderr when wizq was started with some of its own closed.
 Status OpenFile(const std::string& path, int flags, ScopedFd* fd) {
   int raw;
   do {
-    raw = open(path.c_str(), flags | O_CLOEXEC, 0600);
+    raw = open(path.c_str(), flags | O_CLOEXEC | O_NOFOLLOW, 0600);
   } while (raw < 0 && errno == EINTR);
   if (raw < 0) return Status::IOErrorFromErrno("cannot open", path, errno);
   if (raw <= STDERR_FILENO) {
@@ -131,6 +132,23 @@ Status ReadUpTo(const std::string& path, size_t limit, std::string* data) {
     got += static_cast<size_t>(n);
   }
   data->resize(got);
+  return Status::OK();
+}
+
+// The task's own directory must be a real directory, not a symlink planted
+// to make wizq write elsewhere.
+Status CheckRealDir(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) {
+    return Status::IOErrorFromErrno("cannot stat", path, errno);
+  }
+  if (S_ISLNK(st.st_mode)) {
+    return Status::IOError(path + " is a symlink, not a directory; refusing "
+                                  "to write a task's files through it");
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::IOErrorFromErrno("cannot use", path, ENOTDIR);
+  }
   return Status::OK();
 }
 
@@ -509,6 +527,7 @@ Status CommandRunner::Start(const CommandSpec& spec, uint64_t token) {
     }
   }
   WIZQ_RETURN_IF_ERROR(MakeDirs(spec.output_dir));
+  WIZQ_RETURN_IF_ERROR(CheckRealDir(spec.output_dir));
   ChildFds fds;
   WIZQ_RETURN_IF_ERROR(LockOutputDir(spec, &fds.lock));
   WIZQ_RETURN_IF_ERROR(OpenChildFds(spec, &fds));
@@ -673,7 +692,7 @@ void CommandRunner::TerminateAll(double grace_seconds) {
 Status ReapOrphans(const std::string& output_dir, double grace_seconds,
                    double max_wait_seconds) {
   const std::string path = output_dir + kLockName;
-  const int raw = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  const int raw = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (raw < 0) {
     if (errno == ENOENT) return Status::OK();  // never ran here
     return Status::IOErrorFromErrno("cannot open", path, errno);

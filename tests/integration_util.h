@@ -130,15 +130,16 @@ struct WizqResult {
     } else {
       s << "killed by signal " << signal;
     }
-    s << "\n--- stdout:\n" << out.substr(0, 4000) << "\n--- stderr:\n"
+    s << "\n--- stdout:\n"
+      << out.substr(0, 4000) << "\n--- stderr:\n"
       << err.substr(0, 4000);
     return s.str();
   }
 };
 
 struct SpawnOptions {
-  std::string cwd;                                         // empty: ours
-  std::vector<std::pair<std::string, std::string>> env;   // added/overridden
+  std::string cwd;                                       // empty: ours
+  std::vector<std::pair<std::string, std::string>> env;  // added/overridden
   bool new_session = false;
 };
 
@@ -172,10 +173,10 @@ class WizqProcess {
     envp.push_back(nullptr);
     const std::string out_path = out_dir_ + "/stdout";
     const std::string err_path = out_dir_ + "/stderr";
-    const int out_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC |
-                            O_CLOEXEC, 0600);
-    const int err_fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC |
-                            O_CLOEXEC, 0600);
+    const int out_fd =
+        open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    const int err_fd =
+        open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     const int in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     fflush(nullptr);
     pid_ = fork();
@@ -308,7 +309,8 @@ inline std::vector<std::string> SplitLines(const std::string& text) {
 // discarded value (is_discarded()).
 inline std::vector<Json> ParseJsonLines(const std::string& text) {
   std::vector<Json> out;
-  for (const std::string& l : SplitLines(text)) out.push_back(ParseJsonOrNull(l));
+  for (const std::string& l : SplitLines(text))
+    out.push_back(ParseJsonOrNull(l));
   return out;
 }
 
@@ -359,11 +361,12 @@ inline int64_t ParentId(const Json& task) {
   return p.is_number_integer() ? p.get<int64_t>() : 0;
 }
 
-// --- the ledger ---------------------------------------------------------------
+// --- the ledger
+// ---------------------------------------------------------------
 
 struct LedgerLine {
-  size_t index = 0;   // position in the ledger: the order of events
-  std::string kind;   // start, end, OVERLAP, or a script's own word
+  size_t index = 0;  // position in the ledger: the order of events
+  std::string kind;  // start, end, OVERLAP, or a script's own word
   int64_t task = 0;
   int attempt = 0;
   int64_t pid = 0;

@@ -56,9 +56,7 @@ class WizqCrashTest : public ::testing::Test {
 };
 
 std::string FanoutWorkflow() { return test::DataFile("fanout.jsonc"); }
-std::string FanoutInput(int n) {
-  return "{\"n\":" + std::to_string(n) + "}";
-}
+std::string FanoutInput(int n) { return "{\"n\":" + std::to_string(n) + "}"; }
 
 // The <type, inputs> of every non-hook task a fan-out run of `n` has.
 std::set<std::string> ExpectedFanoutTasks(int n) {
@@ -160,8 +158,8 @@ void VerifyFanoutRun(const std::string& dir, int n,
       hooks_of[t["finally_for"].get<int64_t>()]++;
       continue;
     }
-    const std::string key = t["type"].get<std::string>() + " " +
-                            t["inputs"].dump();
+    const std::string key =
+        t["type"].get<std::string>() + " " + t["inputs"].dump();
     EXPECT_TRUE(seen.insert(key).second) << "submitted twice: " << key;
   }
   EXPECT_EQ(seen, ExpectedFanoutTasks(n));
@@ -200,6 +198,39 @@ void VerifyFanoutRun(const std::string& dir, int n,
           << "a task_reset outside a resume: " << e.dump();
     }
   }
+  // Every spawned task was submitted by the completion that spawned it, and
+  // every task a completion asked for was either submitted or folded into
+  // an existing task with the same <type, inputs> (task_deduplicated).
+  std::map<int64_t, int> spawned_by;
+  int deduplicated = 0;
+  for (const Json& e : audit) {
+    if (e["event"] == "task_deduplicated") deduplicated++;
+    if (e["event"] != "task_completed") continue;
+    for (const Json& c : e["spawned"]) spawned_by[c.get<int64_t>()]++;
+    const int64_t id = e["id"];
+    const Json& t = tasks[id];
+    size_t asked = 0;
+    if (t["origin"] != "Finally") {
+      if (t["type"] == "Root") asked = n + n / 9;
+      if (t["type"] == "Group") asked = 2;
+      if (t["type"] == "Work" && t["inputs"]["i"].get<int>() % 3 == 0) {
+        asked = 2;
+      }
+    }
+    EXPECT_EQ(e["spawned"].size() + e["deduplicated"].size(), asked)
+        << e.dump();
+    for (const Json& d : e["deduplicated"]) {
+      EXPECT_TRUE(tasks.count(d.get<int64_t>())) << e.dump();
+    }
+  }
+  EXPECT_GT(deduplicated, 0) << "the run never exercised dedup";
+  for (const auto& [id, t] : tasks) {
+    const bool spawned = t["origin"] == "Spawned";
+    EXPECT_EQ(spawned_by[id], spawned ? 1 : 0)
+        << "task " << id << " is in the spawned list of " << spawned_by[id]
+        << " completions: " << t.dump();
+    EXPECT_GT(submitted_seq[id], 0) << "task " << id << " never submitted";
+  }
   std::map<int64_t, int> final_attempt;
   for (const auto& [id, t] : tasks) {
     SCOPED_TRACE("task " + std::to_string(id) + " " + t.dump());
@@ -209,8 +240,7 @@ void VerifyFanoutRun(const std::string& dir, int n,
     bool completed = false;
     for (const Json* e : events) {
       const std::string ev = (*e)["event"];
-      EXPECT_FALSE(completed) << "an event after its completion: "
-                              << e->dump();
+      EXPECT_FALSE(completed) << "an event after its completion: " << e->dump();
       if (ev == "task_claimed") {
         EXPECT_TRUE(holder.empty()) << "claimed while claimed: " << e->dump();
         EXPECT_EQ((*e)["attempt"], ++attempts) << e->dump();
@@ -246,9 +276,17 @@ void VerifyFanoutRun(const std::string& dir, int n,
     EXPECT_NE(l.kind, "OVERLAP")
         << "task " << l.task << " attempt " << l.attempt << " (" << l.role
         << ") started while an earlier attempt still ran";
-    EXPECT_TRUE(tasks.count(l.task)) << "ledger line of unknown task "
-                                     << l.task;
+    EXPECT_TRUE(tasks.count(l.task))
+        << "ledger line of unknown task " << l.task;
     by_task[l.task].push_back(l);
+  }
+  // A side effect belongs to one task: a task run before its submission
+  // was durable would show up under an id that a resume gave to another.
+  std::map<std::string, std::set<int64_t>> ids_of_role;
+  for (const LedgerLine& l : ledger) ids_of_role[l.role].insert(l.task);
+  for (const auto& [role, ids] : ids_of_role) {
+    EXPECT_EQ(ids.size(), 1u)
+        << role << " ran as " << ids.size() << " different tasks";
   }
   int extra_runs = 0;
   std::map<int64_t, std::pair<size_t, size_t>> span;  // first, last line
@@ -286,7 +324,8 @@ void VerifyFanoutRun(const std::string& dir, int n,
       first = false;
       prev_last_line = start->index;
       for (const LedgerLine& l : lines) {
-        if (l.attempt == attempt) prev_last_line = std::max(prev_last_line, l.index);
+        if (l.attempt == attempt)
+          prev_last_line = std::max(prev_last_line, l.index);
       }
     }
     if (!lines.empty()) span[id] = {lines.front().index, lines.back().index};
@@ -340,7 +379,8 @@ TEST_F(WizqCrashTest, KillNineLoopCompletesEveryTaskExactlyOnce) {
       runs++;
       WizqProcess p({"wizq", "run", FanoutWorkflow(), "--dir", dir.path(),
                      "--input", FanoutInput(n), "--quiet"});
-      const auto kill_at = p.start_time() + test::milliseconds(Uniform(10, 400));
+      const auto kill_at =
+          p.start_time() + test::milliseconds(Uniform(10, 400));
       while (!p.Poll() && test::Clock::now() < kill_at) {
         std::this_thread::sleep_for(test::milliseconds(1));
       }
@@ -381,8 +421,8 @@ TEST_F(WizqCrashTest, ThreeProcessesKilledAtRandomCompleteEveryTaskOnce) {
     rounds++;
     ScratchDir dir;
     const std::vector<std::string> cmd = {
-        "wizq",  "run",           FanoutWorkflow(), "--dir",
-        dir.path(), "--input", FanoutInput(n), "--quiet", "--jobs", "3"};
+        "wizq",    "run",          FanoutWorkflow(), "--dir",  dir.path(),
+        "--input", FanoutInput(n), "--quiet",        "--jobs", "3"};
     std::vector<std::unique_ptr<WizqProcess>> procs;
     for (int i = 0; i < kProcs; i++) {
       procs.push_back(std::make_unique<WizqProcess>(cmd));
@@ -474,10 +514,12 @@ TEST_F(WizqCrashTest, PoisonTaskFailsWithWorkerLostAfterMaxAttempts) {
   // The poison ran once per attempt; the root's hook ran after it failed
   // for good.
   const std::vector<LedgerLine> ledger = test::ReadLedger(dir.path());
-  const std::vector<LedgerLine> runs = test::LedgerFind(ledger, "start", "poison");
+  const std::vector<LedgerLine> runs =
+      test::LedgerFind(ledger, "start", "poison");
   ASSERT_EQ(runs.size(), 3u);
   for (int a = 1; a <= 3; a++) EXPECT_EQ(runs[a - 1].attempt, a);
-  const std::vector<LedgerLine> hook = test::LedgerFind(ledger, "start", "hook");
+  const std::vector<LedgerLine> hook =
+      test::LedgerFind(ledger, "start", "hook");
   ASSERT_EQ(hook.size(), 1u);
   EXPECT_GT(hook[0].index, runs.back().index);
   for (const LedgerLine& l : ledger) {

@@ -30,8 +30,9 @@ finish() {
   printf '%s\n' "$2"
 }
 
-# nap MAX_MS: sleeps a random 0..MAX_MS (< 1000) milliseconds.
+# nap MAX_MS: sleeps a random 0..MAX_MS milliseconds, plus
+# $NAP_FLOOR_MS (default 0; wizq passes its environment on to tasks).
 nap() {
-  ms=$(($(od -An -N2 -tu2 /dev/urandom) % ($1 + 1)))
-  sleep "$(printf '0.%03d' "$ms")"
+  ms=$(($(od -An -N2 -tu2 /dev/urandom) % ($1 + 1) + ${NAP_FLOOR_MS:-0}))
+  sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
 }

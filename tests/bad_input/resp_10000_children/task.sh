@@ -1,0 +1,2 @@
+cat >/dev/null
+jq -n '[range(10000) | {kind: "Item", value: {n: .}}]'

@@ -1,0 +1,3 @@
+cat >/dev/null
+sleep 30 &
+echo '[]'

@@ -1,0 +1,2 @@
+cat >/dev/null
+printf '[{"kind":"Item","value":{"n":1,"s":"\303\050\377"}}]'

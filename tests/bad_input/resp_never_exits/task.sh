@@ -1,0 +1,3 @@
+cat >/dev/null
+echo '['
+exec sleep 600

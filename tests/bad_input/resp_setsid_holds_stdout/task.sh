@@ -1,0 +1,3 @@
+cat >/dev/null
+setsid sleep 15 &
+echo '[]'
