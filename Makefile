@@ -47,6 +47,7 @@ tsan: deps
 
 bench: build
 	$(BUILD)/queue_bench
+	bash bench/process_bench.sh $(BUILD)/wizq
 
 # Runs the installer example into a fresh temporary install directory.
 demo: build

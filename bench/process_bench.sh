@@ -36,7 +36,7 @@ WIZQ=$(cd "$(dirname "$WIZQ")" && pwd)/$(basename "$WIZQ")
 [ -x "$WIZQ" ] || { echo "process_bench: $WIZQ is not executable" >&2; exit 2; }
 for tool in xargs parallel awk; do
   command -v "$tool" >/dev/null || {
-    echo "process_bench: $tool is missing (apt-get install parallel findutils gawk)" >&2
+    echo "process_bench: $tool is missing (Debian: apt-get install parallel findutils mawk)" >&2
     exit 2
   }
 done
@@ -138,10 +138,28 @@ run_parallel() {
   T_PAR+=($((t1 - t0)))
 }
 
+# How much creating a task's files costs right now: 200 x (mkdir + 5
+# files), what wizq creates per task. Slow file creation (ext4 without a
+# journal skipping recently deleted inodes, other processes' I/O) slows wizq
+# 3x more than the baselines, so it is printed with the results.
+probe_creates() {
+  local dir=$WORK/probe-$1 t0 t1 i
+  mkdir "$dir"
+  t0=$(now_us)
+  for ((i = 1; i <= 200; i++)); do
+    mkdir "$dir/$i"
+    : >"$dir/$i/running.lock"; : >"$dir/$i/1.stdin"; : >"$dir/$i/1.stdout"
+    : >"$dir/$i/1.stderr"; : >"$dir/$i/pgid"
+  done
+  t1=$(now_us)
+  echo "process_bench: file creation probe ($1): $(( (t1 - t0) / 200 )) us per mkdir + 5 files"
+}
+
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ms() { awk -v us="$1" 'BEGIN { printf "%.0f", us / 1000 }'; }
 
 # A warm-up of each (page cache, parallel's perl startup), not counted.
+probe_creates before
 run_xargs warmup
 run_parallel warmup
 T_XARGS=()
@@ -161,6 +179,7 @@ X=$(median "${T_XARGS[@]}")
 P=$(median "${T_PAR[@]}")
 C=$(median "${COMMITS[@]}")
 E=$(median "${EVENTS[@]}")
+probe_creates after
 echo "process_bench: load after:$(uptime | sed 's/.*load average://')"
 awk -v w="$W" -v x="$X" -v p="$P" -v n="$N" -v c="$C" -v e="$E" 'BEGIN {
   printf "wizq      %8.0f ms  %7.1f us/task\n", w / 1000, w / n;

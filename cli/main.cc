@@ -5,7 +5,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -96,6 +98,30 @@ int DoValidate(const std::string& path) {
   return kExitInvalid;
 }
 
+// A CLI11 check that the option is an integer from `lo` to `hi`, with a
+// message that says so (CLI11's own Range calls "abc" out of range, and
+// PositiveNumber prints DBL_MAX in full).
+CLI::Validator IntegerIn(int64_t lo, int64_t hi) {
+  const bool unbounded = hi == INT64_MAX;
+  const std::string range = unbounded
+                                ? "an integer >= " + std::to_string(lo)
+                                : "an integer from " + std::to_string(lo) +
+                                      " to " + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& value) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const long long n = std::strtoll(value.c_str(), &end, 10);
+        if (value.empty() || *end != '\0' || errno != 0 || n < lo || n > hi) {
+          return "must be " + range + ", got \"" + value + "\"";
+        }
+        return std::string();
+      },
+      unbounded
+          ? "INT >= " + std::to_string(lo)
+          : "INT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"wizq: a crash-resumable task-queue orchestrator", "wizq"};
   app.set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
@@ -108,7 +134,7 @@ int Main(int argc, char** argv) {
   run_cmd->add_option("--dir", run.options.install_dir, "Install directory (default: .)");
   auto* input = run_cmd->add_option("--input", run.options.input_json, "Entry input (JSON)");
   run_cmd->add_option("--input-file", run.input_file, "Read the entry input from a file")->excludes(input);
-  run_cmd->add_option("--jobs,-j", run.options.jobs, "Tasks run at once by this process")->check(CLI::Range(1, 1024));
+  run_cmd->add_option("--jobs,-j", run.options.jobs, "Tasks run at once by this process")->check(IntegerIn(1, 1024));
   run_cmd->add_option("--run-id", run.options.run_id, "Run id (default: derived from workflow and input)");
   run_cmd->add_flag("--fresh", run.options.fresh, "Archive an existing run and start over");
   run_cmd->add_flag("--json", run.json, "NDJSON events on stdout");
@@ -125,7 +151,7 @@ int Main(int argc, char** argv) {
   CLI::App* log_cmd = app.add_subcommand("log", "Show the audit log");
   log_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
   log_cmd->add_option("--dir", dir, "Install directory (default: .)");
-  log_cmd->add_option("--task", task_id, "Only this task's events")->check(CLI::PositiveNumber);
+  log_cmd->add_option("--task", task_id, "Only this task's events")->check(IntegerIn(1, INT64_MAX));
   log_cmd->add_flag("--json", json, "The raw JSON lines");
 
   std::string workflow;

@@ -22,6 +22,13 @@ constexpr int kOpenFlags = O_CLOEXEC | O_NOFOLLOW;
 // ENOENT is NotFound (callers test for a missing file); everything else is
 // an IOError. Both read "<op> <path>: <strerror>".
 Status PosixError(std::string_view op, const std::string& path, int err) {
+  if (err == ELOOP) {  // O_NOFOLLOW met a symlink
+    return Status::IOError(
+        std::string(op) + " " + path +
+        ": is a symlink, and wizq never follows symlinks for its own files "
+        "(one could point anywhere). Replace it with the real file or move "
+        "it away");
+  }
   Status s = Status::IOErrorFromErrno(op, path, err);
   return err == ENOENT ? Status::NotFound(s.message()) : s;
 }

@@ -42,6 +42,11 @@ using namespace wizq;
 const char kInstallDir[] = "/fz";
 const char kWizard[] = "/fz/.wizard";
 
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 bool PlainPath(const std::string& p) {
   if (p.size() < 2 || p.size() > 200 || p[0] != '/' || p.back() == '/') {
     return false;
@@ -55,9 +60,8 @@ bool PlainPath(const std::string& p) {
   return p.find("//") == std::string::npos &&
          p.find("/./") == std::string::npos &&
          p.find("/../") == std::string::npos &&
-         p.compare(p.size() - 2, 2, "/.") != 0 &&
-         p.compare(p.size() - 3, 3, "/..") != 0 && p != kInstallDir &&
-         p.compare(0, 4, "/fz/") != 0;
+         !EndsWith(p, "/.") && !EndsWith(p, "/..") && p != kInstallDir &&
+         p.rfind("/fz/", 0) != 0;
 }
 
 // Moves kInstallDir to `to` (creating its parents).

@@ -56,9 +56,13 @@ static Status PrepareRun(const RunOptions& options,
   std::vector<Finding> findings;
   WIZQ_RETURN_IF_ERROR(Workflow::Load(options.workflow_path, workflow, &findings));
   const std::string raw = options.input_json.empty() ? "{}" : options.input_json;
-  Status s = CanonicalizeJson(raw, input);
-  if (!s.ok()) return Status::InvalidArgument("--input: " + s.message());
-  return ValidateEntryInput(**workflow, *input);
+  // Validated in canonical form (1.0 is the integer 1, as JSON Schema
+  // says); when it does not even parse, the workflow's parser says where.
+  Status c = CanonicalizeJson(raw, input);
+  Status v = ValidateEntryInput(**workflow, c.ok() ? *input : raw);
+  if (!v.ok()) return v.Annotate("--input");
+  if (!c.ok()) return c.Annotate("--input");
+  return Status::OK();
 }
 
 int RunWorkflow(const RunOptions& options, RunObserver* observer,

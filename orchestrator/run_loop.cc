@@ -104,6 +104,7 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   OpenReport report;
   WIZQ_RETURN_IF_ERROR(Queue::Open(qo, &queue_, &report));
   WIZQ_RETURN_IF_ERROR(UseFrozenWorkflow());
+  run_started_ms_ = queue_->state().run().started_ms;
   progress_ = CurrentProgress();
   observer_->OnOpened(config_.run_id, report, progress_);
   *finished = report.action == OpenAction::kFinished;
@@ -169,7 +170,14 @@ Status RunLoop::Run(int* exit_code) {
         ready_.empty() && outcomes_.empty() && !inflight_.valid()) {
       return Finish(exit_code);
     }
-    StartReady();
+    Status started = StartReady();
+    if (!started.ok()) {
+      // Not the task's fault (no descriptors, no space, ...): stop the run
+      // like any environment error, giving back what this process holds.
+      observer_->OnNote("stopping: " + started.message());
+      Status s = StopAndRelease("environment_error");
+      return s.ok() ? started : s;
+    }
     MaybeLaunchCommit();
     if (running_.empty()) {
       // Nothing of ours runs: wait for the commit, or poll for work that
@@ -177,12 +185,32 @@ Status RunLoop::Run(int* exit_code) {
       if (inflight_.valid()) {
         WIZQ_RETURN_IF_ERROR(Harvest(/*block=*/true));
       } else {
+        WIZQ_RETURN_IF_ERROR(CheckSomethingCanRun());
         usleep(static_cast<useconds_t>(kIdlePollMinMs) * 1000);
       }
       continue;
     }
     WIZQ_RETURN_IF_ERROR(CollectResults());
   }
+}
+
+// Called when nothing of ours runs and no commit is in flight: fails when
+// the only tasks left are Pool steps, which no Command worker can take.
+Status RunLoop::CheckSomethingCanRun() const {
+  const QueueState& s = queue_->state();
+  if (!ready_.empty() || !s.in_progress().empty() || s.pending().empty()) {
+    return Status::OK();
+  }
+  for (int64_t id : s.pending()) {
+    const Step* step = nullptr;
+    const Action* a = ActionFor(*s.Find(id), &step);
+    if (a == nullptr || a->kind != Action::Kind::kPool) return Status::OK();
+  }
+  return Status::NotSupported(
+      "the remaining " + std::to_string(s.pending().size()) +
+      " pending task(s) are Pool steps, which need an agent (wizq agent); "
+      "this version of wizq runs Command steps only. The run is kept as it "
+      "is and can be resumed once agents are supported");
 }
 
 // Takes the result of the commit in flight, if it is done (or waits).
@@ -222,12 +250,12 @@ Status RunLoop::Harvest(bool block) {
   return Status::OK();
 }
 
-void RunLoop::StartReady() {
+Status RunLoop::StartReady() {
   while (static_cast<int>(running_.size()) < jobs_ && !ready_.empty()) {
-    Task t = std::move(ready_.front());
+    WIZQ_RETURN_IF_ERROR(StartTask(ready_.front()));
     ready_.pop_front();
-    StartTask(t);
   }
+  return Status::OK();
 }
 
 void RunLoop::MaybeLaunchCommit() {
@@ -246,7 +274,7 @@ void RunLoop::MaybeLaunchCommit() {
   if (task_ms_ > 0) {
     const double per_commit = jobs_ * commit_ms_ / task_ms_;
     lookahead_ = std::min<int>(kMaxLookaheadPerJob * jobs_,
-                               static_cast<int>(per_commit + 0.999));
+                               static_cast<int>(per_commit + 0.5));
   }
   commit_started_ms_ = MonotonicMs();
   if (!outcomes_.empty()) CrashPoint("run.before_result_commit");
@@ -382,7 +410,7 @@ bool RunLoop::Claimable(const Task& t,
   return now < step->options.max_concurrency;
 }
 
-void RunLoop::StartTask(const Task& task) {
+Status RunLoop::StartTask(const Task& task) {
   const Step* step = nullptr;
   const Action* action = ActionFor(task, &step);
   Outcome o;
@@ -393,7 +421,7 @@ void RunLoop::StartTask(const Task& task) {
                 (task.origin == Origin::kFinally ? "finally hook" : "action") +
                 " in the run's workflow";
     outcomes_.push_back(o);
-    return;
+    return Status::OK();
   }
   CommandSpec spec;
   spec.script = action->script;
@@ -403,11 +431,15 @@ void RunLoop::StartTask(const Task& task) {
   w.Key("value").RawValue(task.inputs).EndObject();
   spec.stdin_data.push_back('\n');
   const std::string& run_id = config_.run_id;
+  // Stable across attempts and resumes of this run; a --fresh run of the
+  // same run id gets new keys (its start time differs).
+  const std::string key = run_id + "-" + std::to_string(run_started_ms_) +
+                          "-" + std::to_string(task.id);
   spec.env = {{"WIZQ_RUN_ID", run_id},
               {"WIZQ_TASK_ID", std::to_string(task.id)},
               {"WIZQ_ATTEMPT", std::to_string(task.attempts)},
               {"WIZQ_INSTALL_DIR", config_.install_dir},
-              {"WIZQ_IDEMPOTENCY_KEY", run_id + "-" + std::to_string(task.id)},
+              {"WIZQ_IDEMPOTENCY_KEY", key},
               {"WIZQ_STEP", task.type},
               {"WIZQ_ORIGIN", OriginName(task.origin)}};
   spec.output_dir = TaskDir(task.id);
@@ -415,16 +447,11 @@ void RunLoop::StartTask(const Task& task) {
   spec.timeout_seconds = step->options.timeout_seconds;
   spec.max_stdout_bytes = kMaxResponseBytes;
   Status s = runner_.Start(spec, static_cast<uint64_t>(task.id));
-  if (!s.ok()) {
-    o.reason = std::string(kReasonExitCode);
-    o.message = "could not start: " + s.message();
-    o.retryable = true;
-    outcomes_.push_back(o);
-    return;
-  }
+  if (!s.ok()) return s.Annotate("starting task " + std::to_string(task.id));
   running_[task.id] = task;
   CrashPoint("run.after_spawn");
   observer_->OnTaskStarted(task, task.attempts, CurrentProgress());
+  return Status::OK();
 }
 
 Outcome RunLoop::Judge(const Task& task, const CommandResult& result) const {
@@ -507,13 +534,28 @@ Status RunLoop::Interrupt(int* exit_code) {
   *exit_code = kExitInterrupted;
   observer_->OnNote("interrupted: stopping " + std::to_string(running_.size()) +
                     " running task(s); they go back to pending");
+  return StopAndRelease("interrupted");
+}
+
+// Ends every task this process runs and gives them, and the tasks claimed
+// ahead, back to pending without counting their attempts. Results that
+// arrived but are not committed yet are committed first.
+Status RunLoop::StopAndRelease(const std::string& reason) {
   runner_.TerminateAll(2.0);
   Status s = Harvest(/*block=*/true);
   for (const Task& t : ready_) running_[t.id] = t;
+  for (const Outcome& o : outcomes_) running_.erase(o.id);
   if (s.ok()) {
     s = queue_->Transact([&](Txn& txn) {
+      for (const Outcome& o : outcomes_) {
+        const Task* t = txn.state().Find(o.id);
+        Status rs = o.success ? txn.Complete(o.id, o.children, nullptr)
+                              : txn.Fail(o.id, o.reason, o.message, o.retryable,
+                                         BackoffMs(t ? t->attempts : 1), nullptr);
+        if (!rs.ok() && !rs.IsConflict()) return rs;
+      }
       for (const auto& [id, t] : running_) {
-        Status rs = txn.Release(id, "interrupted");
+        Status rs = txn.Release(id, reason);
         if (!rs.ok() && !rs.IsConflict()) return rs;
       }
       return Status::OK();
@@ -521,6 +563,7 @@ Status RunLoop::Interrupt(int* exit_code) {
   }
   running_.clear();
   ready_.clear();
+  outcomes_.clear();
   if (s.ok()) s = queue_->Close();
   return s;
 }

@@ -76,13 +76,15 @@ class RunLoop {
 
   // Main thread.
   Status Harvest(bool block);
-  void StartReady();
+  Status CheckSomethingCanRun() const;
+  Status StartReady();
   void MaybeLaunchCommit();
   Status CollectResults();
-  void StartTask(const Task& task);
+  Status StartTask(const Task& task);
   Outcome Judge(const Task& task, const CommandResult& result) const;
   Outcome JudgeResponse(const Task& task, const CommandResult& result) const;
   Status Interrupt(int* exit_code);
+  Status StopAndRelease(const std::string& reason);
   Status Finish(int* exit_code);
   Progress CurrentProgress() const;
 
@@ -107,6 +109,7 @@ class RunLoop {
   CommandRunner runner_;
   int jobs_ = 1;
   int64_t start_ms_ = 0;
+  int64_t run_started_ms_ = 0;
 
   std::map<int64_t, Task> running_;  // started, by id
   std::deque<Task> ready_;           // claimed, not started yet

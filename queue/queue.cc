@@ -106,7 +106,7 @@ Status DirQueue::OpenLocked(OpenReport* report) {
       reason = "--fresh";
     }
     if (reason.empty()) return ResumeRun(report);
-    WIZQ_RETURN_IF_ERROR(RefuseIfLive(reason));
+    WIZQ_RETURN_IF_ERROR(RefuseIfLive());
     WIZQ_RETURN_IF_ERROR(ArchiveRun(reason, report));
     return StartFresh(report);
   }();
@@ -114,7 +114,7 @@ Status DirQueue::OpenLocked(OpenReport* report) {
   return s;
 }
 
-Status DirQueue::RefuseIfLive(const std::string& reason) {
+Status DirQueue::RefuseIfLive() {
   std::vector<LiveWorker> live;
   WIZQ_RETURN_IF_ERROR(workers_.ListLive(&live));
   if (live.empty()) return Status::OK();
@@ -125,8 +125,9 @@ Status DirQueue::RefuseIfLive(const std::string& reason) {
   }
   std::string run = state_->run().run_id.empty() ? "?" : state_->run().run_id;
   return Status::Busy(options_.install_dir + " is in use by run " + run +
-                      " (" + reason + "), live workers: " + pids +
-                      ". Wait for it to finish or stop those processes");
+                      ", which still has live workers: " + pids +
+                      ". This run (" + options_.run_id + ") cannot start there"
+                      " until that one finishes or those processes stop");
 }
 
 Status DirQueue::LoadState(bool repair, SnapshotHeader* header,
@@ -158,7 +159,10 @@ Status DirQueue::ReadLogTail(bool repair) {
     return Status::Corruption(
         path + " is " + std::to_string(size) + " bytes but " +
         Path(kSnapshotFile) + " covers it up to byte offset " +
-        std::to_string(log_end_) + "; the log was cut or replaced");
+        std::to_string(log_end_) +
+        "; the log was cut or replaced after the snapshot was written. Both "
+        "files were left untouched: restore the full audit.jsonl, or move "
+        "the .wizard directory aside to start over");
   }
   if (size == log_end_) return Status::OK();
   std::string data;

@@ -42,7 +42,7 @@ class DirQueue : public Queue {
   Status PrepareDirectory();
   Status LoadState(bool repair, SnapshotHeader* header, bool* have_snapshot);
   Status ReadLogTail(bool repair);
-  Status RefuseIfLive(const std::string& reason);
+  Status RefuseIfLive();
   Status CatchUp();
   Status ReloadAfterFailure();
   Status ArchiveRun(const std::string& reason, OpenReport* report);

@@ -38,7 +38,7 @@ Status DirQueue::ArchiveRun(const std::string& reason, OpenReport* report) {
   const std::string archive = Path("archive");
   WIZQ_RETURN_IF_ERROR(env_->CreateDir(archive, 0700));
   std::string name = UtcStamp(NowMs()) + "-" +
-                     SafeName(state_->run().run_id, 16);
+                     SafeName(state_->run().run_id, 64);
   std::string target = archive + "/" + name;
   for (int n = 2; env_->FileExists(target); n++) {
     target = archive + "/" + name + "-" + std::to_string(n);
@@ -111,7 +111,9 @@ Status DirQueue::ResumeRun(OpenReport* report) {
   if (state_->run().status == RunStatus::kCompleted ||
       state_->run().status == RunStatus::kFailed) {
     report->action = OpenAction::kFinished;
-    return Status::OK();
+    // At rest the snapshot is exact: redo a checkpoint a crash cut short.
+    return log_end_ != snapshot_offset_ ? WriteCheckpointLocked()
+                                        : Status::OK();
   }
   std::vector<LiveWorker> live;
   WIZQ_RETURN_IF_ERROR(workers_.ListLive(&live));

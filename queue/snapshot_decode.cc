@@ -3,6 +3,7 @@
 
 #include "queue/json_util.h"
 #include "queue/snapshot.h"
+#include "util/utf8.h"
 
 namespace wizq {
 namespace {
@@ -26,6 +27,7 @@ class SnapshotDecoder {
   error_code ReadTask(object obj, Task* t);
   error_code ReadTaskField(std::string_view key, value v, Task* t);
   Status Error(error_code err) const;
+  size_t StageOneOffset(error_code err) const;
 
   const std::string& path_;
   simdjson::padded_string padded_;
@@ -41,17 +43,43 @@ class SnapshotDecoder {
   bool saw_version_ = false;
 };
 
+// Where a problem found by simdjson's first pass is: the first byte that is
+// not UTF-8, or the first control character inside a string; else 0.
+size_t SnapshotDecoder::StageOneOffset(error_code err) const {
+  const std::string_view text(padded_.data(), padded_.size());
+  if (err == simdjson::UTF8_ERROR) {
+    const size_t bad = FirstInvalidUtf8(text);
+    return bad == std::string_view::npos ? 0 : bad;
+  }
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); i++) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (in_string && c < 0x20) return i;
+    if (in_string && c == '\\') {
+      i++;
+    } else if (c == '"') {
+      in_string = !in_string;
+    }
+  }
+  return 0;
+}
+
 Status SnapshotDecoder::Error(error_code err) const {
   const char* loc = nullptr;
   std::string where;
   // An empty or blank file fails iterate(): doc_ then has no location.
   if (iterating_ && !doc_.current_location().get(loc)) {
     where = " at byte offset " + std::to_string(loc - padded_.data());
-  } else if (err == simdjson::UNCLOSED_STRING) {
-    // Found before iteration starts, so without a location: the text ends
-    // inside a string (a file cut short).
+  }
+  if (err == simdjson::UNCLOSED_STRING ||
+      err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT) {
+    // The text ends inside a string, object or array: a file cut short.
     where = " at byte offset " + std::to_string(padded_.size()) +
-            " (the end of the file)";
+            " (the end of the file: it was cut short)";
+  } else if (where.empty() || err == simdjson::UTF8_ERROR ||
+             err == simdjson::UNESCAPED_CHARS) {
+    // Found before iteration starts, so simdjson has no location for it.
+    where = " at byte offset " + std::to_string(StageOneOffset(err));
   }
   std::string what = problem_.empty() ? simdjson::error_message(err) : problem_;
   return Status::Corruption(

@@ -148,6 +148,11 @@ Status QueueState::ApplyRunFinished(const Event& e) {
 }
 
 Status QueueState::ApplySubmitted(const Event& e) {
+  // What the snapshot decoder requires of a task (a state that cannot be
+  // checkpointed and read back must not be accepted).
+  if (e.type.empty() || e.inputs.empty()) {
+    return Status::Corruption("a task needs a type and inputs");
+  }
   if (e.id != next_task_id()) {
     return Status::Corruption("task id " + std::to_string(e.id) +
                               " submitted where " +

@@ -143,8 +143,9 @@ Status CheckRealDir(const std::string& path) {
     return Status::IOErrorFromErrno("cannot stat", path, errno);
   }
   if (S_ISLNK(st.st_mode)) {
-    return Status::IOError(path + " is a symlink, not a directory; refusing "
-                                  "to write a task's files through it");
+    return Status::IOError(path +
+                           " is a symlink, not a directory; refusing "
+                           "to write a task's files through it");
   }
   if (!S_ISDIR(st.st_mode)) {
     return Status::IOErrorFromErrno("cannot use", path, ENOTDIR);
@@ -604,17 +605,28 @@ Status CommandRunner::PollChildren(int timeout_ms) {
   }
 }
 
+// A timed-out task's whole tree: its group, and whatever else still holds
+// its running.lock (a grandchild that left the group with setsid).
+static void SignalTimedOut(pid_t leader, const std::string& output_dir,
+                           int sig) {
+  SignalTree(leader, sig);
+  struct stat lock;
+  if (stat((output_dir + kLockName).c_str(), &lock) == 0) {
+    SignalOrphans(FileHolders(lock), sig);
+  }
+}
+
 void CommandRunner::EnforceTimeouts() {
   const int64_t now = NowNs();
   for (const auto& c : children_) {
     if (c->exited) continue;
     if (!c->timed_out && now >= c->term_ns) {
       c->timed_out = true;
-      SignalTree(c->pid, SIGTERM);
+      SignalTimedOut(c->pid, c->output_dir, SIGTERM);
       c->kill_ns = now + SecondsToNs(c->grace_seconds);
     }
     if (now >= c->kill_ns) {
-      SignalTree(c->pid, SIGKILL);
+      SignalTimedOut(c->pid, c->output_dir, SIGKILL);
       c->kill_ns = kNever;
     }
   }

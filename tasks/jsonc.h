@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "util/status.h"
+#include "util/utf8.h"  // FirstInvalidUtf8, used with these helpers
 
 namespace wizq {
 
@@ -44,10 +45,6 @@ std::string LineColumn(std::string_view text, size_t offset);
 // ASCII and valid UTF-8 are kept, other bytes become \xNN, control
 // characters \n, \t, \r, \xNN; "..." marks a cut.
 std::string Excerpt(std::string_view text, size_t max_bytes = 80);
-
-// The offset of the first byte of `text` that is not part of valid UTF-8
-// (overlongs and surrogates are invalid), or std::string_view::npos.
-size_t FirstInvalidUtf8(std::string_view text);
 
 }  // namespace wizq
 

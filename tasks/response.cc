@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tasks/jsonc.h"
+#include "util/canonical_json.h"
 
 namespace wizq {
 
@@ -44,6 +45,8 @@ Status ParseUntrusted(std::string_view text, const std::string& what,
                                    LineColumn(text, bad) + ")");
   }
   Status s = CheckJsonDepth(text);
+  if (!s.ok()) return Status::InvalidArgument(what + ": " + s.message());
+  s = CheckKeysUnique(text);
   if (!s.ok()) return Status::InvalidArgument(what + ": " + s.message());
   try {
     *out = Json::parse(text);

@@ -832,8 +832,21 @@ class WorkflowChecker {
     CheckFields(v, path, {"kind", "script"},
                 std::string(what) + " of kind Command");
     out->kind = Action::Kind::kCommand;
-    return GetString(v, path, "script", " (the shell command to run)",
-                     &out->script);
+    if (!GetString(v, path, "script", " (the shell command to run)",
+                   &out->script)) {
+      return false;
+    }
+    // Linux caps one argument of exec at 128 KiB (MAX_ARG_STRLEN).
+    constexpr size_t kMaxScript = 128 * 1024 - 1;
+    if (out->script.size() > kMaxScript) {
+      Add(KeyPath(path, "script"),
+          "is " + std::to_string(out->script.size()) +
+              " bytes; a script passed to sh -c can be at most " +
+              std::to_string(kMaxScript) +
+              " bytes: put the commands in a file and run that file");
+      return false;
+    }
+    return true;
   }
 
   bool ParsePool(const Json& v, const std::string& path, Action* out) {

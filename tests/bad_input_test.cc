@@ -3,34 +3,35 @@
 // arguments, damaged `.wizard/` state and misbehaving tasks.
 //
 // Table-driven: each folder of tests/bad_input/ is one case (one test, named
-// after the folder), described by its `case.json`:
+// after the folder), described by its `case.json`. Fields, all optional but
+// `args` and `exit`, in the order they are used:
 //
-//   {
-//     "description": "what is wrong and what wizq must do",
-//     "make":    [ {"path": "{work}/f.json",          // generated files
-//                   "parts": [{"text": "[", "repeat": 10000}, {"hex": "ff"}]}
-//                   ],
-//     "setup":   "wizard",         // a folder of the case copied to
-//     {dir}/.wizard "prepare": [ {"args": ["run", "{case}/workflow.json",
-//     "--dir", "{dir}"],
-//                   "exit": 0} ],  // or "killed": true (SIGKILLed by its task)
-//     "damage":  [ {"op": "truncate", "path": ".wizard/queue.json", "size":
-//     100},
-//                  ... ],          // ops: write, append, truncate, replace,
-//                                  // remove, symlink, corrupt_line (Damage())
-//     "args":    ["run", "{case}/workflow.json", "--dir", "{dir}"],
-//     "exit": 2,
-//     "stderr_contains": ["word", ["either", "or"]],
-//     "stdout_contains": [...],
-//     "max_seconds": 20,            // optional: wall-clock bound of the
-//     command "state": "absent",            // see CheckState() "status":
-//     {"status": "failed", "counts": {"done": 1},
-//                "tasks": [{"id": 1, "state": "failed",
-//                           "reason": "invalid_response",
-//                           "message_contains": ["larger than"]}]},
-//     "after": [ {"args": ["log", "--dir", "{dir}"], "exit": 0,
-//                 "stdout_contains": ["task_deduplicated"]} ]
-//   }
+//   description      what is wrong and what wizq must do
+//   make             files to generate: [{"path": "{work}/f.json", "parts":
+//                    [{"text": "[", "repeat": 10000}, {"hex": "ff"}]}]
+//   setup            a folder of the case, copied to {dir}/.wizard
+//   prepare          wizq commands run first: [{"args": [...], "env":
+//                    {"CRASH": "1"}, "exit": 0}]; "killed": true instead of
+//                    "exit" when a task SIGKILLs wizq
+//   damage           edits of files under {dir}: [{"op": "truncate", "path":
+//                    ".wizard/queue.json", "size": 100}]; ops: write and
+//                    append ("text" or "hex"), truncate ("size", < 0 from the
+//                    end), replace ("from", "to" or "to_hex"), remove,
+//                    symlink ("target"), corrupt_line ("line", < 0 from the
+//                    end: its middle byte becomes '#')
+//   args             the command under test, e.g. ["run",
+//                    "{case}/workflow.json", "--dir", "{dir}"]
+//   exit             its expected exit code
+//   max_seconds      a wall-clock bound for it
+//   stderr_contains  words its stderr must contain; a nested list is
+//   stdout_contains  satisfied by any one of its words
+//   state            what {dir}/.wizard must look like after (below)
+//   status           checks of `wizq status --json`: {"status": "failed",
+//                    "counts": {"done": 1}, "tasks": [{"id": 1, "state":
+//                    "failed", "reason": "invalid_response",
+//                    "message_contains": ["larger than"]}]}
+//   after            more commands and their output: [{"args": ["log",
+//                    "--dir", "{dir}"], "exit": 0, "stdout_contains": [...]}]
 //
 // Placeholders in strings: {dir} (the install directory, created empty),
 // {case} (the case folder), {work} (a scratch folder for generated files),
@@ -44,7 +45,7 @@
 //              lock, workers/) was added (refused state);
 //   archived   every file of the old run (lock and workers/ aside) is now
 //              under {dir}/.wizard/archive/<name>/, byte for byte;
-//   torn_aside the bytes appended by the last `append` damage are in a
+//   torn_aside the bytes of the last `append` (or `write`) damage are in a
 //              {dir}/.wizard/audit.torn-* file, and audit.jsonl still starts
 //              with what it held before them;
 //   any        not checked (the run went on; see "status").
@@ -70,7 +71,6 @@ namespace fs = std::filesystem;
 using test::Contains;
 using test::Json;
 using test::ScratchDir;
-using test::WizqProcess;
 using test::WizqResult;
 
 std::string CasesDir() { return test::SourceDir() + "/tests/bad_input"; }

@@ -164,20 +164,20 @@ class ResourceTest : public ::testing::Test {
   void TearDown() override { test::ReapStrays(); }
 };
 
-// --- file descriptors ----------------------------------------------------------
+// --- file descriptors
+// ----------------------------------------------------------
 
 TEST_F(ResourceTest, LowOpenFileLimitGivesClearErrorAndRunResumes) {
   constexpr int kLeaves = 20;
   const std::string input = "{\"n\":" + std::to_string(kLeaves) + "}";
   // 3 and below: the dynamic loader itself fails before wizq runs.
-  for (int limit : {4, 5, 6, 7, 8, 10, 12, 16}) {
+  for (int limit : {4, 5, 6, 7, 8, 9, 10, 12, 16}) {
     SCOPED_TRACE("RLIMIT_NOFILE " + std::to_string(limit));
     ScratchDir scratch;
     const std::string wf = WriteFanoutWorkflow(scratch, 50);
     const std::string dir = scratch.Join("inst");
-    const std::vector<std::string> run = {"wizq", "run",  wf,   "--dir",
-                                          dir,    "--input", input, "--jobs",
-                                          "8"};
+    const std::vector<std::string> run = {
+        "wizq", "run", wf, "--dir", dir, "--input", input, "--jobs", "8"};
     const Measured m = RunMeasured(
         run,
         [limit] {
@@ -204,7 +204,8 @@ TEST_F(ResourceTest, LowOpenFileLimitGivesClearErrorAndRunResumes) {
   }
 }
 
-// --- memory with 100,000 tasks ---------------------------------------------------
+// --- memory with 100,000 tasks
+// ---------------------------------------------------
 
 // Peak RSS budget: a fixed part plus a part per task of the run.
 constexpr long kBaseBudgetKb = 16 * 1024;
@@ -222,9 +223,16 @@ TEST_F(ResourceTest, HundredThousandTaskRunStaysWithinMemoryBudget) {
   const std::string wf = WriteFanoutWorkflow(scratch, 0);
   const std::string dir = scratch.Join("inst");
   const std::string tasks_dir = dir + "/.wizard/tasks";
-  const std::vector<std::string> run = {
-      "wizq", "run", wf, "--dir", dir, "--input",
-      "{\"n\":" + std::to_string(n) + "}", "--jobs", "1", "-q"};
+  const std::vector<std::string> run = {"wizq",
+                                        "run",
+                                        wf,
+                                        "--dir",
+                                        dir,
+                                        "--input",
+                                        "{\"n\":" + std::to_string(n) + "}",
+                                        "--jobs",
+                                        "1",
+                                        "-q"};
   // Kills wizq once `more` tasks beyond those started so far have started
   // (each started task has its directory): it then holds ~n pending tasks.
   const auto after_started = [&](int more) {
@@ -236,21 +244,20 @@ TEST_F(ResourceTest, HundredThousandTaskRunStaysWithinMemoryBudget) {
   const Measured fresh =
       RunMeasured(run, nullptr, after_started(5), test::seconds(300));
   ASSERT_FALSE(fresh.timed_out) << Describe(fresh);
-  ASSERT_EQ(fresh.signal, SIGKILL) << "expected to stop it: "
-                                   << Describe(fresh);
+  ASSERT_EQ(fresh.signal, SIGKILL)
+      << "expected to stop it: " << Describe(fresh);
   // 2. Read-only: `wizq status`, JSON and text.
-  const Measured status_json = RunMeasured(
-      {"wizq", "status", "--dir", dir, "--json"}, nullptr, nullptr,
-      test::seconds(120));
+  const Measured status_json =
+      RunMeasured({"wizq", "status", "--dir", dir, "--json"}, nullptr, nullptr,
+                  test::seconds(120));
   ASSERT_TRUE(status_json.exited && status_json.code == 0)
       << Describe(status_json);
   const Json st = test::ParseJsonOrNull(status_json.out);
   ASSERT_FALSE(st.is_discarded());
   EXPECT_EQ(st["tasks"].size(), static_cast<size_t>(n) + 1);
   EXPECT_GE(st["counts"]["pending"], n - 10);
-  const Measured status_text = RunMeasured({"wizq", "status", "--dir", dir},
-                                           nullptr, nullptr,
-                                           test::seconds(120));
+  const Measured status_text = RunMeasured(
+      {"wizq", "status", "--dir", dir}, nullptr, nullptr, test::seconds(120));
   ASSERT_TRUE(status_text.exited && status_text.code == 0)
       << Describe(status_text);
   // 3. Resuming the run with ~n tasks pending.
@@ -261,8 +268,8 @@ TEST_F(ResourceTest, HundredThousandTaskRunStaysWithinMemoryBudget) {
   const Json after = test::StatusJson(dir);
   EXPECT_GE(after["counts"]["done"], 6);
 
-  const long log_kb = static_cast<long>(
-      fs::file_size(dir + "/.wizard/audit.jsonl") / 1024);
+  const long log_kb =
+      static_cast<long>(fs::file_size(dir + "/.wizard/audit.jsonl") / 1024);
   const long queue_kb =
       static_cast<long>(fs::file_size(dir + "/.wizard/queue.json") / 1024);
   std::printf(

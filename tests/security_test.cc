@@ -35,7 +35,9 @@ using test::Json;
 using test::ScratchDir;
 using test::WizqResult;
 
-std::string SecurityData() { return test::SourceDir() + "/tests/data/security"; }
+std::string SecurityData() {
+  return test::SourceDir() + "/tests/data/security";
+}
 
 // Copies tests/data/security to <scratch>/wf and returns that path.
 std::string CopyWorkflows(const ScratchDir& scratch) {
@@ -169,16 +171,16 @@ class SecurityTest : public ::testing::Test {
   void TearDown() override { test::ReapStrays(); }
 };
 
-// --- permissions ---------------------------------------------------------------
+// --- permissions
+// ---------------------------------------------------------------
 
 TEST_F(SecurityTest, WizardIsPrivateEvenUnderUmaskZero) {
   ScratchDir scratch;
   const std::string wf = CopyWorkflows(scratch) + "/inject.jsonc";
   const std::string dir = scratch.Join("inst");
   const auto umask0 = [] { umask(0); };
-  const std::vector<std::string> run = {"wizq", "run", wf,        "--dir",
-                                        dir,    "--input", "{\"s\":\"x\"}",
-                                        "-q"};
+  const std::vector<std::string> run = {
+      "wizq", "run", wf, "--dir", dir, "--input", "{\"s\":\"x\"}", "-q"};
   Measured m = RunMeasured(run, umask0);
   ASSERT_TRUE(m.exited && m.code == 0) << Describe(m);
   // A torn tail set aside, and the run archived: more kinds of files.
@@ -214,7 +216,8 @@ TEST_F(SecurityTest, WizardIsPrivateEvenUnderUmaskZero) {
   RecordProperty("dirs", dirs);
 }
 
-// --- refusing a .wizard that is not ours ---------------------------------------
+// --- refusing a .wizard that is not ours
+// ---------------------------------------
 
 TEST_F(SecurityTest, SymlinkedWizardIsRefusedAndItsTargetUntouched) {
   ScratchDir scratch;
@@ -280,10 +283,10 @@ TEST_F(SecurityTest, SymlinksPlantedInsideWizardAreNotFollowed) {
       {"queue.json.tmp", target + "/victim"},
       {"queue.json", target + "/victim"},
   };
-  for (const Plant& plant : plants) {
+  for (size_t i = 0; i < plants.size(); i++) {
+    const Plant& plant = plants[i];
     SCOPED_TRACE(".wizard/" + plant.name + " -> " + plant.to);
-    const std::string dir = scratch.Join("inst-" + std::to_string(
-                                                       &plant - &plants[0]));
+    const std::string dir = scratch.Join("inst-" + std::to_string(i));
     fs::create_directories(dir + "/.wizard/tasks");
     chmod((dir + "/.wizard").c_str(), 0700);
     chmod((dir + "/.wizard/tasks").c_str(), 0700);
@@ -297,7 +300,8 @@ TEST_F(SecurityTest, SymlinksPlantedInsideWizardAreNotFollowed) {
   }
 }
 
-// --- inputs are data, never code -------------------------------------------------
+// --- inputs are data, never code
+// -------------------------------------------------
 
 TEST_F(SecurityTest, HostileInputsArriveOnlyOnStdinByteForByte) {
   ScratchDir scratch;
@@ -315,10 +319,10 @@ TEST_F(SecurityTest, HostileInputsArriveOnlyOnStdinByteForByte) {
   const std::string run_id = "$(touch pwned8);`touch pwned9`\n'\"";
   test::SpawnOptions opts;
   opts.cwd = cwd;
-  const WizqResult r = test::RunWizq(
-      {"wizq", "run", wf, "--dir", dir, "--input", input.dump(), "--run-id",
-       run_id, "-q"},
-      opts);
+  const WizqResult r =
+      test::RunWizq({"wizq", "run", wf, "--dir", dir, "--input", input.dump(),
+                     "--run-id", run_id, "-q"},
+                    opts);
   ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
 
   const std::vector<std::string> steps = {"Start", "../../etc",
@@ -347,7 +351,8 @@ TEST_F(SecurityTest, HostileInputsArriveOnlyOnStdinByteForByte) {
   }
 }
 
-// --- paths ---------------------------------------------------------------------
+// --- paths
+// ---------------------------------------------------------------------
 
 TEST_F(SecurityTest, NoStepNameInputOrRunIdWritesOutsideWizard) {
   ScratchDir scratch;
@@ -356,16 +361,15 @@ TEST_F(SecurityTest, NoStepNameInputOrRunIdWritesOutsideWizard) {
   const std::string escape =
       "wizq-escape-" + std::to_string(getpid()) + "-probe";
   const std::vector<std::string> run_ids = {
-      "../x",  "/",      "a/../../b", "../../../../../../../tmp/" + escape,
-      "..",    ".",      "/tmp/" + escape,
-      "tasks/../../../" + escape};
+      "../x", "/", "a/../../b",      "../../../../../../../tmp/" + escape,
+      "..",   ".", "/tmp/" + escape, "tasks/../../../" + escape};
   const std::set<std::string> before = ListTree(scratch.path());
   for (const std::string& id : run_ids) {
     SCOPED_TRACE("--run-id " + id);
     const Json input = {{"s", "../../etc/" + escape}};
-    const WizqResult r = test::RunWizq({"wizq", "run", wf, "--dir", dir,
-                                        "--input", input.dump(), "--run-id",
-                                        id, "-q"});
+    const WizqResult r =
+        test::RunWizq({"wizq", "run", wf, "--dir", dir, "--input", input.dump(),
+                       "--run-id", id, "-q"});
     EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
     const Json st = test::StatusJson(dir);
     EXPECT_EQ(st["run_id"], id);
@@ -394,12 +398,13 @@ TEST_F(SecurityTest, NoStepNameInputOrRunIdWritesOutsideWizard) {
   const std::string parent = fs::path(scratch.path()).parent_path().string();
   for (const std::string& p :
        {"/tmp/" + escape, "/" + escape, parent + "/" + escape,
-       std::string("/b"), std::string("/x"), parent + "/x", parent + "/b"}) {
+        std::string("/b"), std::string("/x"), parent + "/x", parent + "/b"}) {
     EXPECT_FALSE(fs::exists(p)) << p;
   }
 }
 
-// --- hostile output ------------------------------------------------------------
+// --- hostile output
+// ------------------------------------------------------------
 
 // Budget for wizq's peak RSS while a task prints 50 MiB: what it reads back
 // is capped at 16 MiB (+ its own few MiB), far below the 50 MiB printed.
@@ -419,8 +424,10 @@ TEST_F(SecurityTest, FiftyMegabytesOfStdoutKeepWizqMemoryBounded) {
   EXPECT_TRUE(test::Contains(st["tasks"][0]["error"]["message"], "larger than"))
       << st.dump();
   RecordProperty("wizq_peak_rss_kb", static_cast<int>(m.maxrss_kb));
-  std::printf("[ memory   ] wizq run, a task printing 50 MiB: peak RSS %ld KiB"
-              " (%.2fs)\n", m.maxrss_kb, m.seconds);
+  std::printf(
+      "[ memory   ] wizq run, a task printing 50 MiB: peak RSS %ld KiB"
+      " (%.2fs)\n",
+      m.maxrss_kb, m.seconds);
   if (UnderSanitizer()) GTEST_SKIP() << "memory figures mean nothing here";
   EXPECT_LT(m.maxrss_kb, kBigStdoutBudgetKb);
 }
@@ -438,8 +445,8 @@ TEST_F(SecurityTest, ProcessLeftHoldingStdoutDoesNotHangWizq) {
   ASSERT_GT(stay, 1);
   ASSERT_GT(escaped, 1);
   // The one in the task's process group was ended with it.
-  EXPECT_TRUE(test::WaitFor([&] { return test::ProcessDead(stay); },
-                            test::seconds(5)))
+  EXPECT_TRUE(
+      test::WaitFor([&] { return test::ProcessDead(stay); }, test::seconds(5)))
       << "the backgrounded sleep " << stay << " outlived its task";
   // The one that left for its own session is out of wizq's reach (a
   // daemon a task starts on purpose); it must merely not block wizq.

@@ -121,6 +121,21 @@ TEST_F(WizqCliTest, CompletedRunExits0) {
   EXPECT_EQ(test::LedgerFind(Ledger(), "end").size(), 4u);
 }
 
+// The run id comes from the workflow and the canonical input: --input-file
+// and an --input spelled differently name the same run, which is finished.
+TEST_F(WizqCliTest, InputFileAndInputNameTheSameRun) {
+  test::WriteAll(dir_.Join("in.json"), "{ \"n\" : 1.0 }\n");
+  const WizqResult r =
+      RunWizq({"wizq", "run", DataFile("basic.jsonc"), "--dir", dir_.path(),
+               "--input-file", dir_.Join("in.json")});
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_EQ(test::LedgerFind(Ledger(), "end").size(), 2u);
+  const WizqResult again = Run("basic.jsonc", R"({"n":1})");
+  EXPECT_TRUE(again.exited && again.code == 0) << again.Describe();
+  EXPECT_TRUE(Contains(again.err, "already finished")) << again.err;
+  EXPECT_EQ(test::LedgerFind(Ledger(), "end").size(), 2u);
+}
+
 TEST_F(WizqCliTest, InvalidWorkflowExits2AndWritesNothing) {
   const std::string inst = dir_.Join("install");
   const WizqResult r = RunWizq(
@@ -792,13 +807,30 @@ TEST_F(WizqCliTest, SigtermStopsTasksAndPutsThemBack) {
   }
 }
 
+// Pool steps need an agent, which this wizq does not have: once only Pool
+// tasks are left, `wizq run` must say so and stop (keeping the run), not
+// wait forever.
+TEST_F(WizqCliTest, RunWithOnlyPoolTasksLeftStopsWithAMessage) {
+  const WizqResult r =
+      RunWizq({"wizq", "run", DataFile("pool.jsonc"), "--dir", dir_.path()}, {},
+              test::seconds(20));
+  EXPECT_FALSE(r.timed_out) << "wizq waited forever for an agent";
+  EXPECT_TRUE(r.exited && r.code != 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "Pool") || Contains(r.err, "agent")) << r.err;
+  EXPECT_EQ(test::LedgerFind(Ledger(), "end", "root").size(), 1u);
+  const Json st = test::StatusJson(dir_.path());
+  EXPECT_EQ(st["status"], "running") << "the run is kept for later";
+  EXPECT_EQ(OneTask(st, "Review")["state"], "pending");
+}
+
 // --- timeouts ----------------------------------------------------------------
 
 class WizqTimeoutTest : public WizqCliTest {
  protected:
   void TearDown() override {
     // Whatever survived must not linger for 100s.
-    for (const char* f : {"grandchild.pid", "grandchild2.pid", "setsid.pid"}) {
+    for (const char* f :
+         {"grandchild.pid", "grandchild2.pid", "setsid.pid", "stubborn.pid"}) {
       const std::string text = ReadAll(dir_.Join(f));
       if (!text.empty()) kill(std::stoi(text), SIGKILL);
     }
@@ -834,7 +866,10 @@ TEST_F(WizqTimeoutTest, TimeoutKillsTheTasksProcessTreeAndFails) {
   EXPECT_EQ(no_retry["attempts"], 1);
   EXPECT_EQ(no_retry["max_attempts"], 3);
   EXPECT_EQ(no_retry["error"]["reason"], "timeout") << no_retry.dump();
-  for (const char* f : {"grandchild.pid", "grandchild2.pid"}) {
+  const Json stubborn = OneTask(st, "HangStubborn");
+  EXPECT_EQ(stubborn["state"], "failed");
+  EXPECT_EQ(stubborn["error"]["reason"], "timeout") << stubborn.dump();
+  for (const char* f : {"grandchild.pid", "grandchild2.pid", "stubborn.pid"}) {
     const pid_t pid = PidFrom(f);
     EXPECT_TRUE(pid > 0 && test::ProcessDead(pid))
         << "the grandchild in " << f << " (pid " << pid
@@ -854,7 +889,7 @@ TEST_F(WizqTimeoutTest, TimeoutKillsTheTasksProcessTreeAndFails) {
     EXPECT_EQ(e["will_retry"], e["id"] == retry["id"] && e["attempt"] == 1)
         << e.dump();
   }
-  EXPECT_EQ(failures, 4);
+  EXPECT_EQ(failures, 5);
 }
 
 // A grandchild that left the task's process group (setsid) but still holds

@@ -39,9 +39,13 @@ std::u16string ToUtf16(std::string_view s) {
   return out;
 }
 
-void WriteCanonical(simdjson::dom::element e, std::string* out);
+// *dup receives the first key found twice in one object (RFC 8259 leaves
+// such objects' meaning open, so they are refused).
+void WriteCanonical(simdjson::dom::element e, std::string* out,
+                    std::string* dup, const std::string& path);
 
-void WriteObject(simdjson::dom::object obj, std::string* out) {
+void WriteObject(simdjson::dom::object obj, std::string* out,
+                 std::string* dup, const std::string& path) {
   std::vector<std::pair<std::u16string, simdjson::dom::key_value_pair>> fields;
   for (auto field : obj) fields.emplace_back(ToUtf16(field.key), field);
   std::stable_sort(fields.begin(), fields.end(),
@@ -49,29 +53,38 @@ void WriteObject(simdjson::dom::object obj, std::string* out) {
   out->push_back('{');
   for (size_t i = 0; i < fields.size(); i++) {
     if (i) out->push_back(',');
-    AppendJsonString(out, fields[i].second.key);
+    const std::string key(fields[i].second.key);
+    if (i && fields[i].first == fields[i - 1].first && dup->empty()) {
+      *dup = "duplicate key \"" + key + "\" in the object at " + path;
+    }
+    AppendJsonString(out, key);
     out->push_back(':');
-    WriteCanonical(fields[i].second.value, out);
+    WriteCanonical(fields[i].second.value, out, dup,
+                   dup->empty() ? path + "." + key : path);
   }
   out->push_back('}');
 }
 
-void WriteCanonical(simdjson::dom::element e, std::string* out) {
+void WriteCanonical(simdjson::dom::element e, std::string* out,
+                    std::string* dup, const std::string& path) {
   char buf[32];
   switch (e.type()) {
     case simdjson::dom::element_type::OBJECT:
-      WriteObject(e.get_object().value_unsafe(), out);
+      WriteObject(e.get_object().value_unsafe(), out, dup, path);
       break;
     case simdjson::dom::element_type::ARRAY: {
       out->push_back('[');
       bool first = true;
+      size_t index = 0;
       // A named copy: ranging over value_unsafe() of the temporary result
       // would bind to it after it is destroyed (-Wdangling-pointer).
       const simdjson::dom::array array = e.get_array().value_unsafe();
       for (auto child : array) {
         if (!first) out->push_back(',');
         first = false;
-        WriteCanonical(child, out);
+        WriteCanonical(child, out, dup,
+                       dup->empty() ? path + "[" + std::to_string(index) + "]" : path);
+        index++;
       }
       out->push_back(']');
       break;
@@ -218,8 +231,21 @@ Status CanonicalizeJson(std::string_view json, std::string* out) {
                                    simdjson::error_message(error));
   }
   out->clear();
-  WriteCanonical(root, out);
+  std::string dup;
+  WriteCanonical(root, out, &dup, "$");
+  if (!dup.empty()) {
+    out->clear();
+    return Status::InvalidArgument(dup);
+  }
   return Status::OK();
+}
+
+Status CheckKeysUnique(std::string_view json) {
+  std::string canonical;
+  Status s = CanonicalizeJson(json, &canonical);
+  const bool dup =
+      !s.ok() && s.message().rfind("duplicate key", 0) != std::string::npos;
+  return dup ? s : Status::OK();
 }
 
 }  // namespace wizq

@@ -19,8 +19,14 @@
 namespace wizq {
 
 // Parses `json` and writes its canonical form to *out. InvalidArgument if
-// `json` is not valid JSON (the message gives simdjson's reason).
+// `json` is not valid JSON (the message gives simdjson's reason) or if an
+// object in it has the same key twice (whose meaning JSON leaves open).
 Status CanonicalizeJson(std::string_view json, std::string* out);
+
+// InvalidArgument naming the key if an object in `json` repeats a key; OK
+// otherwise, including for text that is not JSON (left to the caller's
+// parser, which can say where it breaks).
+Status CheckKeysUnique(std::string_view json);
 
 // ECMAScript Number::toString of a finite double ("-0" prints as "0").
 std::string FormatDoubleEs6(double v);

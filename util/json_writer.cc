@@ -1,34 +1,11 @@
 #include "util/json_writer.h"
 
+#include "util/utf8.h"
+
 #include <charconv>
 #include <cmath>
 
 namespace wizq {
-namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid.
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  size_t len;
-  uint32_t min;
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) { len = 2; min = 0x80; }
-  else if ((c & 0xF0) == 0xE0) { len = 3; min = 0x800; }
-  else if ((c & 0xF8) == 0xF0) { len = 4; min = 0x10000; }
-  else return 0;
-  if (i + len > s.size()) return 0;
-  uint32_t cp = c & (0x7F >> len);
-  for (size_t k = 1; k < len; k++) {
-    const auto cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return len;
-}
-
-}  // namespace
-
 void AppendJsonString(std::string* out, std::string_view s) {
   static const char kHex[] = "0123456789abcdef";
   out->push_back('"');

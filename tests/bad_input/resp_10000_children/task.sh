@@ -1,2 +1,2 @@
 cat >/dev/null
-jq -n '[range(10000) | {kind: "Item", value: {n: .}}]'
+jq -n '[range(10000) | {kind: "Item", value: {n: (. % 200)}}]'
