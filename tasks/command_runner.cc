@@ -684,6 +684,8 @@ Status CommandRunner::Wait(int timeout_ms, Done* done) {
 
 void CommandRunner::TerminateAll(double grace_seconds) {
   spawn_failures_.clear();
+  std::vector<std::string> dirs;
+  for (const auto& c : children_) dirs.push_back(c->output_dir);
   for (const auto& c : children_) SignalTree(c->pid, SIGTERM);
   const int64_t kill_at = NowNs() + SecondsToNs(grace_seconds);
   Done dropped;
@@ -697,6 +699,10 @@ void CommandRunner::TerminateAll(double grace_seconds) {
     c->exited = true;
   }
   CollectExited(&dropped);
+  // The leaders are reaped; wait until the rest of each tree (a child of
+  // the shell still exiting, a process that left the group) lets go of its
+  // lock, so that nothing of these tasks outlives this call.
+  for (const std::string& dir : dirs) ReapOrphans(dir, 0.2, 5.0);
 }
 
 // --- ReapOrphans -------------------------------------------------------------
