@@ -69,6 +69,7 @@ clean:
 # FUZZ_SECONDS on a copy of its seed corpus ($(FUZZ_BUILD)/corpus/<target>,
 # which keeps growing across runs). Crashes go to
 # $(FUZZ_BUILD)/artifacts/<target>/; the target fails if any target crashed.
+# Dictionaries: fuzz/queue.dict (state files), fuzz/json.dict (the rest).
 # `make fuzz FUZZ_SECONDS=300 FUZZ_TARGETS=queue_open_fuzzer` fuzzes one.
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD ?= build-fuzz
@@ -88,19 +89,19 @@ fuzz: deps
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIZQ_FUZZ=ON >/dev/null
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target $(FUZZ_TARGETS)
 	@failed=""; for t in $(FUZZ_TARGETS); do \
-	  case $$t in \
+	  dict=fuzz/queue.dict; case $$t in \
 	    snapshot_fuzzer) len=$(FUZZ_MAX_LEN_snapshot_fuzzer) ;; \
 	    audit_log_fuzzer) len=$(FUZZ_MAX_LEN_audit_log_fuzzer) ;; \
 	    queue_open_fuzzer) len=$(FUZZ_MAX_LEN_queue_open_fuzzer) ;; \
-	    workflow_fuzzer) len=$(FUZZ_MAX_LEN_workflow_fuzzer) ;; \
-	    response_fuzzer) len=$(FUZZ_MAX_LEN_response_fuzzer) ;; \
-	    *) len=$(FUZZ_MAX_LEN_canonical_json_fuzzer) ;; \
+	    workflow_fuzzer) len=$(FUZZ_MAX_LEN_workflow_fuzzer); dict=fuzz/json.dict ;; \
+	    response_fuzzer) len=$(FUZZ_MAX_LEN_response_fuzzer); dict=fuzz/json.dict ;; \
+	    *) len=$(FUZZ_MAX_LEN_canonical_json_fuzzer); dict=fuzz/json.dict ;; \
 	  esac; \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t; \
 	  cp -n fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus/$$t/ 2>/dev/null || true; \
 	  echo "== $$t: $(FUZZ_SECONDS)s, -max_len=$$len"; \
 	  $(FUZZ_BUILD)/fuzz/$$t $(FUZZ_BUILD)/corpus/$$t \
-	    -max_total_time=$(FUZZ_SECONDS) -max_len=$$len -timeout=30 \
+	    -dict=$$dict -max_total_time=$(FUZZ_SECONDS) -max_len=$$len -timeout=30 \
 	    -rss_limit_mb=4096 -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t/ $(FUZZ_FLAGS) \
 	    2>$(FUZZ_BUILD)/$$t.log; \

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <limits>
 
 #include "audit/log_format.h"
 #include "util/crash_point.h"
@@ -26,14 +27,16 @@ void AppendCrcSuffix(std::string* line) {
   line->append("\"}");
 }
 
-// Reads the seq of a line whose checksum is good: `{"seq":N,`.
+// Reads the seq of a line whose checksum is good: `{"seq":N,`. Seqs count
+// from 1; the largest int64 is refused too, so that seq + 1 cannot overflow.
 bool LineSeq(std::string_view line, int64_t* seq) {
   constexpr std::string_view kPrefix = "{\"seq\":";
   if (line.substr(0, kPrefix.size()) != kPrefix) return false;
   const char* begin = line.data() + kPrefix.size();
   auto r = std::from_chars(begin, line.data() + line.size(), *seq);
   return r.ec == std::errc() && r.ptr < line.data() + line.size() &&
-         *r.ptr == ',';
+         *r.ptr == ',' && *seq >= 1 &&
+         *seq < std::numeric_limits<int64_t>::max();
 }
 
 bool IsCommitLine(std::string_view line) {

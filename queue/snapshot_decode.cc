@@ -1,6 +1,8 @@
 // Decoding of queue.json (format: queue/snapshot.h).
 #include <simdjson.h>
 
+#include <limits>
+
 #include "queue/json_util.h"
 #include "queue/snapshot.h"
 #include "util/utf8.h"
@@ -159,6 +161,11 @@ error_code SnapshotDecoder::ReadTop(std::string_view key, value v,
     }
   } else if (key == "seq") {
     err = v.get_int64().get(h->seq);
+    // The next event's seq is seq + 1: it must not overflow.
+    if (!err && (h->seq < 0 || h->seq == std::numeric_limits<int64_t>::max())) {
+      problem_ = "seq " + std::to_string(h->seq) + " is out of range";
+      return simdjson::INCORRECT_TYPE;
+    }
     state->set_last_seq(h->seq);
   } else if (key == "audit_offset") {
     err = v.get_uint64().get(h->audit_offset);
@@ -242,12 +249,14 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
       problem_ = "unknown task state \"" + std::string(s) + "\"";
       return simdjson::INCORRECT_TYPE;
     }
-  } else if (key == "attempts") {
+  } else if (key == "attempts" || key == "max_attempts") {
     err = v.get_int64().get(n);
-    t->attempts = static_cast<int>(n);
-  } else if (key == "max_attempts") {
-    err = v.get_int64().get(n);
-    t->max_attempts = static_cast<int>(n);
+    // An int, and room for one more attempt (a claim adds 1).
+    if (!err && (n < 0 || n >= std::numeric_limits<int>::max())) {
+      problem_ = std::string(key) + " " + std::to_string(n) + " is out of range";
+      return simdjson::INCORRECT_TYPE;
+    }
+    (key == "attempts" ? t->attempts : t->max_attempts) = static_cast<int>(n);
   } else if (key == "parent_id") {
     err = IntOrNull(v, &t->parent_id);
   } else if (key == "origin") {

@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <limits>
+
 #include "queue/json_util.h"
 
 namespace wizq {
@@ -45,6 +47,11 @@ struct QueueState::Event {
 namespace {
 
 using simdjson::ondemand::value;
+
+// Attempt counts are ints with room for one more attempt (a claim adds 1).
+bool AttemptsInRange(int64_t n) {
+  return n >= 0 && n < std::numeric_limits<int>::max();
+}
 
 // Reads the fields of one event line into *e. String views point into the
 // parser's buffers and live until the next parse.
@@ -103,6 +110,10 @@ Status QueueState::ApplyEvent(std::string_view line) {
     return Status::Corruption(std::string("audit event does not parse: ") +
                               simdjson::error_message(err));
   }
+  if (e.seq < 1 || e.seq == std::numeric_limits<int64_t>::max()) {
+    return Status::Corruption("audit event seq " + std::to_string(e.seq) +
+                              " is out of range");
+  }
   if (e.seq != last_seq_ + 1 && last_seq_ != 0) {
     return Status::Corruption("audit event seq " + std::to_string(e.seq) +
                               " does not follow " + std::to_string(last_seq_));
@@ -158,6 +169,10 @@ Status QueueState::ApplySubmitted(const Event& e) {
                               " submitted where " +
                               std::to_string(next_task_id()) + " was next");
   }
+  if (!AttemptsInRange(e.max_attempts)) {
+    return Status::Corruption("max_attempts " + std::to_string(e.max_attempts) +
+                              " is out of range");
+  }
   Task t;
   t.id = e.id;
   t.type = e.type;
@@ -199,6 +214,10 @@ Status QueueState::RequireState(const Task* t, int64_t id, TaskState s,
 Status QueueState::ApplyClaimed(const Event& e) {
   Task* t = MutableFind(e.id);
   WIZQ_RETURN_IF_ERROR(RequireState(t, e.id, TaskState::kPending, "claim"));
+  if (!AttemptsInRange(e.attempt)) {
+    return Status::Corruption("attempt " + std::to_string(e.attempt) +
+                              " is out of range");
+  }
   t->attempts = static_cast<int>(e.attempt);
   t->claimed_by = e.worker;
   t->updated_ms = e.ts;
