@@ -55,7 +55,13 @@ void StatusJson(const QueueState& s) {
     w.BeginObject().Key("id").Int(t.id).Field("type", t.type);
     w.Field("state", TaskStateName(t.state)).Key("attempts").Int(t.attempts);
     w.Key("max_attempts").Int(t.max_attempts);
-    w.Key("parent_id").Int(t.parent_id).Field("origin", OriginName(t.origin));
+    w.Key("parent_id");
+    if (t.parent_id == 0) {
+      w.Null();
+    } else {
+      w.Int(t.parent_id);
+    }
+    w.Field("origin", OriginName(t.origin));
     w.Key("inputs").RawValue(t.inputs);
     if (!t.error_reason.empty()) {
       w.Key("error").BeginObject().Field("reason", t.error_reason);

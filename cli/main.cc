@@ -19,11 +19,14 @@
 namespace wizq {
 namespace {
 
-void OnSignal(int) { RequestStop(); }
+void OnSignal(int, siginfo_t* info, void*) {
+  RequestStop(info != nullptr ? static_cast<int>(info->si_pid) : 0);
+}
 
 void InstallSignalHandlers() {
   struct sigaction sa = {};
-  sa.sa_handler = OnSignal;
+  sa.sa_sigaction = OnSignal;
+  sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);

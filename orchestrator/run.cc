@@ -16,6 +16,7 @@ namespace wizq {
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<int> g_stop_sender{0};
 
 int ExitCodeFor(const Status& s) {
   if (s.IsInvalidArgument()) return kExitInvalid;
@@ -40,8 +41,12 @@ Status CanonicalInstallDir(const std::string& dir, std::string* out) {
 
 }  // namespace
 
-void RequestStop() { g_stop = true; }
+void RequestStop(int sender) {
+  g_stop_sender = sender;
+  g_stop = true;
+}
 bool StopRequested() { return g_stop.load(); }
+int StopSender() { return g_stop_sender.load(); }
 
 std::string DeriveRunId(const std::string& frozen_workflow,
                         const std::string& input_json) {

@@ -51,7 +51,9 @@ std::string DeriveRunId(const std::string& frozen_workflow,
                         const std::string& input_json);
 
 // Set by SIGINT/SIGTERM handlers; the loop stops at its next turn.
-void RequestStop();
+// `sender` is the pid that sent the signal (0 if unknown): a task that
+// signals its own wizq is charged the attempt, others are refunded.
+void RequestStop(int sender = 0);
 
 }  // namespace wizq
 

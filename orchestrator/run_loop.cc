@@ -105,6 +105,13 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   WIZQ_RETURN_IF_ERROR(Queue::Open(qo, &queue_, &report));
   WIZQ_RETURN_IF_ERROR(UseFrozenWorkflow());
   run_started_ms_ = queue_->state().run().started_ms;
+  std::vector<int64_t> lost;
+  for (const Task& t : queue_->state().tasks()) {
+    if (t.state == TaskState::kFailed && t.error_reason == kReasonWorkerLost) {
+      lost.push_back(t.id);
+    }
+  }
+  ReapLostOrphans(lost);
   progress_ = CurrentProgress();
   observer_->OnOpened(config_.run_id, report, progress_);
   *finished = report.action == OpenAction::kFinished;
@@ -194,6 +201,15 @@ Status RunLoop::Run(int* exit_code) {
   }
 }
 
+// A dead worker's task that had no attempts left is failed, not run again,
+// so nothing else would end what its attempt left running (SPEC §6.3).
+void RunLoop::ReapLostOrphans(const std::vector<int64_t>& ids) {
+  for (int64_t id : ids) {
+    Status s = ReapOrphans(TaskDir(id), 1.0, 10.0);
+    if (!s.ok()) observer_->OnNote(s.message());
+  }
+}
+
 // Called when nothing of ours runs and no commit is in flight: fails when
 // the only tasks left are Pool steps, which no Command worker can take.
 Status RunLoop::CheckSomethingCanRun() const {
@@ -238,6 +254,7 @@ Status RunLoop::Harvest(bool block) {
                               CurrentProgress());
   }
   for (Task& t : r.claimed) ready_.push_back(std::move(t));
+  ReapLostOrphans(r.lost);
   const int asked_and_missed = r.claimed.empty() ? 1 : 0;
   if (asked_and_missed && running_.empty()) {
     poll_backoff_ms_ =
@@ -332,7 +349,12 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
                             int want, std::map<std::string, int>& per_step,
                             CommitResult* r) {
   int64_t reset = 0, lost = 0;
+  const std::vector<int64_t> held(txn.state().in_progress().begin(),
+                                  txn.state().in_progress().end());
   WIZQ_RETURN_IF_ERROR(txn.ResetDeadWorkers(&reset, &lost));
+  for (int64_t id : held) {
+    if (txn.state().Find(id)->state == TaskState::kFailed) r->lost.push_back(id);
+  }
   if (reset + lost > 0) {
     r->notes.push_back("put back " + std::to_string(reset) +
                        " task(s) of a dead worker; " + std::to_string(lost) +
@@ -538,6 +560,17 @@ Status RunLoop::Interrupt(int* exit_code) {
   *exit_code = kExitInterrupted;
   observer_->OnNote("interrupted: stopping " + std::to_string(running_.size()) +
                     " running task(s); they go back to pending");
+  // A task that signalled its own wizq is charged the attempt (SPEC §6.3:
+  // a task that kills its worker every time still ends failed).
+  uint64_t culprit = 0;
+  if (runner_.FindByProcess(StopSender(), &culprit)) {
+    Outcome o;
+    o.id = static_cast<int64_t>(culprit);
+    o.reason = std::string(kReasonWorkerLost);
+    o.message = "the task sent a stop signal to its own wizq";
+    o.retryable = true;
+    outcomes_.push_back(o);
+  }
   return StopAndRelease("interrupted");
 }
 

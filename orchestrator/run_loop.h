@@ -32,6 +32,7 @@ namespace wizq {
 class Env;
 
 bool StopRequested();
+int StopSender();
 
 // What a finished attempt amounts to, decided outside the lock.
 struct Outcome {
@@ -48,6 +49,7 @@ struct CommitResult {
   Status status;
   std::vector<Task> claimed;   // copies, in claim order
   std::vector<Task> finished;  // the outcomes' tasks after the commit
+  std::vector<int64_t> lost;   // dead workers' tasks failed as worker_lost
   std::vector<std::string> notes;
   RunStatus run_status = RunStatus::kRunning;
   Progress progress;
@@ -77,6 +79,7 @@ class RunLoop {
   // Main thread.
   Status Harvest(bool block);
   Status CheckSomethingCanRun() const;
+  void ReapLostOrphans(const std::vector<int64_t>& ids);
   Status StartReady();
   void MaybeLaunchCommit();
   Status CollectResults();

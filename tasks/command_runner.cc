@@ -519,6 +519,17 @@ size_t CommandRunner::running() const {
   return children_.size() + spawn_failures_.size();
 }
 
+bool CommandRunner::FindByProcess(pid_t pid, uint64_t* token) const {
+  const pid_t group = pid > 0 ? getpgid(pid) : -1;
+  for (const auto& c : children_) {
+    if (!c->exited && (c->pid == pid || c->pid == group)) {
+      *token = c->token;
+      return true;
+    }
+  }
+  return false;
+}
+
 Status CommandRunner::Start(const CommandSpec& spec, uint64_t token) {
   const int64_t start_ns = NowNs();
   for (const auto& c : children_) {

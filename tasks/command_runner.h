@@ -25,6 +25,8 @@
 #define WIZQ_TASKS_COMMAND_RUNNER_H_
 
 #include <cstddef>
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -104,6 +106,10 @@ class CommandRunner {
 
   // Commands started and not yet returned by Wait.
   size_t running() const;
+
+  // The token of the running command whose process group `pid` is in
+  // (false if none): who sent wizq a signal.
+  bool FindByProcess(pid_t pid, uint64_t* token) const;
 
   // Sends SIGTERM to every running group, SIGKILL to those still running
   // after grace_seconds, and reaps them all. Their results are dropped. Used
