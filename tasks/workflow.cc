@@ -370,6 +370,64 @@ Status PrepareSchema(Json* node, bool* has_pattern_properties) {
   return Status::OK();
 }
 
+// The $ref of a schema node as valijson reads it (a string member "$ref").
+bool RefOf(const valijson::adapters::NlohmannJsonAdapter& node,
+           std::string* ref) {
+  if (!node.isObject()) return false;
+  const auto obj = node.getObject();
+  const auto it = obj.find("$ref");
+  return it != obj.end() && it->second.getString(*ref);
+}
+
+// valijson resolves a schema that is a $ref by recursing into its target
+// without noticing when a chain of such schemas comes back to itself
+// ({"$ref": "#"}, or a -> b -> a): the stack overflows (its own "TODO:
+// Need to detect degenerate circular references"). Follows every chain the
+// way valijson does (local references only: it refuses remote ones) and
+// reports a cycle. A $ref inside a real schema ({"items": {"$ref": "#"}})
+// is fine: valijson caches those.
+Status CheckRefCycles(const Json& root, const Json& node) {
+  if (node.is_array()) {
+    for (const Json& item : node) {
+      WIZQ_RETURN_IF_ERROR(CheckRefCycles(root, item));
+    }
+    return Status::OK();
+  }
+  if (!node.is_object()) return Status::OK();
+  for (auto& [key, value] : node.items()) {
+    if (IsDataKeyword(key)) continue;
+    WIZQ_RETURN_IF_ERROR(CheckRefCycles(root, value));
+  }
+  namespace ref = valijson::internal::json_reference;
+  const valijson::adapters::NlohmannJsonAdapter root_adapter(root);
+  // Not assignable: re-seated with emplace.
+  std::optional<valijson::adapters::NlohmannJsonAdapter> cur(std::in_place,
+                                                             node);
+  std::set<std::string> seen;
+  std::string r;
+  while (RefOf(*cur, &r)) {
+    const auto uri = ref::getJsonReferenceUri(r);
+    if (uri && (valijson::internal::uri::isUriAbsolute(*uri) ||
+                valijson::internal::uri::isUrn(*uri))) {
+      return Status::OK();  // remote: valijson refuses it
+    }
+    std::string pointer = ref::getJsonReferencePointer(r).value_or("");
+    pointer.erase(pointer.find_last_not_of('/') + 1);  // as valijson does
+    if (!seen.insert(pointer).second) {
+      return Status::InvalidArgument(
+          "has a $ref cycle: " + Quote(r) +
+          " leads back to itself through schemas that are only $refs");
+    }
+    try {
+      cur.emplace(valijson::internal::json_pointer::resolveJsonPointer(
+          root_adapter, pointer));
+    } catch (const std::exception&) {
+      return Status::OK();  // unresolvable: valijson reports it
+    }
+  }
+  return Status::OK();
+}
+
 valijson::SchemaParser::Version DraftOf(const Json& schema) {
   if (schema.is_object() && schema.contains("$schema") &&
       schema["$schema"].is_string() &&
@@ -388,6 +446,7 @@ Status CompileSchema(const Json& source, CompiledSchema* out) {
   }
   Json prepared = source;
   WIZQ_RETURN_IF_ERROR(PrepareSchema(&prepared, &out->has_pattern_properties));
+  WIZQ_RETURN_IF_ERROR(CheckRefCycles(prepared, prepared));
   valijson::SchemaParser parser(DraftOf(source));
   // The parser takes ownership of the builders.
   parser.addConstraintBuilder(kPatternKey,

@@ -37,7 +37,7 @@ constexpr int kWorkers = 4;
 // root's max_attempts.
 void SeedRun(const std::string& dir, int max_attempts = 3) {
   QueueOptions o;
-  o.install_dir = dir;
+  o.install_dir = std::filesystem::canonical(dir).string();  // as the workers
   o.run_id = kRunId;
   o.workflow_json = "{\"steps\":[]}";
   NewTask root;

@@ -191,6 +191,9 @@ TEST_F(ResourceTest, LowOpenFileLimitGivesClearErrorAndRunResumes) {
     std::printf("[ nofile   ] limit %2d: exit %d in %.2fs\n", limit, m.code,
                 m.seconds);
     if (m.code == 0) continue;  // enough descriptors for this run
+    // Below some limit (which depends on what the test runner left open)
+    // the dynamic loader fails before wizq's main(): not wizq's message.
+    if (test::Contains(m.err, "error while loading shared libraries")) continue;
     EXPECT_TRUE(test::Contains(m.err, "open files"))
         << "no clear error: " << Describe(m);
     // An environment error must not use up the tasks' attempts: with the
