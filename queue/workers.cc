@@ -1,7 +1,10 @@
 #include "queue/workers.h"
 
 #include <simdjson.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <random>
@@ -43,6 +46,22 @@ Status WorkerRegistry::Unregister() {
   return s;
 }
 
+// The lock can outlive the worker for a few milliseconds: a child being
+// started with posix_spawn holds copies of all of wizq's descriptors until
+// its exec closes them. So a held lock whose recorded process is gone is a
+// dead worker too.
+bool WorkerRegistry::RecordedPidIsGone(const std::string& path) {
+  std::string text;
+  if (!env_->ReadFile(path, &text).ok()) return false;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  int64_t pid = 0;
+  if (parser.parse(text).get(doc) || doc["pid"].get(pid) || pid <= 0) {
+    return false;  // no record yet (being registered): trust the lock
+  }
+  return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
 bool WorkerRegistry::IsAlive(const std::string& id) {
   if (id == self_) return true;
   auto it = cache_.find(id);
@@ -52,7 +71,7 @@ bool WorkerRegistry::IsAlive(const std::string& id) {
   if (id.find('/') == std::string::npos && env_->FileExists(path)) {
     std::unique_ptr<FileLock> lock;
     Status s = env_->LockFile(path, /*wait=*/false, &lock);
-    alive = s.IsBusy();
+    alive = s.IsBusy() && !RecordedPidIsGone(path);
     if (s.ok()) env_->RemoveFile(path);  // dead: tidy its entry away
   }
   cache_[id] = alive;

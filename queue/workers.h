@@ -43,6 +43,8 @@ class WorkerRegistry {
   Status ListLive(std::vector<LiveWorker>* live);
 
  private:
+  bool RecordedPidIsGone(const std::string& path);
+
   Env* env_;
   std::string dir_;
   std::string self_;
