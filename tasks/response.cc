@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tasks/json_messages.h"
 #include "tasks/jsonc.h"
+#include "tasks/value_schema.h"
 #include "util/canonical_json.h"
 
 namespace wizq {
@@ -12,18 +14,6 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr size_t kMaxListedErrors = 5;
-
-std::string Quote(std::string_view s) {
-  return Json(std::string(s))
-      .dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-std::string Got(const Json& v) {
-  if (v.is_object()) return "got an object";
-  if (v.is_array()) return "got an array";
-  return "got " +
-         Excerpt(v.dump(-1, ' ', false, Json::error_handler_t::replace), 60);
-}
 
 std::string QuotedList(const std::vector<std::string>& names) {
   std::string out;
@@ -59,6 +49,16 @@ Status ParseUntrusted(std::string_view text, const std::string& what,
                                    "); it starts with: " + Excerpt(text, 80));
   }
   return Status::OK();
+}
+
+// Checks a value parsed by ParseUntrusted against the value_schema of step
+// `kind`, as Workflow::ValidateValue does with the value's text (whose
+// other checks ParseUntrusted has made).
+Status ValidateValue(const Workflow& wf, std::string_view kind,
+                     const Json& value) {
+  const Step* step = wf.FindStep(kind);
+  if (!step) return Status::InvalidArgument("unknown step " + Quote(kind));
+  return ValidateStepValue(*step, value);
 }
 
 // Which kinds an element may name: the `next` of `from`, or (for a finally
@@ -114,7 +114,7 @@ Status CheckElement(const Workflow& wf, const Step* from, const Json& elem,
                                    ": missing \"value\" (use {} for none)");
   }
   task->value_json = value->dump();
-  Status s = wf.ValidateValue(task->kind, task->value_json);
+  Status s = ValidateValue(wf, task->kind, *value);
   if (!s.ok()) {
     return Status::InvalidArgument("kind " + Quote(task->kind) + ": value " +
                                    s.message());
@@ -183,9 +183,9 @@ Status ValidateEntryInput(const Workflow& wf, std::string_view input_json) {
     return Status::InvalidArgument(what +
                                    " is empty; pass a JSON value, e.g. {}");
   }
-  Json unused;
-  WIZQ_RETURN_IF_ERROR(ParseUntrusted(input_json, what, &unused));
-  Status s = wf.ValidateValue(wf.entrypoint(), input_json);
+  Json value;
+  WIZQ_RETURN_IF_ERROR(ParseUntrusted(input_json, what, &value));
+  Status s = ValidateValue(wf, wf.entrypoint(), value);
   if (!s.ok()) {
     return Status::InvalidArgument(what + " " + s.message());
   }

@@ -67,6 +67,8 @@
 
 namespace wizq {
 
+class ValueSchema;
+
 // Resolved options of one step: step override > top-level > default.
 struct StepOptions {
   // "No per-step limit" (max_concurrency null or absent).
@@ -98,6 +100,8 @@ struct Step {
   std::vector<std::string> next;  // steps it may spawn; empty = terminal
   // The schema as minified JSON; empty if the step has none (any value).
   std::string value_schema_json;
+  // The schema compiled (tasks/value_schema.h); null if the step has none.
+  std::shared_ptr<const ValueSchema> value_schema;
   StepOptions options;  // resolved
   // Always a kCommand action; fires when a task and all it spawned are done.
   std::optional<Action> finally_hook;

@@ -14,12 +14,15 @@
 #include "audit/log_format.h"
 #include "fs/fault_env.h"
 #include "queue/queue.h"
+#include "tests/queue_test_util.h"
 #include "tests/test_util.h"
 #include "util/json_writer.h"
 
 namespace wizq {
 namespace {
 
+using test::MakeTask;
+using test::NoSyncEnv;
 using test::ReadAll;
 using test::ScratchDir;
 using test::WriteAll;
@@ -43,80 +46,6 @@ bool NamesOffset(const std::string& message, uint64_t offset) {
   }
   return false;
 }
-
-// The POSIX Env without the real fdatasync/fsync calls: the loops below
-// repair a log hundreds of times, and no power is lost in them. (The
-// semantics under power loss are tested with FaultInjectionEnv.)
-class NoSyncEnv : public Env {
- public:
-  Status NewAppendableFile(const std::string& path,
-                           std::unique_ptr<WritableFile>* result) override {
-    std::unique_ptr<WritableFile> f;
-    WIZQ_RETURN_IF_ERROR(base_->NewAppendableFile(path, &f));
-    *result = std::make_unique<File>(std::move(f));
-    return Status::OK();
-  }
-  Status NewWritableFile(const std::string& path,
-                         std::unique_ptr<WritableFile>* result) override {
-    std::unique_ptr<WritableFile> f;
-    WIZQ_RETURN_IF_ERROR(base_->NewWritableFile(path, &f));
-    *result = std::make_unique<File>(std::move(f));
-    return Status::OK();
-  }
-  Status ReadFile(const std::string& p, std::string* d) override {
-    return base_->ReadFile(p, d);
-  }
-  Status ReadFileFrom(const std::string& p, uint64_t o,
-                      std::string* d) override {
-    return base_->ReadFileFrom(p, o, d);
-  }
-  bool FileExists(const std::string& p) override {
-    return base_->FileExists(p);
-  }
-  Status GetFileSize(const std::string& p, uint64_t* s) override {
-    return base_->GetFileSize(p, s);
-  }
-  Status TruncateFile(const std::string& p, uint64_t s) override {
-    return base_->TruncateFile(p, s);
-  }
-  Status RenameFile(const std::string& f, const std::string& t) override {
-    return base_->RenameFile(f, t);
-  }
-  Status RemoveFile(const std::string& p) override {
-    return base_->RemoveFile(p);
-  }
-  Status CreateDir(const std::string& p, int m) override {
-    return base_->CreateDir(p, m);
-  }
-  Status SyncDir(const std::string& p) override {
-    return FileExists(p) ? Status::OK() : base_->SyncDir(p);
-  }
-  Status ListDir(const std::string& p, std::vector<std::string>* n) override {
-    return base_->ListDir(p, n);
-  }
-  Status LockFile(const std::string& p, bool w,
-                  std::unique_ptr<FileLock>* l) override {
-    return base_->LockFile(p, w, l);
-  }
-  uint64_t NowMicros() override { return base_->NowMicros(); }
-
- private:
-  class File : public WritableFile {
-   public:
-    explicit File(std::unique_ptr<WritableFile> base)
-        : base_(std::move(base)) {}
-    Status Append(std::string_view d) override { return base_->Append(d); }
-    Status Sync() override { return Status::OK(); }
-    Status Truncate(uint64_t s) override { return base_->Truncate(s); }
-    Status Close() override { return base_->Close(); }
-    const std::string& path() const override { return base_->path(); }
-
-   private:
-    std::unique_ptr<WritableFile> base_;
-  };
-
-  Env* const base_ = Env::Posix();
-};
 
 // A log written through LogWriter, and where everything in it is.
 struct BuiltLog {
@@ -600,28 +529,13 @@ std::string DescribeTasks(const QueueState& state) {
   return out;
 }
 
-NewTask Spawn(const std::string& type, const std::string& inputs,
-              int64_t parent, int max_attempts) {
-  NewTask t;
-  t.type = type;
-  t.inputs = inputs;
-  t.parent_id = parent;
-  t.origin = Origin::kSpawned;
-  t.max_attempts = max_attempts;
-  return t;
-}
-
 QueueOptions RunOptions(const std::string& dir) {
   QueueOptions o;
   o.install_dir = std::filesystem::canonical(dir).string();
   o.run_id = "run-torn";
   o.workflow_json = "{\"steps\":[]}";
-  NewTask t;
-  t.type = "Root";
-  t.inputs = "{\"n\":0}";
-  t.origin = Origin::kInitial;
-  t.max_attempts = 3;
-  o.initial_tasks.push_back(t);
+  o.initial_tasks.push_back(
+      MakeTask("Root", "{\"n\":0}", 0, 3, Origin::kInitial));
   return o;
 }
 
@@ -644,8 +558,8 @@ TEST(AuditLogQueueTest, TornLastRecordOfARealRunIsSetAsideOnOpen) {
                  }).ok());
     ASSERT_TRUE(q->Transact([&](Txn& txn) {
                    return txn.Complete(id,
-                                       {Spawn("Child", "{\"x\":1}", id, 2),
-                                        Spawn("Child", "{\"x\":2}", id, 2)},
+                                       {MakeTask("Child", "{\"x\":1}", id, 2),
+                                        MakeTask("Child", "{\"x\":2}", id, 2)},
                                        nullptr);
                  }).ok());
     before_last = DescribeTasks(q->state());
@@ -655,10 +569,10 @@ TEST(AuditLogQueueTest, TornLastRecordOfARealRunIsSetAsideOnOpen) {
     Status s = q->Transact([&](Txn& txn) {
       int64_t c = 0;
       WIZQ_RETURN_IF_ERROR(txn.ClaimNext(nullptr, &c));
-      return txn.Complete(
-          c,
-          {Spawn("Leaf", "{\"y\":1}", c, 1), Spawn("Leaf", "{\"y\":2}", c, 1)},
-          nullptr);
+      return txn.Complete(c,
+                          {MakeTask("Leaf", "{\"y\":1}", c, 1),
+                           MakeTask("Leaf", "{\"y\":2}", c, 1)},
+                          nullptr);
     });
     ASSERT_TRUE(s.ok()) << s.ToString();
     full_log = ReadAll(log_path);

@@ -25,123 +25,23 @@
 #include "queue/queue.h"
 #include "queue/snapshot.h"
 #include "queue/state.h"
+#include "tests/queue_test_util.h"
 #include "tests/test_util.h"
 
 namespace wizq {
 namespace {
 
 namespace fs = std::filesystem;
+using test::MakeTask;
+using test::NoSyncEnv;
 using test::ReadAll;
+using test::ReplayFromDisk;
 using test::ScratchDir;
 using test::WriteAll;
 
 bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
-
-// --- an Env that counts writes, syncs and renames
-// -----------------------------
-
-// Counts the operations FaultInjectionEnv::FailOp targets, as seen from
-// below a FaultInjectionEnv (whose own directory syncs it sees too).
-//
-// It also skips the real fdatasync/fsync calls: below a FaultInjectionEnv,
-// which keeps its own account of what is durable, they only cost time (a
-// lot of it on a busy disk).
-class CountingEnv : public Env {
- public:
-  explicit CountingEnv(Env* base) : base_(base) {}
-  int64_t count(FaultInjectionEnv::OpKind kind) const {
-    switch (kind) {
-      case FaultInjectionEnv::kWrite:
-        return writes_;
-      case FaultInjectionEnv::kSync:
-        return syncs_;
-      case FaultInjectionEnv::kRename:
-        return renames_;
-      default:
-        return writes_ + syncs_ + renames_;
-    }
-  }
-
-  Status NewAppendableFile(const std::string& path,
-                           std::unique_ptr<WritableFile>* result) override {
-    std::unique_ptr<WritableFile> f;
-    WIZQ_RETURN_IF_ERROR(base_->NewAppendableFile(path, &f));
-    *result = std::make_unique<File>(this, std::move(f));
-    return Status::OK();
-  }
-  Status NewWritableFile(const std::string& path,
-                         std::unique_ptr<WritableFile>* result) override {
-    std::unique_ptr<WritableFile> f;
-    WIZQ_RETURN_IF_ERROR(base_->NewWritableFile(path, &f));
-    *result = std::make_unique<File>(this, std::move(f));
-    return Status::OK();
-  }
-  Status ReadFile(const std::string& p, std::string* d) override {
-    return base_->ReadFile(p, d);
-  }
-  Status ReadFileFrom(const std::string& p, uint64_t o,
-                      std::string* d) override {
-    return base_->ReadFileFrom(p, o, d);
-  }
-  bool FileExists(const std::string& p) override {
-    return base_->FileExists(p);
-  }
-  Status GetFileSize(const std::string& p, uint64_t* s) override {
-    return base_->GetFileSize(p, s);
-  }
-  Status TruncateFile(const std::string& p, uint64_t s) override {
-    return base_->TruncateFile(p, s);
-  }
-  Status RenameFile(const std::string& f, const std::string& t) override {
-    renames_++;
-    return base_->RenameFile(f, t);
-  }
-  Status RemoveFile(const std::string& p) override {
-    return base_->RemoveFile(p);
-  }
-  Status CreateDir(const std::string& p, int m) override {
-    return base_->CreateDir(p, m);
-  }
-  Status SyncDir(const std::string& p) override {
-    syncs_++;
-    return FileExists(p) ? Status::OK() : base_->SyncDir(p);
-  }
-  Status ListDir(const std::string& p, std::vector<std::string>* n) override {
-    return base_->ListDir(p, n);
-  }
-  Status LockFile(const std::string& p, bool w,
-                  std::unique_ptr<FileLock>* l) override {
-    return base_->LockFile(p, w, l);
-  }
-  uint64_t NowMicros() override { return base_->NowMicros(); }
-
- private:
-  class File : public WritableFile {
-   public:
-    File(CountingEnv* env, std::unique_ptr<WritableFile> base)
-        : env_(env), base_(std::move(base)) {}
-    Status Append(std::string_view d) override {
-      env_->writes_++;
-      return base_->Append(d);
-    }
-    Status Sync() override {
-      env_->syncs_++;
-      return Status::OK();
-    }
-    Status Truncate(uint64_t s) override { return base_->Truncate(s); }
-    Status Close() override { return base_->Close(); }
-    const std::string& path() const override { return base_->path(); }
-
-   private:
-    CountingEnv* env_;
-    std::unique_ptr<WritableFile> base_;
-  };
-
-  Env* base_;
-  int64_t writes_ = 0, syncs_ = 0, renames_ = 0;
-};
 
 // --- views of a state
 // ---------------------------------------------------------
@@ -226,42 +126,12 @@ View AfterWorkerDeath(View v) {
 // (from the snapshot on, or from the whole log), as ToString(ViewOf()).
 std::string ViewFromDisk(const std::string& wizard, bool use_snapshot) {
   QueueState state;
-  uint64_t offset = 0;
-  if (use_snapshot) {
-    SnapshotHeader header;
-    Status s = DecodeSnapshot(wizard + "/queue.json",
-                              ReadAll(wizard + "/queue.json"), &header, &state);
-    if (!s.ok()) return "snapshot: " + s.ToString();
-    offset = header.audit_offset;
-  }
-  const std::string path = wizard + "/audit.jsonl";
-  const std::string data = ReadAll(path).substr(offset);
-  LogParseResult parsed;
-  Status s = ParseLog(path, data, offset, state.last_seq() + 1, &parsed);
-  if (!s.ok()) return "log: " + s.ToString();
-  for (const LogRecord& r : parsed.records) {
-    s = state.ApplyEvent(r.line);
-    if (!s.ok()) return "event: " + s.ToString();
-  }
-  return ToString(ViewOf(state));
+  const std::string error = ReplayFromDisk(wizard, use_snapshot, &state);
+  return error.empty() ? ToString(ViewOf(state)) : error;
 }
 
 // --- the scripted run
 // ---------------------------------------------------------
-
-NewTask MakeTask(const std::string& type, const std::string& inputs,
-                 int64_t parent, int max_attempts, Origin origin,
-                 bool has_finally = false, int64_t finally_for = 0) {
-  NewTask t;
-  t.type = type;
-  t.inputs = inputs;
-  t.parent_id = parent;
-  t.origin = origin;
-  t.max_attempts = max_attempts;
-  t.has_finally = has_finally;
-  t.finally_for = finally_for;
-  return t;
-}
 
 // Drives the run one call at a time, deciding each call from the state
 // alone, so that after a crash it carries on from whatever was recovered:
@@ -402,7 +272,7 @@ const Reference& GetReference() {
   static const Reference* ref = [] {
     auto* r = new Reference;
     ScratchDir dir;
-    CountingEnv counting(Env::Posix());
+    NoSyncEnv counting;
     FaultInjectionEnv env(&counting);  // no faults
     Driver d(&env, fs::canonical(dir.path()).string());
     while (!d.done()) {
@@ -522,16 +392,29 @@ size_t RunUntilCrash(const Reference& ref, Driver* d,
   return i;
 }
 
+// "crash at op 7: " or "power loss at op 7: ", to prefix failures with.
+std::string CrashContext(bool power_loss, int64_t k) {
+  return std::string(power_loss ? "power loss" : "crash") + " at op " +
+         std::to_string(k) + ": ";
+}
+
+// Leaves in `env`'s files what survives the crash it simulated, and resets
+// it: the page cache survives a process crash; a power loss also drops
+// whatever was not synced.
+Status AfterCrash(FaultInjectionEnv* env, bool power_loss) {
+  if (power_loss) return env->DropUnsyncedData();  // also resets the env
+  env->ResetState();
+  return Status::OK();
+}
+
 void CrashAtEveryOp(bool power_loss) {
   const Reference& ref = GetReference();
   ASSERT_GT(ref.ops, 10);
   for (int64_t k = 1; k <= ref.ops; k++) {
-    const std::string context =
-        std::string(power_loss ? "power loss" : "crash") + " at op " +
-        std::to_string(k) + ": ";
+    const std::string context = CrashContext(power_loss, k);
     ScratchDir dir;
     const std::string install = fs::canonical(dir.path()).string();
-    CountingEnv no_sync(Env::Posix());
+    NoSyncEnv no_sync;
     FaultInjectionEnv env(&no_sync);
     env.SetTornWrites(true);
     env.CrashAtOp(k);
@@ -540,12 +423,8 @@ void CrashAtEveryOp(bool power_loss) {
     ASSERT_TRUE(env.crashed()) << context << "never crashed\n" << d.Calls();
     ASSERT_LT(failed, ref.views.size()) << context;
     d.Abandon();  // the process is gone: no Close
-    if (power_loss) {
-      Status s = env.DropUnsyncedData();  // also resets the env
-      ASSERT_TRUE(s.ok()) << context << s.ToString();
-    } else {
-      env.ResetState();  // the page cache survives a process crash
-    }
+    Status s = AfterCrash(&env, power_loss);
+    ASSERT_TRUE(s.ok()) << context << s.ToString();
     ExpectFilesReadable(install + "/.wizard", context);
     RecoverAndFinish(ref, &d, failed, install + "/.wizard",
                      context + "\n" + d.Calls());
@@ -592,7 +471,7 @@ void IoErrorAtEveryOp(FaultInjectionEnv::OpKind kind) {
                                     " with " + strerror(err) + ": ";
         ScratchDir dir;
         const std::string install = fs::canonical(dir.path()).string();
-        CountingEnv no_sync(Env::Posix());
+        NoSyncEnv no_sync;
         FaultInjectionEnv env(&no_sync);
         env.SetTornWrites(true);
         env.FailOp(kind, n, err, persistent);
@@ -680,9 +559,7 @@ std::vector<std::string> FindAll(const std::string& root,
 TEST(QueueCrashTest, CrashWhileArchivingLosesNothing) {
   for (bool power_loss : {false, true}) {
     for (int64_t k = 1;; k++) {
-      const std::string context =
-          std::string(power_loss ? "power loss" : "crash") + " at op " +
-          std::to_string(k) + ": ";
+      const std::string context = CrashContext(power_loss, k);
       ScratchDir dir;
       const std::string install = fs::canonical(dir.path()).string();
       // Run A, closed cleanly.
@@ -701,7 +578,7 @@ TEST(QueueCrashTest, CrashWhileArchivingLosesNothing) {
         a_snapshot = ReadAll(install + "/.wizard/queue.json");
       }
       // Run B archives it, crashing at op k.
-      CountingEnv no_sync(Env::Posix());
+      NoSyncEnv no_sync;
       FaultInjectionEnv env(&no_sync);
       env.SetTornWrites(true);
       env.CrashAtOp(k);
@@ -714,11 +591,7 @@ TEST(QueueCrashTest, CrashWhileArchivingLosesNothing) {
         break;  // no crash: k is past the last op
       }
       q.reset();
-      if (power_loss) {
-        ASSERT_TRUE(env.DropUnsyncedData().ok()) << context;
-      } else {
-        env.ResetState();
-      }
+      ASSERT_TRUE(AfterCrash(&env, power_loss).ok()) << context;
       // Nothing of run A is ever lost.
       std::vector<std::string> logs =
           FindAll(install + "/.wizard", "audit.jsonl");
@@ -783,9 +656,7 @@ TEST(QueueCrashTest, CrashWhileSettingATornTailAsideLosesNothing) {
 
   for (bool power_loss : {false, true}) {
     for (int64_t k = 1;; k++) {
-      const std::string context =
-          std::string(power_loss ? "power loss" : "crash") + " at op " +
-          std::to_string(k) + ": ";
+      const std::string context = CrashContext(power_loss, k);
       ScratchDir dir;
       const std::string install = fs::canonical(dir.path()).string();
       fs::copy(seed_install + "/.wizard", install + "/.wizard",
@@ -796,7 +667,7 @@ TEST(QueueCrashTest, CrashWhileSettingATornTailAsideLosesNothing) {
       snap.replace(snap.find(seed_install), seed_install.size(), install);
       WriteAll(install + "/.wizard/queue.json", snap);
 
-      CountingEnv no_sync(Env::Posix());
+      NoSyncEnv no_sync;
       FaultInjectionEnv env(&no_sync);
       env.SetTornWrites(true);
       env.CrashAtOp(k);
@@ -808,11 +679,7 @@ TEST(QueueCrashTest, CrashWhileSettingATornTailAsideLosesNothing) {
         break;
       }
       q.reset();
-      if (power_loss) {
-        ASSERT_TRUE(env.DropUnsyncedData().ok()) << context;
-      } else {
-        env.ResetState();
-      }
+      ASSERT_TRUE(AfterCrash(&env, power_loss).ok()) << context;
       const std::string log_now = ReadAll(install + "/.wizard/audit.jsonl");
       // The committed records are intact ...
       EXPECT_EQ(log_now.substr(0, committed), full_log) << context;

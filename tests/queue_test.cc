@@ -23,6 +23,7 @@
 #include "audit/log.h"
 #include "queue/snapshot.h"
 #include "queue/state.h"
+#include "tests/queue_test_util.h"
 #include "tests/test_util.h"
 #include "util/json_writer.h"
 
@@ -30,27 +31,14 @@ namespace wizq {
 namespace {
 
 namespace fs = std::filesystem;
+using test::MakeTask;
 using test::ReadAll;
+using test::ReplayFromDisk;
 using test::ScratchDir;
 using test::WriteAll;
 
 bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
-}
-
-NewTask MakeTask(const std::string& type, const std::string& inputs,
-                 int64_t parent = 0, int max_attempts = 1,
-                 Origin origin = Origin::kSpawned, bool has_finally = false,
-                 int64_t finally_for = 0) {
-  NewTask t;
-  t.type = type;
-  t.inputs = inputs;
-  t.parent_id = parent;
-  t.origin = origin;
-  t.max_attempts = max_attempts;
-  t.has_finally = has_finally;
-  t.finally_for = finally_for;
-  return t;
 }
 
 // The hook task of `owner` (SPEC §2): it attaches to the owner's parent.
@@ -95,24 +83,8 @@ std::string Describe(const QueueState& s) {
 // (when `use_snapshot`), then the audit events after it.
 std::string DescribeFromDisk(const std::string& wizard, bool use_snapshot) {
   QueueState state;
-  uint64_t offset = 0;
-  if (use_snapshot) {
-    SnapshotHeader header;
-    Status s = DecodeSnapshot(wizard + "/queue.json",
-                              ReadAll(wizard + "/queue.json"), &header, &state);
-    if (!s.ok()) return "snapshot: " + s.ToString();
-    offset = header.audit_offset;
-  }
-  const std::string path = wizard + "/audit.jsonl";
-  const std::string data = ReadAll(path).substr(offset);
-  LogParseResult parsed;
-  Status s = ParseLog(path, data, offset, state.last_seq() + 1, &parsed);
-  if (!s.ok()) return "log: " + s.ToString();
-  for (const LogRecord& r : parsed.records) {
-    s = state.ApplyEvent(r.line);
-    if (!s.ok()) return "event: " + s.ToString();
-  }
-  return Describe(state);
+  const std::string error = ReplayFromDisk(wizard, use_snapshot, &state);
+  return error.empty() ? Describe(state) : error;
 }
 
 // The committed lines of a log.

@@ -14,17 +14,16 @@
 // scratch directory, so that a command that did run would leave its traces
 // there (the scripts run in the workflow file's directory).
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <functional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "tests/integration_util.h"
+#include "tests/process_util.h"
 #include "tests/test_util.h"
 
 namespace wizq {
@@ -32,6 +31,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::Json;
+using test::Measured;
+using test::RunMeasured;
 using test::ScratchDir;
 using test::WizqResult;
 
@@ -66,97 +67,6 @@ std::vector<std::string> FindPwned(const std::string& root) {
     }
   }
   return out;
-}
-
-// A process run to its end with its resource usage (wait4).
-struct Measured {
-  bool exited = false;
-  int code = -1;
-  int signal = 0;
-  bool timed_out = false;
-  long maxrss_kb = 0;  // peak resident set size
-  double seconds = 0;
-  std::string out, err;
-};
-
-// Runs `args` ("wizq" = the built binary) with stdout and stderr in files.
-// `in_child` runs in the child before exec (umask, rlimits). `stop`, polled
-// every 2ms, may return true to SIGKILL it early.
-Measured RunMeasured(std::vector<std::string> args,
-                     const std::function<void()>& in_child = nullptr,
-                     const std::function<bool()>& stop = nullptr,
-                     test::Clock::duration timeout = test::kWizqDeadline) {
-  Measured m;
-  if (args[0] == "wizq") args[0] = test::WizqPath();
-  ScratchDir io;
-  const std::string out_path = io.Join("out"), err_path = io.Join("err");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const auto start = test::Clock::now();
-  fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int in = open("/dev/null", O_RDONLY);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(err, 2);
-    for (int fd : {in, out, err}) {
-      if (fd > 2) close(fd);
-    }
-    if (in_child) in_child();
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  EXPECT_GT(pid, 0) << "fork: " << strerror(errno);
-  if (pid <= 0) return m;
-  int status = 0;
-  struct rusage ru = {};
-  bool killed = false;
-  while (true) {
-    const pid_t r = wait4(pid, &status, WNOHANG, &ru);
-    if (r == pid) break;
-    if (!killed && stop && stop()) {
-      kill(pid, SIGKILL);
-      killed = true;
-    } else if (!killed && test::Clock::now() - start > timeout) {
-      m.timed_out = true;
-      kill(pid, SIGKILL);
-      killed = true;
-    }
-    std::this_thread::sleep_for(test::milliseconds(2));
-  }
-  m.seconds = std::chrono::duration<double>(test::Clock::now() - start).count();
-  m.exited = WIFEXITED(status);
-  m.code = m.exited ? WEXITSTATUS(status) : -1;
-  m.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  m.maxrss_kb = ru.ru_maxrss;
-  m.out = test::ReadAll(out_path);
-  m.err = test::ReadAll(err_path);
-  return m;
-}
-
-std::string Describe(const Measured& m) {
-  return "exit " + std::to_string(m.code) + " signal " +
-         std::to_string(m.signal) + (m.timed_out ? " TIMED OUT" : "") +
-         "\n--- stdout:\n" + m.out.substr(0, 2000) + "\n--- stderr:\n" +
-         m.err.substr(0, 2000);
-}
-
-bool UnderSanitizer() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  return true;
-#else
-  return false;
-#endif
-#else
-  return false;
-#endif
 }
 
 int Mode(const std::string& path) {
@@ -428,7 +338,8 @@ TEST_F(SecurityTest, FiftyMegabytesOfStdoutKeepWizqMemoryBounded) {
       "[ memory   ] wizq run, a task printing 50 MiB: peak RSS %ld KiB"
       " (%.2fs)\n",
       m.maxrss_kb, m.seconds);
-  if (UnderSanitizer()) GTEST_SKIP() << "memory figures mean nothing here";
+  if (test::UnderSanitizer())
+    GTEST_SKIP() << "memory figures mean nothing here";
   EXPECT_LT(m.maxrss_kb, kBigStdoutBudgetKb);
 }
 

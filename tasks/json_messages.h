@@ -1,0 +1,34 @@
+// Pieces of the messages wizq writes about the JSON it checks (workflow
+// findings, value_schema violations, invalid responses): the JSON path of
+// an offending value ($.steps[2].next[0], $.env["a b"]), strings quoted as
+// JSON literals, and what was found where something else was expected
+// ("got 5", "got an object").
+//
+// Every function is safe on any bytes (invalid UTF-8 is replaced or
+// escaped, long values are cut) and thread-safe.
+#ifndef WIZQ_TASKS_JSON_MESSAGES_H_
+#define WIZQ_TASKS_JSON_MESSAGES_H_
+
+#include <cstddef>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <string_view>
+
+namespace wizq {
+
+// `s` as a JSON string literal.
+std::string Quote(std::string_view s);
+
+// The path of member `key` of the value at path `base`: base.key when the
+// key is an identifier, else base["key"].
+std::string KeyPath(const std::string& base, const std::string& key);
+
+// The path of element `index` of the array at path `base`: base[index].
+std::string IndexPath(const std::string& base, size_t index);
+
+// "got 5", "got \"x\"", "got an object" -- for type mismatch messages.
+std::string Got(const nlohmann::json& v);
+
+}  // namespace wizq
+
+#endif  // WIZQ_TASKS_JSON_MESSAGES_H_

@@ -1,0 +1,175 @@
+// Helpers of the tests of the durable store (tests/queue_test.cc,
+// tests/queue_crash_test.cc, tests/audit_log_test.cc). Header-only: CMake
+// builds each tests/*_test.cc with tests/test_util.cc only.
+//
+// - NoSyncEnv: the POSIX Env without the real fdatasync/fsync calls, which
+//   counts the operations FaultInjectionEnv::FailOp targets. The tests
+//   repair logs and replay runs hundreds of times, and lose no power in
+//   them (power loss is FaultInjectionEnv's job, which keeps its own account
+//   of what is durable when it runs on top of this one).
+// - MakeTask: a NewTask in one line.
+// - ReplayFromDisk: the state recorded in a `.wizard` rebuilt from its files
+//   without the Queue, to compare with what the Queue says.
+#ifndef WIZQ_TESTS_QUEUE_TEST_UTIL_H_
+#define WIZQ_TESTS_QUEUE_TEST_UTIL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "audit/log.h"
+#include "fs/env.h"
+#include "fs/fault_env.h"
+#include "queue/snapshot.h"
+#include "queue/state.h"
+#include "queue/task.h"
+#include "tests/test_util.h"
+#include "util/status.h"
+
+namespace wizq::test {
+
+// The POSIX Env without real syncs, counting writes, syncs and renames.
+class NoSyncEnv : public Env {
+ public:
+  // Operations of `kind` so far (kSync counts file and directory syncs,
+  // kAny all three kinds).
+  int64_t count(FaultInjectionEnv::OpKind kind) const {
+    switch (kind) {
+      case FaultInjectionEnv::kWrite:
+        return writes_;
+      case FaultInjectionEnv::kSync:
+        return syncs_;
+      case FaultInjectionEnv::kRename:
+        return renames_;
+      default:
+        return writes_ + syncs_ + renames_;
+    }
+  }
+
+  Status NewAppendableFile(const std::string& path,
+                           std::unique_ptr<WritableFile>* result) override {
+    std::unique_ptr<WritableFile> f;
+    WIZQ_RETURN_IF_ERROR(base_->NewAppendableFile(path, &f));
+    *result = std::make_unique<File>(this, std::move(f));
+    return Status::OK();
+  }
+  Status NewWritableFile(const std::string& path,
+                         std::unique_ptr<WritableFile>* result) override {
+    std::unique_ptr<WritableFile> f;
+    WIZQ_RETURN_IF_ERROR(base_->NewWritableFile(path, &f));
+    *result = std::make_unique<File>(this, std::move(f));
+    return Status::OK();
+  }
+  Status ReadFile(const std::string& p, std::string* d) override {
+    return base_->ReadFile(p, d);
+  }
+  Status ReadFileFrom(const std::string& p, uint64_t o,
+                      std::string* d) override {
+    return base_->ReadFileFrom(p, o, d);
+  }
+  bool FileExists(const std::string& p) override {
+    return base_->FileExists(p);
+  }
+  Status GetFileSize(const std::string& p, uint64_t* s) override {
+    return base_->GetFileSize(p, s);
+  }
+  Status TruncateFile(const std::string& p, uint64_t s) override {
+    return base_->TruncateFile(p, s);
+  }
+  Status RenameFile(const std::string& f, const std::string& t) override {
+    renames_++;
+    return base_->RenameFile(f, t);
+  }
+  Status RemoveFile(const std::string& p) override {
+    return base_->RemoveFile(p);
+  }
+  Status CreateDir(const std::string& p, int m) override {
+    return base_->CreateDir(p, m);
+  }
+  Status SyncDir(const std::string& p) override {
+    syncs_++;
+    return FileExists(p) ? Status::OK() : base_->SyncDir(p);
+  }
+  Status ListDir(const std::string& p, std::vector<std::string>* n) override {
+    return base_->ListDir(p, n);
+  }
+  Status LockFile(const std::string& p, bool w,
+                  std::unique_ptr<FileLock>* l) override {
+    return base_->LockFile(p, w, l);
+  }
+  uint64_t NowMicros() override { return base_->NowMicros(); }
+
+ private:
+  class File : public WritableFile {
+   public:
+    File(NoSyncEnv* env, std::unique_ptr<WritableFile> base)
+        : env_(env), base_(std::move(base)) {}
+    Status Append(std::string_view d) override {
+      env_->writes_++;
+      return base_->Append(d);
+    }
+    Status Sync() override {
+      env_->syncs_++;
+      return Status::OK();
+    }
+    Status Truncate(uint64_t s) override { return base_->Truncate(s); }
+    Status Close() override { return base_->Close(); }
+    const std::string& path() const override { return base_->path(); }
+
+   private:
+    NoSyncEnv* env_;
+    std::unique_ptr<WritableFile> base_;
+  };
+
+  Env* const base_ = Env::Posix();
+  int64_t writes_ = 0, syncs_ = 0, renames_ = 0;
+};
+
+// A NewTask; what is not given is as NewTask's defaults.
+inline NewTask MakeTask(const std::string& type, const std::string& inputs,
+                        int64_t parent = 0, int max_attempts = 1,
+                        Origin origin = Origin::kSpawned,
+                        bool has_finally = false, int64_t finally_for = 0) {
+  NewTask t;
+  t.type = type;
+  t.inputs = inputs;
+  t.parent_id = parent;
+  t.origin = origin;
+  t.max_attempts = max_attempts;
+  t.has_finally = has_finally;
+  t.finally_for = finally_for;
+  return t;
+}
+
+// Rebuilds into *state (which must be fresh) the state recorded in `wizard`:
+// queue.json (when `use_snapshot`), then the audit events after it, or the
+// whole log. Returns "" on success, else what failed ("snapshot: ...",
+// "log: ..." or "event: ...").
+inline std::string ReplayFromDisk(const std::string& wizard, bool use_snapshot,
+                                  QueueState* state) {
+  uint64_t offset = 0;
+  if (use_snapshot) {
+    SnapshotHeader header;
+    Status s = DecodeSnapshot(wizard + "/queue.json",
+                              ReadAll(wizard + "/queue.json"), &header, state);
+    if (!s.ok()) return "snapshot: " + s.ToString();
+    offset = header.audit_offset;
+  }
+  const std::string path = wizard + "/audit.jsonl";
+  const std::string data = ReadAll(path).substr(offset);
+  LogParseResult parsed;
+  Status s = ParseLog(path, data, offset, state->last_seq() + 1, &parsed);
+  if (!s.ok()) return "log: " + s.ToString();
+  for (const LogRecord& r : parsed.records) {
+    s = state->ApplyEvent(r.line);
+    if (!s.ok()) return "event: " + s.ToString();
+  }
+  return "";
+}
+
+}  // namespace wizq::test
+
+#endif  // WIZQ_TESTS_QUEUE_TEST_UTIL_H_
