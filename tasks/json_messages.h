@@ -4,8 +4,8 @@
 // JSON literals, and what was found where something else was expected
 // ("got 5", "got an object").
 //
-// Every function is safe on any bytes (invalid UTF-8 is replaced or
-// escaped, long values are cut) and thread-safe.
+// Every function is thread-safe and safe on any bytes: invalid UTF-8 is
+// replaced, and Got cuts long values.
 #ifndef WIZQ_TASKS_JSON_MESSAGES_H_
 #define WIZQ_TASKS_JSON_MESSAGES_H_
 
