@@ -21,6 +21,7 @@
 #include "audit/log_format.h"
 #include "queue/snapshot.h"
 #include "queue/state.h"
+#include "util/canonical_json.h"
 #include "util/status.h"
 
 namespace wizq::fuzz {
@@ -168,6 +169,12 @@ inline void CheckSnapshotRoundTrip(const QueueState& state,
   FUZZ_CHECK(header.audit_offset == audit_offset, "audit_offset");
   FUZZ_CHECK(header.seq == state.last_seq(), "seq");
   CheckStateInvariants(again);
+  for (const Task& t : again.tasks()) {
+    std::string canonical;
+    FUZZ_CHECK(CanonicalizeJson(t.inputs, &canonical).ok(),
+               "task " + std::to_string(t.id) + " has inputs that are not "
+               "JSON: " + t.inputs);
+  }
   const std::string before = Describe(state), after = Describe(again);
   FUZZ_CHECK(before == after, "the snapshot changed the state:\n--- live\n" +
                                   before + "--- decoded\n" + after);

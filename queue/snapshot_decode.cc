@@ -5,6 +5,7 @@
 
 #include "queue/json_util.h"
 #include "queue/snapshot.h"
+#include "util/canonical_json.h"
 #include "util/utf8.h"
 
 namespace wizq {
@@ -28,6 +29,7 @@ class SnapshotDecoder {
   error_code ReadTasks(value v, QueueState* state);
   error_code ReadTask(object obj, Task* t);
   error_code ReadTaskField(std::string_view key, value v, Task* t);
+  error_code RawJsonChecked(value v, std::string_view* out);
   Status Error(error_code err) const;
   size_t StageOneOffset(error_code err) const;
 
@@ -88,6 +90,22 @@ Status SnapshotDecoder::Error(error_code err) const {
       path_ + ": " + what + where + " (in " + context_ +
       "). The snapshot cannot be read; it was left untouched. Move the "
       ".wizard directory aside to start over, or restore the file");
+}
+
+// The exact text of a task's inputs. simdjson's On-Demand API checks only
+// the structure of an object or array it skips over, so `{"a":tru}` or
+// `[1,,2]` would pass, and queue.json has no checksum: the text is checked
+// with the rule dedup keys use (every task's inputs passed it when it was
+// submitted). The run's input and workflow are not: the input is only
+// shown, and the workflow is parsed again when the run resumes.
+error_code SnapshotDecoder::RawJsonChecked(value v, std::string_view* out) {
+  error_code err = RawJson(v, out);
+  std::string unused;
+  if (!err && !CanonicalizeJson(*out, &unused).ok()) {
+    problem_ = "not valid JSON";
+    return simdjson::INCORRECT_TYPE;
+  }
+  return err;
 }
 
 Status SnapshotDecoder::Decode(SnapshotHeader* header, QueueState* state) {
@@ -175,6 +193,11 @@ error_code SnapshotDecoder::ReadTop(std::string_view key, value v,
     err = v.get_int64().get(run->finished_ms);
   } else if (key == "resumes") {
     err = v.get_int64().get(n);
+    // An int, with room for one more resume.
+    if (!err && (n < 0 || n >= std::numeric_limits<int>::max())) {
+      problem_ = "resumes " + std::to_string(n) + " is out of range";
+      return simdjson::INCORRECT_TYPE;
+    }
     run->resumes = static_cast<int>(n);
   } else if (key == "input") {
     err = RawJson(v, &s);
@@ -241,7 +264,7 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
     err = v.get_string().get(s);
     t->type = s;
   } else if (key == "inputs") {
-    err = RawJson(v, &s);
+    err = RawJsonChecked(v, &s);
     t->inputs = s;
   } else if (key == "state") {
     err = v.get_string().get(s);
@@ -286,6 +309,10 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
       object e;
       err = v.get_object().get(e);
       if (!err) err = e["reason"].get_string().get(s);
+      if (!err && s.empty()) {
+        problem_ = "an error needs a reason";
+        return simdjson::INCORRECT_TYPE;
+      }
       t->error_reason = s;
       if (!err) err = e["message"].get_string().get(s);
       t->error_message = s;

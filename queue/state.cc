@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "queue/json_util.h"
+#include "util/canonical_json.h"
 
 namespace wizq {
 
@@ -47,6 +48,15 @@ struct QueueState::Event {
 namespace {
 
 using simdjson::ondemand::value;
+
+// A task's inputs, kept as text. RawJson checks only the structure of an
+// object or array (simdjson's On-Demand API skips over its values), so the
+// text is checked with the rule dedup keys use, as the snapshot decoder
+// does (queue/snapshot_decode.cc).
+bool IsJson(std::string_view json) {
+  std::string unused;
+  return CanonicalizeJson(json, &unused).ok();
+}
 
 // Attempt counts are ints with room for one more attempt (a claim adds 1).
 bool AttemptsInRange(int64_t n) {
@@ -164,6 +174,9 @@ Status QueueState::ApplySubmitted(const Event& e) {
   if (e.type.empty() || e.inputs.empty()) {
     return Status::Corruption("a task needs a type and inputs");
   }
+  if (!IsJson(e.inputs)) {
+    return Status::Corruption("inputs are not valid JSON");
+  }
   if (e.id != next_task_id()) {
     return Status::Corruption("task id " + std::to_string(e.id) +
                               " submitted where " +
@@ -237,6 +250,7 @@ Status QueueState::ApplyCompleted(const Event& e) {
 Status QueueState::ApplyFailed(const Event& e) {
   Task* t = MutableFind(e.id);
   WIZQ_RETURN_IF_ERROR(RequireState(t, e.id, TaskState::kInProgress, "failure"));
+  if (e.reason.empty()) return Status::Corruption("a failure needs a reason");
   t->error_reason = e.reason;
   t->error_message = e.message;
   t->updated_ms = e.ts;
@@ -249,6 +263,7 @@ Status QueueState::ApplyFailed(const Event& e) {
 Status QueueState::ApplyReset(const Event& e) {
   Task* t = MutableFind(e.id);
   WIZQ_RETURN_IF_ERROR(RequireState(t, e.id, TaskState::kInProgress, "reset"));
+  if (e.reason.empty()) return Status::Corruption("a reset needs a reason");
   t->error_reason = e.reason;
   t->error_message = e.message;
   t->updated_ms = e.ts;
