@@ -71,8 +71,8 @@ bool LineChecksumOk(std::string_view line) {
   std::string_view hex = suffix.substr(log_format::kCrcPrefix.size(), 8);
   auto r = std::from_chars(hex.data(), hex.data() + hex.size(), stored, 16);
   if (r.ec != std::errc() || r.ptr != hex.data() + hex.size()) return false;
-  return stored == Crc32(line.substr(0, line.size() -
-                                            log_format::kCrcSuffixLength));
+  return stored ==
+         Crc32(line.substr(0, line.size() - log_format::kCrcSuffixLength));
 }
 
 Status ParseLog(const std::string& path, std::string_view data,
@@ -97,17 +97,18 @@ Status ParseLog(const std::string& path, std::string_view data,
       return Status::Corruption(OffsetMessage(path, bad_offset, bad_what));
     }
     if (good && expected_seq != 0 && seq != expected_seq) {
-      return Status::Corruption(OffsetMessage(
-          path, offset,
-          "seq " + std::to_string(seq) + " where " +
-              std::to_string(expected_seq) + " was expected"));
+      return Status::Corruption(
+          OffsetMessage(path, offset,
+                        "seq " + std::to_string(seq) + " where " +
+                            std::to_string(expected_seq) + " was expected"));
     }
     if (!good) {
       if (!have_bad) {
         have_bad = true;
         bad_offset = offset;
-        bad_what = "a line that is not a valid audit record (bad checksum "
-                   "or format)";
+        bad_what =
+            "a line that is not a valid audit record (bad checksum "
+            "or format)";
       }
     } else {
       result->records.push_back({seq, offset, line});

@@ -25,9 +25,9 @@ class JsonWriter;
 // One committed line of the log.
 struct LogRecord {
   int64_t seq = 0;
-  uint64_t offset = 0;     // byte offset of the line in the file
-  std::string_view line;   // without the trailing newline; points into the
-                           // buffer given to ParseLog
+  uint64_t offset = 0;    // byte offset of the line in the file
+  std::string_view line;  // without the trailing newline; points into the
+                          // buffer given to ParseLog
 };
 
 struct LogParseResult {

@@ -98,13 +98,14 @@ int PrintStatus(const std::string& install_dir, bool json) {
   std::printf("run %s  %s\ninstall dir %s\nstarted %s, resumed %d time(s)\n",
               r.run_id.c_str(), RunStatusName(r.status), r.install_dir.c_str(),
               FormatTime(r.started_ms).c_str(), r.resumes);
-  std::printf("tasks: %lld total, %lld done, %lld in progress, %lld pending, "
-              "%lld failed\n\n",
-              static_cast<long long>(st.total()),
-              static_cast<long long>(st.count(TaskState::kDone)),
-              static_cast<long long>(st.count(TaskState::kInProgress)),
-              static_cast<long long>(st.count(TaskState::kPending)),
-              static_cast<long long>(st.count(TaskState::kFailed)));
+  std::printf(
+      "tasks: %lld total, %lld done, %lld in progress, %lld pending, "
+      "%lld failed\n\n",
+      static_cast<long long>(st.total()),
+      static_cast<long long>(st.count(TaskState::kDone)),
+      static_cast<long long>(st.count(TaskState::kInProgress)),
+      static_cast<long long>(st.count(TaskState::kPending)),
+      static_cast<long long>(st.count(TaskState::kFailed)));
   for (const Task& t : st.tasks()) {
     if (t.parent_id == 0) PrintTree(st, t, 0);
   }

@@ -131,22 +131,38 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
 
   RunArgs run;
-  CLI::App* run_cmd = app.add_subcommand("run", "Run, resume or join a workflow run");
+  CLI::App* run_cmd =
+      app.add_subcommand("run", "Run, resume or join a workflow run");
   run_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
-  run_cmd->add_option("WORKFLOW", run.options.workflow_path, "Workflow file (JSON or JSONC)")->required();
-  run_cmd->add_option("--dir", run.options.install_dir, "Install directory (default: .)");
-  auto* input = run_cmd->add_option("--input", run.options.input_json, "Entry input (JSON)");
-  run_cmd->add_option("--input-file", run.input_file, "Read the entry input from a file")->excludes(input);
-  run_cmd->add_option("--jobs,-j", run.options.jobs, "Tasks run at once by this process")->check(IntegerIn(1, 1024));
-  run_cmd->add_option("--run-id", run.options.run_id, "Run id (default: derived from workflow and input)");
-  run_cmd->add_flag("--fresh", run.options.fresh, "Archive an existing run and start over");
+  run_cmd
+      ->add_option("WORKFLOW", run.options.workflow_path,
+                   "Workflow file (JSON or JSONC)")
+      ->required();
+  run_cmd->add_option("--dir", run.options.install_dir,
+                      "Install directory (default: .)");
+  auto* input = run_cmd->add_option("--input", run.options.input_json,
+                                    "Entry input (JSON)");
+  run_cmd
+      ->add_option("--input-file", run.input_file,
+                   "Read the entry input from a file")
+      ->excludes(input);
+  run_cmd
+      ->add_option("--jobs,-j", run.options.jobs,
+                   "Tasks run at once by this process")
+      ->check(IntegerIn(1, 1024));
+  run_cmd->add_option("--run-id", run.options.run_id,
+                      "Run id (default: derived from workflow and input)");
+  run_cmd->add_flag("--fresh", run.options.fresh,
+                    "Archive an existing run and start over");
   run_cmd->add_flag("--json", run.json, "NDJSON events on stdout");
   run_cmd->add_flag("--quiet,-q", run.quiet, "No progress output");
 
   std::string dir = ".";
   bool json = false;
-  CLI::App* status_cmd = app.add_subcommand("status", "Show a run's summary and task tree");
-  status_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
+  CLI::App* status_cmd =
+      app.add_subcommand("status", "Show a run's summary and task tree");
+  status_cmd->set_version_flag("--version",
+                               std::string("wizq ") + WIZQ_VERSION);
   status_cmd->add_option("--dir", dir, "Install directory (default: .)");
   status_cmd->add_flag("--json", json, "JSON output");
 
@@ -154,15 +170,19 @@ int Main(int argc, char** argv) {
   CLI::App* log_cmd = app.add_subcommand("log", "Show the audit log");
   log_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
   log_cmd->add_option("--dir", dir, "Install directory (default: .)");
-  log_cmd->add_option("--task", task_id, "Only this task's events")->check(IntegerIn(1, INT64_MAX));
+  log_cmd->add_option("--task", task_id, "Only this task's events")
+      ->check(IntegerIn(1, INT64_MAX));
   log_cmd->add_flag("--json", json, "The raw JSON lines");
 
   std::string workflow;
-  CLI::App* validate_cmd = app.add_subcommand("validate", "Check a workflow file");
-  validate_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
+  CLI::App* validate_cmd =
+      app.add_subcommand("validate", "Check a workflow file");
+  validate_cmd->set_version_flag("--version",
+                                 std::string("wizq ") + WIZQ_VERSION);
   validate_cmd->add_option("WORKFLOW", workflow, "Workflow file")->required();
 
-  CLI::App* agent_cmd = app.add_subcommand("agent", "Agent protocol for Pool steps (not yet available)");
+  CLI::App* agent_cmd = app.add_subcommand(
+      "agent", "Agent protocol for Pool steps (not yet available)");
   agent_cmd->allow_extras();
   agent_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
 
@@ -193,8 +213,9 @@ int Main(int argc, char** argv) {
   if (*status_cmd) return PrintStatus(dir, json);
   if (*log_cmd) return PrintLog(dir, task_id, json);
   if (*validate_cmd) return DoValidate(workflow);
-  std::fprintf(stderr, "wizq agent: Pool steps and the agent protocol are not "
-                       "available in this version\n");
+  std::fprintf(stderr,
+               "wizq agent: Pool steps and the agent protocol are not "
+               "available in this version\n");
   return kExitInvalid;
 }
 

@@ -11,7 +11,8 @@ std::string Counts(const Progress& p) {
   char buf[160];
   std::snprintf(buf, sizeof(buf),
                 "%lld done, %lld running, %lld pending, %lld failed (%.1fs)",
-                static_cast<long long>(p.done), static_cast<long long>(p.running),
+                static_cast<long long>(p.done),
+                static_cast<long long>(p.running),
                 static_cast<long long>(p.pending),
                 static_cast<long long>(p.failed), p.elapsed_ms / 1000.0);
   return buf;
@@ -25,11 +26,16 @@ std::string TaskLabel(const Task& t) {
 
 const char* ActionName(OpenAction a) {
   switch (a) {
-    case OpenAction::kStartedFresh: return "started";
-    case OpenAction::kResumed: return "resumed";
-    case OpenAction::kJoined: return "joined";
-    case OpenAction::kFinished: return "finished";
-    case OpenAction::kReadOnly: return "read_only";
+    case OpenAction::kStartedFresh:
+      return "started";
+    case OpenAction::kResumed:
+      return "resumed";
+    case OpenAction::kJoined:
+      return "joined";
+    case OpenAction::kFinished:
+      return "finished";
+    case OpenAction::kReadOnly:
+      return "read_only";
   }
   return "?";
 }
@@ -72,8 +78,7 @@ class Printer : public RunObserver {
                            : ""));
         break;
       case OpenAction::kJoined:
-        Line("joined live run " + run_id + " as another worker: " +
-             Counts(p));
+        Line("joined live run " + run_id + " as another worker: " + Counts(p));
         break;
       case OpenAction::kFinished:
         Line("run " + run_id + " has already finished: " + Counts(p) +

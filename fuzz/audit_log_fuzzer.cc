@@ -29,11 +29,12 @@ void CheckParse(std::string_view data, uint64_t base, int64_t expected_seq,
   uint64_t last_end = base;
   int64_t prev = 0;
   for (const LogRecord& rec : r.records) {
-    FUZZ_CHECK(rec.line.data() >= data.data() &&
-                   rec.line.data() + rec.line.size() < data.data() + data.size(),
-               "a record outside the input");
-    FUZZ_CHECK(rec.offset == base + static_cast<uint64_t>(rec.line.data() -
-                                                           data.data()),
+    FUZZ_CHECK(
+        rec.line.data() >= data.data() &&
+            rec.line.data() + rec.line.size() < data.data() + data.size(),
+        "a record outside the input");
+    FUZZ_CHECK(rec.offset ==
+                   base + static_cast<uint64_t>(rec.line.data() - data.data()),
                "record offset");
     FUZZ_CHECK(rec.offset >= last_end, "records overlap");
     FUZZ_CHECK(data[rec.offset - base + rec.line.size()] == '\n',

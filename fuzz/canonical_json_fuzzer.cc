@@ -1,4 +1,5 @@
-// Fuzz target: canonical JSON, the text dedup keys hash (util/canonical_json.h).
+// Fuzz target: canonical JSON, the text dedup keys hash
+// (util/canonical_json.h).
 //
 // Any bytes: CanonicalizeJson returns InvalidArgument or a canonical text.
 // Properties of an accepted input:
@@ -27,8 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   std::string again;
   s = CanonicalizeJson(out, &again);
-  FUZZ_CHECK(s.ok(), "canonical output does not canonicalize: " +
-                         s.ToString() + "\n" + out);
+  FUZZ_CHECK(s.ok(), "canonical output does not canonicalize: " + s.ToString() +
+                         "\n" + out);
   FUZZ_CHECK(again == out, "not idempotent:\n" + out + "\n" + again);
 
   simdjson::dom::parser parser;

@@ -34,8 +34,8 @@ namespace wizq::fuzz {
   std::abort();
 }
 
-#define FUZZ_CHECK(cond, msg)                                  \
-  do {                                                         \
+#define FUZZ_CHECK(cond, msg)                                          \
+  do {                                                                 \
     if (!(cond)) ::wizq::fuzz::Fail(__FILE__, __LINE__, #cond, (msg)); \
   } while (0)
 
@@ -63,8 +63,8 @@ inline void CheckStateInvariants(const QueueState& state) {
   for (size_t i = 0; i < tasks.size(); i++) {
     const Task& t = tasks[i];
     const std::string who = "task " + std::to_string(t.id);
-    FUZZ_CHECK(t.id == static_cast<int64_t>(i) + 1, who + " at index " +
-                                                        std::to_string(i));
+    FUZZ_CHECK(t.id == static_cast<int64_t>(i) + 1,
+               who + " at index " + std::to_string(i));
     FUZZ_CHECK(state.Find(t.id) == &t, who);
     FUZZ_CHECK(t.parent_id >= 0 && t.parent_id < t.id, who + " parent");
     FUZZ_CHECK(t.finally_for >= 0 && t.finally_for < t.id, who + " owner");
@@ -93,9 +93,9 @@ inline void CheckStateInvariants(const QueueState& state) {
   }
   int64_t sum = 0;
   for (int s = 0; s < 4; s++) {
-    FUZZ_CHECK(state.count(static_cast<TaskState>(s)) == counts[s],
-               "count of " + std::string(TaskStateName(
-                                 static_cast<TaskState>(s))));
+    FUZZ_CHECK(
+        state.count(static_cast<TaskState>(s)) == counts[s],
+        "count of " + std::string(TaskStateName(static_cast<TaskState>(s))));
     sum += counts[s];
   }
   FUZZ_CHECK(sum == state.total(), "counts do not add up");
@@ -103,15 +103,15 @@ inline void CheckStateInvariants(const QueueState& state) {
   FUZZ_CHECK(state.in_progress() == in_progress, "in_progress index");
   for (int64_t id : state.hooks_due()) {
     const Task* t = state.Find(id);
-    FUZZ_CHECK(t != nullptr && t->state == TaskState::kDone &&
-                   t->has_finally && t->finally_task == 0,
+    FUZZ_CHECK(t != nullptr && t->state == TaskState::kDone && t->has_finally &&
+                   t->finally_task == 0,
                "hooks_due holds task " + std::to_string(id));
   }
   FUZZ_CHECK(state.next_task_id() == state.total() + 1, "next_task_id");
   if (state.AllSettled()) {
     for (const Task& t : tasks) {
-      FUZZ_CHECK(t.terminal(), "AllSettled with task " +
-                                   std::to_string(t.id) + " not finished");
+      FUZZ_CHECK(t.terminal(), "AllSettled with task " + std::to_string(t.id) +
+                                   " not finished");
     }
   }
 }
@@ -135,9 +135,9 @@ inline std::string Describe(const QueueState& state) {
                     run.wizq_version + "\ninput " + RawOrNull(run.entry_input) +
                     "\nworkflow " + RawOrNull(run.workflow) + "\n";
   for (const Task& t : state.tasks()) {
-    out += std::to_string(t.id) + " " + t.type + " " + RawOrNull(t.inputs) + " " +
-           TaskStateName(t.state) + " a" + std::to_string(t.attempts) + "/" +
-           std::to_string(t.max_attempts) + " p" +
+    out += std::to_string(t.id) + " " + t.type + " " + RawOrNull(t.inputs) +
+           " " + TaskStateName(t.state) + " a" + std::to_string(t.attempts) +
+           "/" + std::to_string(t.max_attempts) + " p" +
            std::to_string(t.parent_id) + " " + OriginName(t.origin) + " " +
            t.dedup_key + " by " + t.claimed_by + " err " + t.error_reason +
            ":" + t.error_message + " f" + std::to_string(t.has_finally) +
@@ -172,8 +172,10 @@ inline void CheckSnapshotRoundTrip(const QueueState& state,
   for (const Task& t : again.tasks()) {
     std::string canonical;
     FUZZ_CHECK(CanonicalizeJson(t.inputs, &canonical).ok(),
-               "task " + std::to_string(t.id) + " has inputs that are not "
-               "JSON: " + t.inputs);
+               "task " + std::to_string(t.id) +
+                   " has inputs that are not "
+                   "JSON: " +
+                   t.inputs);
   }
   const std::string before = Describe(state), after = Describe(again);
   FUZZ_CHECK(before == after, "the snapshot changed the state:\n--- live\n" +

@@ -72,7 +72,8 @@ class MemEnv : public Env {
       files_[to] = std::move(data);
       return Status::OK();
     }
-    if (dirs_.count(from) == 0) return Status::NotFound(from + ": no such file");
+    if (dirs_.count(from) == 0)
+      return Status::NotFound(from + ": no such file");
     // A directory: move it and everything below it.
     const std::string prefix = from + "/";
     std::map<std::string, std::string> moved_files;
@@ -99,7 +100,8 @@ class MemEnv : public Env {
     return Status::OK();
   }
   Status RemoveFile(const std::string& path) override {
-    if (files_.erase(path) == 0) return Status::NotFound(path + ": no such file");
+    if (files_.erase(path) == 0)
+      return Status::NotFound(path + ": no such file");
     return Status::OK();
   }
   Status CreateDir(const std::string& path, int) override {

@@ -59,9 +59,8 @@ bool PlainPath(const std::string& p) {
   }
   return p.find("//") == std::string::npos &&
          p.find("/./") == std::string::npos &&
-         p.find("/../") == std::string::npos &&
-         !EndsWith(p, "/.") && !EndsWith(p, "/..") && p != kInstallDir &&
-         p.rfind("/fz/", 0) != 0;
+         p.find("/../") == std::string::npos && !EndsWith(p, "/.") &&
+         !EndsWith(p, "/..") && p != kInstallDir && p.rfind("/fz/", 0) != 0;
 }
 
 // Moves kInstallDir to `to` (creating its parents).
@@ -102,8 +101,7 @@ std::map<std::string, std::string> FilesWithoutLocks(
 
 // Opens read-only; on success returns the state as Describe() prints it.
 bool ReadState(fuzz::MemEnv& env, const std::string& install_dir,
-               std::string* described, Status* status,
-               RunInfo* run = nullptr) {
+               std::string* described, Status* status, RunInfo* run = nullptr) {
   QueueOptions options;
   options.env = &env;
   options.install_dir = install_dir;
@@ -218,7 +216,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                           "/fz/.wizard/tasks"}) {
     env.AddDir(dir);
   }
-  if (!snapshot.empty()) env.files()[std::string(kWizard) + "/queue.json"] = snapshot;
+  if (!snapshot.empty())
+    env.files()[std::string(kWizard) + "/queue.json"] = snapshot;
   if (!log.empty()) env.files()[std::string(kWizard) + "/audit.jsonl"] = log;
 
   // 1. A reader.
@@ -282,9 +281,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string seen;
   FUZZ_CHECK(ReadState(env, install_dir, &seen, &s),
              "a run the worker left cannot be read: " + s.ToString());
-  FUZZ_CHECK(seen == expected, "after a crash the reader sees another "
-                               "state:\n--- worker\n" + expected +
-                                   "--- reader\n" + seen);
+  FUZZ_CHECK(seen == expected,
+             "after a crash the reader sees another "
+             "state:\n--- worker\n" +
+                 expected + "--- reader\n" + seen);
 
   // 3. A worker that resumes the run and closes.
   {
@@ -306,9 +306,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   FUZZ_CHECK(ReadState(env, install_dir, &seen, &s),
              "a closed run cannot be read: " + s.ToString());
-  FUZZ_CHECK(seen == expected, "after Close the reader sees another "
-                               "state:\n--- worker\n" + expected +
-                                   "--- reader\n" + seen);
+  FUZZ_CHECK(seen == expected,
+             "after Close the reader sees another "
+             "state:\n--- worker\n" +
+                 expected + "--- reader\n" + seen);
   FUZZ_CHECK(env.files().count(install_dir + "/.wizard/queue.json"),
              "no snapshot after Close");
   return 0;

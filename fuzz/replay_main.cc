@@ -73,8 +73,7 @@ int main(int argc, char** argv) {
     }
     std::string data((std::istreambuf_iterator<char>(in)),
                      std::istreambuf_iterator<char>());
-    std::fprintf(stderr, "running %s (%zu bytes)\n", path.c_str(),
-                 data.size());
+    std::fprintf(stderr, "running %s (%zu bytes)\n", path.c_str(), data.size());
     // A copy on the heap of exactly the input's size, as libFuzzer passes
     // it, so that an overread is caught under AddressSanitizer.
     std::vector<uint8_t> buf(data.begin(), data.end());

@@ -103,10 +103,10 @@ void CheckStable(const Workflow& wf, const Step* from,
                          "\n" + again);
   FUZZ_CHECK(out.size() == tasks.size(), "task count changed");
   for (size_t i = 0; i < out.size(); i++) {
-    FUZZ_CHECK(out[i].kind == tasks[i].kind &&
-                   out[i].value_json == tasks[i].value_json,
-               "task changed: " + tasks[i].value_json + " -> " +
-                   out[i].value_json);
+    FUZZ_CHECK(
+        out[i].kind == tasks[i].kind &&
+            out[i].value_json == tasks[i].value_json,
+        "task changed: " + tasks[i].value_json + " -> " + out[i].value_json);
   }
 }
 

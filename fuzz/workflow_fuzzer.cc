@@ -44,10 +44,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                "max_retries out of range");
     FUZZ_CHECK(step.options.max_concurrency >= 1, "max_concurrency < 1");
     if (step.options.timeout_seconds) {
-      FUZZ_CHECK(*step.options.timeout_seconds > 0 &&
-                     *step.options.timeout_seconds <=
-                         StepOptions::kMaxTimeoutSeconds,
-                 "timeout out of range");
+      FUZZ_CHECK(
+          *step.options.timeout_seconds > 0 &&
+              *step.options.timeout_seconds <= StepOptions::kMaxTimeoutSeconds,
+          "timeout out of range");
     }
   }
 
@@ -60,8 +60,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  thawed->frozen_json());
 
   static const char* const kValues[] = {
-      "{}", "null", "[1,\"x\",{}]", "\"2024-02-29T12:00:00Z\"",
-      "{\"file\":\"a.txt\",\"n\":3,\"name\":\"x\",\"i\":-1}", "1e308"};
+      "{}",
+      "null",
+      "[1,\"x\",{}]",
+      "\"2024-02-29T12:00:00Z\"",
+      "{\"file\":\"a.txt\",\"n\":3,\"name\":\"x\",\"i\":-1}",
+      "1e308"};
   size_t checked = 0;
   for (const Step& step : wf->steps()) {
     if (checked++ == 16) break;  // keep each input cheap

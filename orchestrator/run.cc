@@ -59,8 +59,10 @@ static Status PrepareRun(const RunOptions& options,
                          std::unique_ptr<Workflow>* workflow,
                          std::string* input) {
   std::vector<Finding> findings;
-  WIZQ_RETURN_IF_ERROR(Workflow::Load(options.workflow_path, workflow, &findings));
-  const std::string raw = options.input_json.empty() ? "{}" : options.input_json;
+  WIZQ_RETURN_IF_ERROR(
+      Workflow::Load(options.workflow_path, workflow, &findings));
+  const std::string raw =
+      options.input_json.empty() ? "{}" : options.input_json;
   // Validated in canonical form (1.0 is the integer 1, as JSON Schema
   // says); when it does not even parse, the workflow's parser says where.
   Status c = CanonicalizeJson(raw, input);

@@ -32,13 +32,13 @@ enum ExitCode {
 
 struct RunOptions {
   std::string workflow_path;
-  std::string install_dir = ".";     // created if missing
-  std::string input_json;            // empty: {}
-  std::string run_id;                // empty: derived from workflow + input
-  int jobs = 0;                      // 0: the workflow's max_concurrency
+  std::string install_dir = ".";  // created if missing
+  std::string input_json;         // empty: {}
+  std::string run_id;             // empty: derived from workflow + input
+  int jobs = 0;                   // 0: the workflow's max_concurrency
   bool fresh = false;
   std::string wizq_version;
-  Env* env = nullptr;                // nullptr: Env::Posix()
+  Env* env = nullptr;  // nullptr: Env::Posix()
 };
 
 // Runs (or resumes, or joins) the run and returns its exit code. Errors are

@@ -236,7 +236,8 @@ Status RunLoop::Harvest(bool block) {
   }
   CommitResult r = inflight_.get();
   if (r.status.ok() && !r.claimed.empty()) CrashPoint("run.after_claim_commit");
-  if (r.status.ok() && !r.finished.empty()) CrashPoint("run.after_result_commit");
+  if (r.status.ok() && !r.finished.empty())
+    CrashPoint("run.after_result_commit");
   const double took = static_cast<double>(MonotonicMs() - commit_started_ms_);
   commit_ms_ = commit_ms_ == 0 ? took : 0.8 * commit_ms_ + 0.2 * took;
   if (!r.status.ok()) {
@@ -295,18 +296,17 @@ void RunLoop::MaybeLaunchCommit() {
     const double per_commit = jobs_ * commit_ms_ / task_ms_;
     lookahead_ = per_commit < 0.5
                      ? 0
-                     : std::clamp(static_cast<int>(2 * per_commit + 0.5),
-                                  jobs_, kMaxLookaheadPerJob * jobs_);
+                     : std::clamp(static_cast<int>(2 * per_commit + 0.5), jobs_,
+                                  kMaxLookaheadPerJob * jobs_);
   }
   commit_started_ms_ = MonotonicMs();
   if (!outcomes_.empty()) CrashPoint("run.before_result_commit");
   std::vector<Outcome> batch;
   batch.swap(outcomes_);
-  inflight_ = std::async(std::launch::async,
-                         [this, b = std::move(batch), want, per_step]() mutable {
-                           return Commit(std::move(b), std::max(0, want),
-                                         std::move(per_step));
-                         });
+  inflight_ = std::async(std::launch::async, [this, b = std::move(batch), want,
+                                              per_step]() mutable {
+    return Commit(std::move(b), std::max(0, want), std::move(per_step));
+  });
 }
 
 Status RunLoop::CollectResults() {
@@ -353,7 +353,8 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
                                   txn.state().in_progress().end());
   WIZQ_RETURN_IF_ERROR(txn.ResetDeadWorkers(&reset, &lost));
   for (int64_t id : held) {
-    if (txn.state().Find(id)->state == TaskState::kFailed) r->lost.push_back(id);
+    if (txn.state().Find(id)->state == TaskState::kFailed)
+      r->lost.push_back(id);
   }
   if (reset + lost > 0) {
     r->notes.push_back("put back " + std::to_string(reset) +
@@ -460,8 +461,8 @@ Status RunLoop::StartTask(const Task& task) {
   const std::string& run_id = config_.run_id;
   // Stable across attempts and resumes of this run; a --fresh run of the
   // same run id gets new keys (its start time differs).
-  const std::string key = run_id + "-" + std::to_string(run_started_ms_) +
-                          "-" + std::to_string(task.id);
+  const std::string key = run_id + "-" + std::to_string(run_started_ms_) + "-" +
+                          std::to_string(task.id);
   spec.env = {{"WIZQ_RUN_ID", run_id},
               {"WIZQ_TASK_ID", std::to_string(task.id)},
               {"WIZQ_ATTEMPT", std::to_string(task.attempts)},
@@ -503,8 +504,8 @@ Outcome RunLoop::Judge(const Task& task, const CommandResult& result) const {
       o.retryable = step == nullptr || step->options.retry_on_timeout;
       break;
   }
-  const std::string tail = StderrTail(TaskDir(task.id) + "/" +
-                                      std::to_string(task.attempts) + ".stderr");
+  const std::string tail = StderrTail(
+      TaskDir(task.id) + "/" + std::to_string(task.attempts) + ".stderr");
   if (!tail.empty()) o.message += "; stderr: " + tail;
   return o;
 }
@@ -586,9 +587,10 @@ Status RunLoop::StopAndRelease(const std::string& reason) {
     s = queue_->Transact([&](Txn& txn) {
       for (const Outcome& o : outcomes_) {
         const Task* t = txn.state().Find(o.id);
-        Status rs = o.success ? txn.Complete(o.id, o.children, nullptr)
-                              : txn.Fail(o.id, o.reason, o.message, o.retryable,
-                                         BackoffMs(t ? t->attempts : 1), nullptr);
+        Status rs = o.success
+                        ? txn.Complete(o.id, o.children, nullptr)
+                        : txn.Fail(o.id, o.reason, o.message, o.retryable,
+                                   BackoffMs(t ? t->attempts : 1), nullptr);
         if (!rs.ok() && !rs.IsConflict()) return rs;
       }
       for (const auto& [id, t] : running_) {

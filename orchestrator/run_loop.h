@@ -97,7 +97,8 @@ class RunLoop {
   Status CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes, int want,
                      std::map<std::string, int>& per_step, CommitResult* r);
   Status SubmitDueHooks(Txn& txn);
-  bool Claimable(const Task& t, const std::map<std::string, int>& per_step) const;
+  bool Claimable(const Task& t,
+                 const std::map<std::string, int>& per_step) const;
   bool AttemptStarted(const Task& t) const;
 
   const Action* ActionFor(const Task& t, const Step** step) const;

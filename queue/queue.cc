@@ -76,10 +76,11 @@ Status DirQueue::OpenLocked(OpenReport* report) {
   Status s = [&]() -> Status {
     SnapshotHeader header;
     bool have_snapshot = false;
-    WIZQ_RETURN_IF_ERROR(LoadState(!options_.read_only, &header, &have_snapshot));
+    WIZQ_RETURN_IF_ERROR(
+        LoadState(!options_.read_only, &header, &have_snapshot));
     report->torn_tail_path = torn_tail_path_;
-    const int version = have_snapshot ? header.version
-                                      : state_->run().format_version;
+    const int version =
+        have_snapshot ? header.version : state_->run().format_version;
     if (version > kSnapshotVersion) {
       return Status::NotSupported(
           dir_ + " holds a run written by a newer wizq (format version " +
@@ -126,7 +127,8 @@ Status DirQueue::RefuseIfLive() {
   std::string run = state_->run().run_id.empty() ? "?" : state_->run().run_id;
   return Status::Busy(options_.install_dir + " is in use by run " + run +
                       ", which still has live workers: " + pids +
-                      ". This run (" + options_.run_id + ") cannot start there"
+                      ". This run (" + options_.run_id +
+                      ") cannot start there"
                       " until that one finishes or those processes stop");
 }
 
@@ -138,8 +140,8 @@ Status DirQueue::LoadState(bool repair, SnapshotHeader* header,
   Status s = env_->ReadFile(Path(kSnapshotFile), &text);
   *have_snapshot = s.ok();
   if (s.ok()) {
-    WIZQ_RETURN_IF_ERROR(DecodeSnapshot(Path(kSnapshotFile), text, header,
-                                        state_.get()));
+    WIZQ_RETURN_IF_ERROR(
+        DecodeSnapshot(Path(kSnapshotFile), text, header, state_.get()));
     if (header->version != kSnapshotVersion) return Status::OK();
     snapshot_offset_ = log_end_ = header->audit_offset;
     snapshot_size_ = text.size();

@@ -37,11 +37,11 @@ class Env;
 class Txn;
 
 struct QueueOptions {
-  Env* env = nullptr;        // nullptr: Env::Posix()
-  std::string install_dir;   // absolute and canonical
+  Env* env = nullptr;       // nullptr: Env::Posix()
+  std::string install_dir;  // absolute and canonical
   std::string run_id;
-  std::string workflow_json;        // frozen into a fresh run
-  std::string entry_input = "null"; // recorded with a fresh run
+  std::string workflow_json;           // frozen into a fresh run
+  std::string entry_input = "null";    // recorded with a fresh run
   std::vector<NewTask> initial_tasks;  // submitted with a fresh run
   bool fresh = false;      // archive even a matching run and start over
   bool read_only = false;  // load and look only: no worker, no writes
@@ -65,7 +65,7 @@ enum class OpenAction {
 
 struct OpenReport {
   OpenAction action = OpenAction::kStartedFresh;
-  std::string archived_to;     // where a previous run was archived, if it was
+  std::string archived_to;  // where a previous run was archived, if it was
   std::string archive_reason;
   std::string torn_tail_path;  // where a torn log tail was set aside, if any
   int64_t tasks_pending = 0;

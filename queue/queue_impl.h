@@ -36,7 +36,9 @@ class DirQueue : public Queue {
   WorkerRegistry& workers() { return workers_; }
   Env* env() const { return env_; }
   const QueueOptions& options() const { return options_; }
-  int64_t NowMs() const { return static_cast<int64_t>(env_->NowMicros() / 1000); }
+  int64_t NowMs() const {
+    return static_cast<int64_t>(env_->NowMicros() / 1000);
+  }
 
  private:
   Status PrepareDirectory();

@@ -37,8 +37,8 @@ std::string UtcStamp(int64_t ms) {
 Status DirQueue::ArchiveRun(const std::string& reason, OpenReport* report) {
   const std::string archive = Path("archive");
   WIZQ_RETURN_IF_ERROR(env_->CreateDir(archive, 0700));
-  std::string name = UtcStamp(NowMs()) + "-" +
-                     SafeName(state_->run().run_id, 64);
+  std::string name =
+      UtcStamp(NowMs()) + "-" + SafeName(state_->run().run_id, 64);
   std::string target = archive + "/" + name;
   for (int n = 2; env_->FileExists(target); n++) {
     target = archive + "/" + name + "-" + std::to_string(n);
@@ -118,9 +118,8 @@ Status DirQueue::ResumeRun(OpenReport* report) {
   std::vector<LiveWorker> live;
   WIZQ_RETURN_IF_ERROR(workers_.ListLive(&live));
   const bool join = !live.empty();
-  WIZQ_RETURN_IF_ERROR(
-      LogWriter::Open(env_, Path(kLogFile), log_end_, state_->last_seq() + 1,
-                      &writer_));
+  WIZQ_RETURN_IF_ERROR(LogWriter::Open(env_, Path(kLogFile), log_end_,
+                                       state_->last_seq() + 1, &writer_));
   WIZQ_RETURN_IF_ERROR(workers_.Register(options_.run_id, NowMs()));
   TxnImpl txn(this);
   WIZQ_RETURN_IF_ERROR(
@@ -187,7 +186,8 @@ Status DirQueue::MaybeCheckpoint() {
   const uint64_t grown = log_end_ - snapshot_offset_;
   const bool at_rest = state_->run().status != RunStatus::kRunning;
   if ((at_rest && grown > 0) ||
-      grown > std::max<uint64_t>(snapshot_size_, options_.checkpoint_min_bytes)) {
+      grown >
+          std::max<uint64_t>(snapshot_size_, options_.checkpoint_min_bytes)) {
     return WriteCheckpointLocked();
   }
   return Status::OK();
@@ -255,9 +255,8 @@ Status DirQueue::Close() {
   WIZQ_RETURN_IF_ERROR(env_->LockFile(Path("lock"), true, &dir_lock_));
   Status s = CatchUp();
   if (s.ok()) {
-    s = Stage("worker_left", [&](JsonWriter& w) {
-      w.Field("worker", workers_.self());
-    });
+    s = Stage("worker_left",
+              [&](JsonWriter& w) { w.Field("worker", workers_.self()); });
   }
   if (s.ok()) s = CommitStaged();
   if (s.ok() && log_end_ != snapshot_offset_) s = WriteCheckpointLocked();

@@ -276,7 +276,8 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
     err = v.get_int64().get(n);
     // An int, and room for one more attempt (a claim adds 1).
     if (!err && (n < 0 || n >= std::numeric_limits<int>::max())) {
-      problem_ = std::string(key) + " " + std::to_string(n) + " is out of range";
+      problem_ =
+          std::string(key) + " " + std::to_string(n) + " is out of range";
       return simdjson::INCORRECT_TYPE;
     }
     (key == "attempts" ? t->attempts : t->max_attempts) = static_cast<int>(n);

@@ -27,12 +27,22 @@ bool ParseName(const char* const (&names)[N], std::string_view name, E* out) {
 }
 }  // namespace
 
-const char* TaskStateName(TaskState s) { return kStateNames[static_cast<int>(s)]; }
-bool ParseTaskState(std::string_view n, TaskState* s) { return ParseName(kStateNames, n, s); }
+const char* TaskStateName(TaskState s) {
+  return kStateNames[static_cast<int>(s)];
+}
+bool ParseTaskState(std::string_view n, TaskState* s) {
+  return ParseName(kStateNames, n, s);
+}
 const char* OriginName(Origin o) { return kOriginNames[static_cast<int>(o)]; }
-bool ParseOrigin(std::string_view n, Origin* o) { return ParseName(kOriginNames, n, o); }
-const char* RunStatusName(RunStatus s) { return kRunStatusNames[static_cast<int>(s)]; }
-bool ParseRunStatus(std::string_view n, RunStatus* s) { return ParseName(kRunStatusNames, n, s); }
+bool ParseOrigin(std::string_view n, Origin* o) {
+  return ParseName(kOriginNames, n, o);
+}
+const char* RunStatusName(RunStatus s) {
+  return kRunStatusNames[static_cast<int>(s)];
+}
+bool ParseRunStatus(std::string_view n, RunStatus* s) {
+  return ParseName(kRunStatusNames, n, s);
+}
 
 // The fields any event may carry; which ones matter depends on `event`.
 struct QueueState::Event {
@@ -66,39 +76,64 @@ bool AttemptsInRange(int64_t n) {
 // Reads the fields of one event line into *e. String views point into the
 // parser's buffers and live until the next parse.
 template <typename Event>
-simdjson::error_code ReadEventFields(simdjson::ondemand::object obj,
-                                     Event* e) {
+simdjson::error_code ReadEventFields(simdjson::ondemand::object obj, Event* e) {
   for (auto field : obj) {
     std::string_view key;
     auto err = field.unescaped_key().get(key);
     if (err) return err;
     value v = field.value();
-    if (key == "seq") err = v.get_int64().get(e->seq);
-    else if (key == "ts") err = v.get_int64().get(e->ts);
-    else if (key == "event") err = v.get_string().get(e->event);
-    else if (key == "id") err = v.get_int64().get(e->id);
-    else if (key == "parent_id") err = IntOrNull(v, &e->parent_id);
-    else if (key == "attempt") err = v.get_int64().get(e->attempt);
-    else if (key == "max_attempts") err = v.get_int64().get(e->max_attempts);
-    else if (key == "finally_for") err = IntOrNull(v, &e->finally_for);
-    else if (key == "retry_at") err = v.get_int64().get(e->retry_at);
-    else if (key == "format") err = v.get_int64().get(e->format);
-    else if (key == "type") err = v.get_string().get(e->type);
-    else if (key == "inputs") err = RawJson(v, &e->inputs);
-    else if (key == "origin") err = v.get_string().get(e->origin);
-    else if (key == "dedup_key") err = v.get_string().get(e->dedup_key);
-    else if (key == "worker") err = v.get_string().get(e->worker);
-    else if (key == "reason") err = v.get_string().get(e->reason);
-    else if (key == "message") err = v.get_string().get(e->message);
-    else if (key == "run_id") err = v.get_string().get(e->run_id);
-    else if (key == "install_dir") err = v.get_string().get(e->install_dir);
-    else if (key == "workflow") err = RawJson(v, &e->workflow);
-    else if (key == "input") err = RawJson(v, &e->entry_input);
-    else if (key == "status") err = v.get_string().get(e->status);
-    else if (key == "wizq_version") err = v.get_string().get(e->version);
-    else if (key == "will_retry") err = v.get_bool().get(e->will_retry);
-    else if (key == "has_finally") err = v.get_bool().get(e->has_finally);
-    else if (key == "refund") err = v.get_bool().get(e->refund);
+    if (key == "seq")
+      err = v.get_int64().get(e->seq);
+    else if (key == "ts")
+      err = v.get_int64().get(e->ts);
+    else if (key == "event")
+      err = v.get_string().get(e->event);
+    else if (key == "id")
+      err = v.get_int64().get(e->id);
+    else if (key == "parent_id")
+      err = IntOrNull(v, &e->parent_id);
+    else if (key == "attempt")
+      err = v.get_int64().get(e->attempt);
+    else if (key == "max_attempts")
+      err = v.get_int64().get(e->max_attempts);
+    else if (key == "finally_for")
+      err = IntOrNull(v, &e->finally_for);
+    else if (key == "retry_at")
+      err = v.get_int64().get(e->retry_at);
+    else if (key == "format")
+      err = v.get_int64().get(e->format);
+    else if (key == "type")
+      err = v.get_string().get(e->type);
+    else if (key == "inputs")
+      err = RawJson(v, &e->inputs);
+    else if (key == "origin")
+      err = v.get_string().get(e->origin);
+    else if (key == "dedup_key")
+      err = v.get_string().get(e->dedup_key);
+    else if (key == "worker")
+      err = v.get_string().get(e->worker);
+    else if (key == "reason")
+      err = v.get_string().get(e->reason);
+    else if (key == "message")
+      err = v.get_string().get(e->message);
+    else if (key == "run_id")
+      err = v.get_string().get(e->run_id);
+    else if (key == "install_dir")
+      err = v.get_string().get(e->install_dir);
+    else if (key == "workflow")
+      err = RawJson(v, &e->workflow);
+    else if (key == "input")
+      err = RawJson(v, &e->entry_input);
+    else if (key == "status")
+      err = v.get_string().get(e->status);
+    else if (key == "wizq_version")
+      err = v.get_string().get(e->version);
+    else if (key == "will_retry")
+      err = v.get_bool().get(e->will_retry);
+    else if (key == "has_finally")
+      err = v.get_bool().get(e->has_finally);
+    else if (key == "refund")
+      err = v.get_bool().get(e->refund);
     // Other fields (counts, spawned ids, crc, commit...) are informational.
     if (err) return err;
   }
@@ -129,14 +164,22 @@ Status QueueState::ApplyEvent(std::string_view line) {
                               " does not follow " + std::to_string(last_seq_));
   }
   Status s;
-  if (e.event == "task_submitted") s = ApplySubmitted(e);
-  else if (e.event == "task_claimed") s = ApplyClaimed(e);
-  else if (e.event == "task_completed") s = ApplyCompleted(e);
-  else if (e.event == "task_failed") s = ApplyFailed(e);
-  else if (e.event == "task_reset") s = ApplyReset(e);
-  else if (e.event == "run_started") s = ApplyRunStarted(e);
-  else if (e.event == "run_finished") s = ApplyRunFinished(e);
-  else if (e.event == "run_resumed") run_.resumes++;
+  if (e.event == "task_submitted")
+    s = ApplySubmitted(e);
+  else if (e.event == "task_claimed")
+    s = ApplyClaimed(e);
+  else if (e.event == "task_completed")
+    s = ApplyCompleted(e);
+  else if (e.event == "task_failed")
+    s = ApplyFailed(e);
+  else if (e.event == "task_reset")
+    s = ApplyReset(e);
+  else if (e.event == "run_started")
+    s = ApplyRunStarted(e);
+  else if (e.event == "run_finished")
+    s = ApplyRunFinished(e);
+  else if (e.event == "run_resumed")
+    run_.resumes++;
   // task_deduplicated, queue_archived, worker_joined, worker_left and
   // unknown (newer) informational events change no task.
   if (!s.ok()) {
@@ -162,7 +205,8 @@ Status QueueState::ApplyRunStarted(const Event& e) {
 
 Status QueueState::ApplyRunFinished(const Event& e) {
   if (!ParseRunStatus(e.status, &run_.status)) {
-    return Status::Corruption("unknown run status '" + std::string(e.status) + "'");
+    return Status::Corruption("unknown run status '" + std::string(e.status) +
+                              "'");
   }
   run_.finished_ms = e.ts;
   return Status::OK();
@@ -240,7 +284,8 @@ Status QueueState::ApplyClaimed(const Event& e) {
 
 Status QueueState::ApplyCompleted(const Event& e) {
   Task* t = MutableFind(e.id);
-  WIZQ_RETURN_IF_ERROR(RequireState(t, e.id, TaskState::kInProgress, "completion"));
+  WIZQ_RETURN_IF_ERROR(
+      RequireState(t, e.id, TaskState::kInProgress, "completion"));
   t->updated_ms = e.ts;
   SetState(t, TaskState::kDone);
   Settle(t);
@@ -249,7 +294,8 @@ Status QueueState::ApplyCompleted(const Event& e) {
 
 Status QueueState::ApplyFailed(const Event& e) {
   Task* t = MutableFind(e.id);
-  WIZQ_RETURN_IF_ERROR(RequireState(t, e.id, TaskState::kInProgress, "failure"));
+  WIZQ_RETURN_IF_ERROR(
+      RequireState(t, e.id, TaskState::kInProgress, "failure"));
   if (e.reason.empty()) return Status::Corruption("a failure needs a reason");
   t->error_reason = e.reason;
   t->error_message = e.message;
@@ -355,12 +401,12 @@ void QueueState::Settle(Task* t) {
 
 Status QueueState::AddStoredTask(Task task) {
   if (task.id != next_task_id()) {
-    return Status::Corruption("task id " + std::to_string(task.id) +
-                              " where " + std::to_string(next_task_id()) +
+    return Status::Corruption("task id " + std::to_string(task.id) + " where " +
+                              std::to_string(next_task_id()) +
                               " was expected (ids must be 1, 2, 3, ...)");
   }
-  if (task.parent_id < 0 || task.parent_id >= task.id ||
-      task.finally_for < 0 || task.finally_for >= task.id) {
+  if (task.parent_id < 0 || task.parent_id >= task.id || task.finally_for < 0 ||
+      task.finally_for >= task.id) {
     return Status::Corruption("task " + std::to_string(task.id) +
                               " refers to a task that does not precede it");
   }

@@ -57,7 +57,9 @@ class QueueState {
   RunInfo* mutable_run() { return &run_; }
   int64_t last_seq() const { return last_seq_; }
   void set_last_seq(int64_t seq) { last_seq_ = seq; }
-  int64_t next_task_id() const { return static_cast<int64_t>(tasks_.size()) + 1; }
+  int64_t next_task_id() const {
+    return static_cast<int64_t>(tasks_.size()) + 1;
+  }
 
   // nullptr if no such task.
   const Task* Find(int64_t id) const;

@@ -140,7 +140,8 @@ Status TxnImpl::Release(int64_t id, std::string_view reason) {
     w.Key("id").Int(id);
     w.Field("worker", q_->worker_id());
     w.Field("reason", reason);
-    w.Field("message", "stopped before it finished; the attempt does not count");
+    w.Field("message",
+            "stopped before it finished; the attempt does not count");
     w.Key("attempt").Int(attempt);
     w.Field("refund", true);
   });
@@ -160,7 +161,8 @@ Status TxnImpl::ResetDeadWorkers(int64_t* reset, int64_t* lost) {
     const bool ran = !started || started(*t);
     const bool again = !ran || t->attempts < t->max_attempts;
     std::string message =
-        ran ? "worker " + worker + " died while the task was in progress (attempt " +
+        ran ? "worker " + worker +
+                  " died while the task was in progress (attempt " +
                   std::to_string(attempt) + " of " +
                   std::to_string(t->max_attempts) + ")"
             : "worker " + worker +

@@ -21,7 +21,8 @@ class TxnImpl : public Txn {
   Status Complete(int64_t id, const std::vector<NewTask>& children,
                   std::vector<int64_t>* child_ids) override;
   Status Fail(int64_t id, std::string_view reason, std::string_view message,
-              bool retryable, int64_t retry_delay_ms, bool* will_retry) override;
+              bool retryable, int64_t retry_delay_ms,
+              bool* will_retry) override;
   Status Release(int64_t id, std::string_view reason) override;
   Status ResetDeadWorkers(int64_t* reset, int64_t* lost) override;
   Status FinishRun(RunStatus status, int64_t duration_ms) override;

@@ -1,11 +1,10 @@
 #include "queue/workers.h"
 
-#include <simdjson.h>
 #include <signal.h>
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <cerrno>
-
 #include <cstdio>
 #include <random>
 

@@ -24,9 +24,9 @@
 #ifndef WIZQ_TASKS_COMMAND_RUNNER_H_
 #define WIZQ_TASKS_COMMAND_RUNNER_H_
 
-#include <cstddef>
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>

@@ -1,8 +1,8 @@
 #include "tasks/jsonc.h"
 
-#include "util/utf8.h"
-
 #include <cstdio>
+
+#include "util/utf8.h"
 
 namespace wizq {
 

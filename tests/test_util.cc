@@ -11,7 +11,8 @@ namespace wizq::test {
 
 ScratchDir::ScratchDir() {
   const char* tmp = getenv("TMPDIR");
-  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/wizq-test-XXXXXX";
+  std::string tmpl =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/wizq-test-XXXXXX";
   if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp");
   path_ = tmpl;
 }

@@ -20,10 +20,19 @@ std::u16string ToUtf16(std::string_view s) {
     auto c = static_cast<unsigned char>(s[i]);
     uint32_t cp;
     size_t len;
-    if (c < 0x80) { cp = c; len = 1; }
-    else if ((c & 0xE0) == 0xC0) { cp = c & 0x1F; len = 2; }
-    else if ((c & 0xF0) == 0xE0) { cp = c & 0x0F; len = 3; }
-    else { cp = c & 0x07; len = 4; }
+    if (c < 0x80) {
+      cp = c;
+      len = 1;
+    } else if ((c & 0xE0) == 0xC0) {
+      cp = c & 0x1F;
+      len = 2;
+    } else if ((c & 0xF0) == 0xE0) {
+      cp = c & 0x0F;
+      len = 3;
+    } else {
+      cp = c & 0x07;
+      len = 4;
+    }
     for (size_t k = 1; k < len && i + k < s.size(); k++) {
       cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
     }
@@ -44,12 +53,13 @@ std::u16string ToUtf16(std::string_view s) {
 void WriteCanonical(simdjson::dom::element e, std::string* out,
                     std::string* dup, const std::string& path);
 
-void WriteObject(simdjson::dom::object obj, std::string* out,
-                 std::string* dup, const std::string& path) {
+void WriteObject(simdjson::dom::object obj, std::string* out, std::string* dup,
+                 const std::string& path) {
   std::vector<std::pair<std::u16string, simdjson::dom::key_value_pair>> fields;
   for (auto field : obj) fields.emplace_back(ToUtf16(field.key), field);
-  std::stable_sort(fields.begin(), fields.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(
+      fields.begin(), fields.end(),
+      [](const auto& a, const auto& b) { return a.first < b.first; });
   out->push_back('{');
   for (size_t i = 0; i < fields.size(); i++) {
     if (i) out->push_back(',');
@@ -82,20 +92,23 @@ void WriteCanonical(simdjson::dom::element e, std::string* out,
       for (auto child : array) {
         if (!first) out->push_back(',');
         first = false;
-        WriteCanonical(child, out, dup,
-                       dup->empty() ? path + "[" + std::to_string(index) + "]" : path);
+        WriteCanonical(
+            child, out, dup,
+            dup->empty() ? path + "[" + std::to_string(index) + "]" : path);
         index++;
       }
       out->push_back(']');
       break;
     }
     case simdjson::dom::element_type::INT64: {
-      auto r = std::to_chars(buf, buf + sizeof(buf), e.get_int64().value_unsafe());
+      auto r =
+          std::to_chars(buf, buf + sizeof(buf), e.get_int64().value_unsafe());
       out->append(buf, r.ptr);
       break;
     }
     case simdjson::dom::element_type::UINT64: {
-      auto r = std::to_chars(buf, buf + sizeof(buf), e.get_uint64().value_unsafe());
+      auto r =
+          std::to_chars(buf, buf + sizeof(buf), e.get_uint64().value_unsafe());
       out->append(buf, r.ptr);
       break;
     }
@@ -181,7 +194,8 @@ std::string FormatDoubleEs6(double v) {
   }
   // Shortest round-trip digits in scientific form: d[.ddd]e[+-]x.
   char buf[40];
-  auto r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
+  auto r =
+      std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
   std::string_view sci(buf, r.ptr - buf);
   size_t epos = sci.find('e');
   std::string digits;
@@ -189,7 +203,8 @@ std::string FormatDoubleEs6(double v) {
     if (c != '.') digits.push_back(c);
   }
   int exp10 = 0;
-  std::from_chars(sci.data() + epos + 1 + (sci[epos + 1] == '+'), sci.data() + sci.size(), exp10);
+  std::from_chars(sci.data() + epos + 1 + (sci[epos + 1] == '+'),
+                  sci.data() + sci.size(), exp10);
   const int k = static_cast<int>(digits.size());
   const int n = exp10 + 1;  // position of the decimal point
   if (k <= n && n <= 21) {

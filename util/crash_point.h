@@ -17,18 +17,19 @@ inline constexpr int kCrashExitCode = 86;
 
 // All points, for the sweep (tests/crash_point_test.cc).
 inline constexpr const char* kCrashPoints[] = {
-    "log.before_write",          // a batch built, nothing written
-    "log.after_write",           // appended, not yet fdatasync'd
-    "log.after_sync",            // durable, the caller not yet told
-    "atomic_write.after_tmp_sync",  // e.g. a checkpoint: temp synced, not renamed
+    "log.before_write",             // a batch built, nothing written
+    "log.after_write",              // appended, not yet fdatasync'd
+    "log.after_sync",               // durable, the caller not yet told
+    "atomic_write.after_tmp_sync",  // e.g. a checkpoint: temp synced, not
+                                    // renamed
     "atomic_write.after_rename",    // renamed, directory not yet synced
-    "torn.after_copy",           // torn tail copied aside, log not cut
-    "archive.after_snapshot",    // queue.json archived, audit.jsonl not yet
-    "run.after_claim_commit",    // claims durable, tasks not started
-    "run.after_spawn",           // a task's process started
-    "run.before_result_commit",  // a task finished, result not committed
-    "run.after_result_commit",   // result + children durable, not dispatched
-    "run.before_finish",         // all settled, run_finished not written
+    "torn.after_copy",              // torn tail copied aside, log not cut
+    "archive.after_snapshot",       // queue.json archived, audit.jsonl not yet
+    "run.after_claim_commit",       // claims durable, tasks not started
+    "run.after_spawn",              // a task's process started
+    "run.before_result_commit",     // a task finished, result not committed
+    "run.after_result_commit",      // result + children durable, not dispatched
+    "run.before_finish",            // all settled, run_finished not written
 };
 
 namespace internal {

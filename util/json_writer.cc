@@ -1,9 +1,9 @@
 #include "util/json_writer.h"
 
-#include "util/utf8.h"
-
 #include <charconv>
 #include <cmath>
+
+#include "util/utf8.h"
 
 namespace wizq {
 void AppendJsonString(std::string* out, std::string_view s) {
@@ -24,13 +24,27 @@ void AppendJsonString(std::string* out, std::string_view s) {
       continue;
     }
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      case '\b': out->append("\\b"); break;
-      case '\f': out->append("\\f"); break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
       default:
         if (c < 0x20) {
           out->append("\\u00");

@@ -37,8 +37,12 @@ class JsonWriter {
   JsonWriter& RawValue(std::string_view json);
 
   // Shorthands for Key(k) followed by the value.
-  JsonWriter& Field(std::string_view k, std::string_view v) { return Key(k).String(v); }
-  JsonWriter& Field(std::string_view k, const char* v) { return Key(k).String(v); }
+  JsonWriter& Field(std::string_view k, std::string_view v) {
+    return Key(k).String(v);
+  }
+  JsonWriter& Field(std::string_view k, const char* v) {
+    return Key(k).String(v);
+  }
   JsonWriter& Field(std::string_view k, int64_t v) { return Key(k).Int(v); }
   JsonWriter& Field(std::string_view k, int v) { return Key(k).Int(v); }
   JsonWriter& Field(std::string_view k, bool v) { return Key(k).Bool(v); }

@@ -17,14 +17,29 @@ Status Status::IOErrorFromErrno(std::string_view op, std::string_view path,
 std::string Status::ToString() const {
   const char* kind = "";
   switch (code_) {
-    case kOk: return "OK";
-    case kNotFound: kind = "not found: "; break;
-    case kCorruption: kind = "corruption: "; break;
-    case kIOError: kind = "I/O error: "; break;
-    case kInvalidArgument: kind = "invalid argument: "; break;
-    case kBusy: kind = "busy: "; break;
-    case kNotSupported: kind = "not supported: "; break;
-    case kConflict: kind = "conflict: "; break;
+    case kOk:
+      return "OK";
+    case kNotFound:
+      kind = "not found: ";
+      break;
+    case kCorruption:
+      kind = "corruption: ";
+      break;
+    case kIOError:
+      kind = "I/O error: ";
+      break;
+    case kInvalidArgument:
+      kind = "invalid argument: ";
+      break;
+    case kBusy:
+      kind = "busy: ";
+      break;
+    case kNotSupported:
+      kind = "not supported: ";
+      break;
+    case kConflict:
+      kind = "conflict: ";
+      break;
   }
   return kind + msg_;
 }

@@ -63,10 +63,10 @@ class Status {
   std::string msg_;
 };
 
-#define WIZQ_RETURN_IF_ERROR(expr)      \
-  do {                                  \
-    ::wizq::Status _st = (expr);        \
-    if (!_st.ok()) return _st;          \
+#define WIZQ_RETURN_IF_ERROR(expr) \
+  do {                             \
+    ::wizq::Status _st = (expr);   \
+    if (!_st.ok()) return _st;     \
   } while (0)
 
 }  // namespace wizq
