@@ -100,8 +100,7 @@ Status SnapshotDecoder::Error(error_code err) const {
 // shown, and the workflow is parsed again when the run resumes.
 error_code SnapshotDecoder::RawJsonChecked(value v, std::string_view* out) {
   error_code err = RawJson(v, out);
-  std::string unused;
-  if (!err && !CanonicalizeJson(*out, &unused).ok()) {
+  if (!err && !IsValidJson(*out)) {
     problem_ = "not valid JSON";
     return simdjson::INCORRECT_TYPE;
   }

@@ -63,10 +63,7 @@ using simdjson::ondemand::value;
 // object or array (simdjson's On-Demand API skips over its values), so the
 // text is checked with the rule dedup keys use, as the snapshot decoder
 // does (queue/snapshot_decode.cc).
-bool IsJson(std::string_view json) {
-  std::string unused;
-  return CanonicalizeJson(json, &unused).ok();
-}
+bool IsJson(std::string_view json) { return IsValidJson(json); }
 
 // Attempt counts are ints with room for one more attempt (a claim adds 1).
 bool AttemptsInRange(int64_t n) {

@@ -255,6 +255,20 @@ Status CanonicalizeJson(std::string_view json, std::string* out) {
   return Status::OK();
 }
 
+bool IsValidJson(std::string_view json) {
+  thread_local simdjson::dom::parser parser;
+  thread_local std::string buffer;
+  buffer.assign(json);
+  buffer.resize(json.size() + simdjson::SIMDJSON_PADDING, '\0');
+  simdjson::dom::element root;
+  auto error = parser.parse(buffer.data(), json.size(), false).get(root);
+  if (error == simdjson::NUMBER_ERROR) {  // a big integer: valid JSON
+    std::string canonical;
+    return CanonicalizeJson(json, &canonical).ok();
+  }
+  return !error;
+}
+
 Status CheckKeysUnique(std::string_view json) {
   std::string canonical;
   Status s = CanonicalizeJson(json, &canonical);

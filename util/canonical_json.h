@@ -28,6 +28,11 @@ Status CanonicalizeJson(std::string_view json, std::string* out);
 // parser, which can say where it breaks).
 Status CheckKeysUnique(std::string_view json);
 
+// True if `json` is valid JSON (duplicate keys allowed). Much cheaper than
+// CanonicalizeJson: one reused parser per thread and no output, for
+// checking many small texts (a snapshot's task inputs).
+bool IsValidJson(std::string_view json);
+
 // ECMAScript Number::toString of a finite double ("-0" prints as "0").
 std::string FormatDoubleEs6(double v);
 
