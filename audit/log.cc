@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <limits>
@@ -75,55 +76,117 @@ bool LineChecksumOk(std::string_view line) {
          Crc32(line.substr(0, line.size() - log_format::kCrcSuffixLength));
 }
 
+namespace {
+
+// The bad lines after the committed prefix, and the good ones after them.
+struct Hole {
+  bool seen = false;
+  uint64_t offset = 0;  // the first bad line
+  bool starts_with_padding = false;
+  int64_t expected_seq = 0;  // the seq the first bad line should have had
+  bool has_padding = false;  // a blank line or a NUL among the bad ones
+  size_t good_after = 0;     // good lines after it
+  int64_t first_seq_after = 0, last_seq_after = 0;
+  bool seqs_in_order = true;  // each good line after: a higher seq
+  size_t commits_after = 0;   // commit lines among them
+  bool last_is_commit = false;
+};
+
+// A good line after bad ones is corruption, except in the one batch that
+// was being written when the power failed: the disk kept some of its
+// sectors and not others, so padding replaced some of the batch's bytes in
+// place. Then at least one line is missing where the padding is (or where
+// each of several holes is), the lines after it have rising seqs, and at
+// most the last of them is a commit line.
+bool IsTornBatch(const Hole& hole) {
+  return hole.has_padding && hole.seqs_in_order &&
+         (hole.expected_seq == 0 || hole.first_seq_after > hole.expected_seq) &&
+         (hole.commits_after == 0 ||
+          (hole.commits_after == 1 && hole.last_is_commit));
+}
+
+}  // namespace
+
 Status ParseLog(const std::string& path, std::string_view data,
                 uint64_t base_offset, int64_t expected_seq,
                 LogParseResult* result) {
   result->records.clear();
   size_t committed_records = 0;
-  uint64_t committed_end = 0;
-  // First bad position not yet followed by a good line.
-  bool have_bad = false;
-  uint64_t bad_offset = 0;
-  std::string bad_what;
+  uint64_t committed_end = base_offset;
+  Hole hole;
   size_t pos = 0;
   while (pos < data.size()) {
+    if (log_format::kPadBytes.find(data[pos]) != std::string_view::npos) {
+      // Free space, or a hole in a torn batch: skip the run at once.
+      size_t next = data.find_first_not_of(log_format::kPadBytes, pos);
+      if (next == std::string_view::npos) break;
+      if (!hole.seen) {
+        hole.offset = base_offset + pos;
+        hole.expected_seq = expected_seq;
+        hole.starts_with_padding = true;
+      }
+      hole.seen = hole.has_padding = true;
+      pos = next;
+      continue;
+    }
     size_t nl = data.find('\n', pos);
     if (nl == std::string_view::npos) break;  // no newline: torn
     std::string_view line = data.substr(pos, nl - pos);
-    uint64_t offset = base_offset + pos;
+    const uint64_t offset = base_offset + pos;
+    pos = nl + 1;
     int64_t seq = 0;
-    bool good = LineChecksumOk(line) && LineSeq(line, &seq);
-    if (good && have_bad) {
-      return Status::Corruption(OffsetMessage(path, bad_offset, bad_what));
+    if (!LineChecksumOk(line) || !LineSeq(line, &seq)) {
+      if (!hole.seen) {
+        hole.offset = offset;
+        hole.expected_seq = expected_seq;
+      }
+      hole.seen = true;
+      if (line.find('\0') != std::string_view::npos) hole.has_padding = true;
+      continue;
     }
-    if (good && expected_seq != 0 && seq != expected_seq) {
+    if (hole.seen) {
+      if (hole.good_after++ == 0) {
+        hole.first_seq_after = seq;
+      } else if (seq <= hole.last_seq_after) {
+        hole.seqs_in_order = false;
+      }
+      hole.last_seq_after = seq;
+      hole.last_is_commit = IsCommitLine(line);
+      if (hole.last_is_commit) hole.commits_after++;
+      continue;
+    }
+    if (expected_seq != 0 && seq != expected_seq) {
       return Status::Corruption(
           OffsetMessage(path, offset,
                         "seq " + std::to_string(seq) + " where " +
                             std::to_string(expected_seq) + " was expected"));
     }
-    if (!good) {
-      if (!have_bad) {
-        have_bad = true;
-        bad_offset = offset;
-        bad_what =
-            "a line that is not a valid audit record (bad checksum "
-            "or format)";
-      }
-    } else {
-      result->records.push_back({seq, offset, line});
-      expected_seq = seq + 1;
-      if (IsCommitLine(line)) {
-        committed_records = result->records.size();
-        committed_end = offset + line.size() + 1;
-      }
+    result->records.push_back({seq, offset, line});
+    expected_seq = seq + 1;
+    if (IsCommitLine(line)) {
+      committed_records = result->records.size();
+      committed_end = offset + line.size() + 1;
     }
-    pos = nl + 1;
+  }
+  if (hole.good_after > 0 && !IsTornBatch(hole)) {
+    return Status::Corruption(OffsetMessage(
+        path, hole.offset,
+        hole.starts_with_padding
+            ? "blank lines or zero bytes between audit records"
+            : "a line that is not a valid audit record (bad checksum or "
+              "format)"));
   }
   result->records.resize(committed_records);
-  if (committed_records == 0) committed_end = base_offset;
   result->committed_end = committed_end;
-  result->torn_bytes = base_offset + data.size() - committed_end;
+  // The torn tail ends with the last byte that is not padding, and the
+  // newline after it if there is one.
+  size_t last = data.find_last_not_of(log_format::kPadBytes);
+  uint64_t torn_end = committed_end;
+  if (last != std::string_view::npos) {
+    if (last + 1 < data.size() && data[last + 1] == '\n') last++;
+    torn_end = std::max(torn_end, base_offset + last + 1);
+  }
+  result->torn_bytes = torn_end - committed_end;
   return Status::OK();
 }
 
@@ -131,7 +194,11 @@ Status SetAsideTornTail(Env* env, const std::string& log_path,
                         uint64_t committed_end, std::string* aside_path) {
   std::string tail;
   WIZQ_RETURN_IF_ERROR(env->ReadFileFrom(log_path, committed_end, &tail));
-  if (tail.empty()) return Status::OK();
+  size_t last = tail.find_last_not_of(log_format::kPadBytes);
+  if (last == std::string::npos) return Status::OK();  // free space only
+  if (last + 1 < tail.size() && tail[last + 1] == '\n') last++;
+  tail.resize(last + 1);
+  tail.erase(0, tail.find_first_not_of(log_format::kPadBytes));
   const std::string base = DirName(log_path) + "/audit.torn-" +
                            std::to_string(committed_end) + "." +
                            std::to_string(env->NowMicros() / 1000);
@@ -153,8 +220,74 @@ Status LogWriter::Open(Env* env, const std::string& path, uint64_t end,
   w->next_seq_ = next_seq;
   // Creating the log also syncs its directory: name the log either way.
   WIZQ_RETURN_IF_ERROR(
-      env->NewAppendableFile(path, &w->file_).Annotate("opening " + path));
+      env->NewRandomRWFile(path, &w->file_).Annotate("opening " + path));
+  WIZQ_RETURN_IF_ERROR(w->file_->Size(&w->alloc_));
   *writer = std::move(w);
+  return Status::OK();
+}
+
+Status LogWriter::Reserve(uint64_t n) {
+  if (end_ + n <= alloc_) return Status::OK();
+  uint64_t size = 0;  // Another process may have grown the file.
+  WIZQ_RETURN_IF_ERROR(file_->Size(&size));
+  alloc_ = std::max(size, end_);
+  if (end_ + n <= alloc_) return Status::OK();
+  // Grow by about the log's size, between 64 KiB and 1 MiB, in whole pages:
+  // one extra write and fdatasync per megabyte of log.
+  constexpr uint64_t kMinGrow = 64 << 10, kMaxGrow = 1 << 20, kPage = 4096;
+  const uint64_t grow = std::clamp(end_, kMinGrow, kMaxGrow);
+  const uint64_t target = (end_ + n + grow + kPage - 1) / kPage * kPage;
+  WIZQ_RETURN_IF_ERROR(
+      file_->Write(alloc_, std::string(target - alloc_, log_format::kPadByte)));
+  WIZQ_RETURN_IF_ERROR(file_->Sync());
+  alloc_ = target;
+  return Status::OK();
+}
+
+Status LogWriter::ReadFrom(uint64_t offset, std::string* data) {
+  data->clear();
+  // Start one byte early to check the newline that ends the applied log.
+  const uint64_t start = offset > 0 ? offset - 1 : 0;
+  size_t chunk = 4096;  // Usually enough: nothing or one batch is new.
+  std::string buf;
+  for (uint64_t at = start;; at += buf.size(), chunk = 64 << 10) {
+    WIZQ_RETURN_IF_ERROR(file_->Read(at, chunk, &buf));
+    std::string_view got = buf;
+    if (at == start && offset > 0) {
+      if (got.empty() || got[0] != '\n') {
+        return Status::Corruption(
+            path_ + " was cut or changed under the run: byte offset " +
+            std::to_string(start) +
+            " should end a committed line. The files were left untouched; "
+            "restore the full audit.jsonl, or move the .wizard directory "
+            "aside to start over");
+      }
+      got.remove_prefix(1);
+    }
+    if (data->empty() && !got.empty() &&
+        log_format::kPadBytes.find(got[0]) != std::string_view::npos) {
+      return Status::OK();  // free space: nothing new
+    }
+    data->append(got);
+    if (buf.size() < chunk) {  // the end of the file
+      alloc_ = std::min(alloc_, at + buf.size());
+      return Status::OK();
+    }
+    if (got.find("\n\n") != std::string_view::npos ||
+        got.find('\0') != std::string_view::npos) {
+      return Status::OK();  // reached the free space
+    }
+  }
+}
+
+Status LogWriter::TrimFreeSpace() {
+  uint64_t size = 0;
+  WIZQ_RETURN_IF_ERROR(file_->Size(&size));
+  if (size > end_) {
+    WIZQ_RETURN_IF_ERROR(file_->Truncate(end_));
+    WIZQ_RETURN_IF_ERROR(file_->Sync());
+  }
+  alloc_ = end_;
   return Status::OK();
 }
 
@@ -190,8 +323,9 @@ Status LogWriter::Commit(std::vector<std::string>* committed_lines) {
     batch += line;
     batch.push_back('\n');
   }
+  Status s = Reserve(batch.size());
   CrashPoint("log.before_write");
-  Status s = file_->Append(batch);
+  if (s.ok()) s = file_->Write(end_, batch);
   CrashPoint("log.after_write");
   if (s.ok()) s = file_->Sync();
   if (s.ok()) CrashPoint("log.after_sync");
@@ -199,7 +333,7 @@ Status LogWriter::Commit(std::vector<std::string>* committed_lines) {
     // Undo what may have reached the file so that the failed batch cannot
     // be mistaken for a committed one later; if even that fails, the
     // missing newline/commit keeps a partial batch a torn tail.
-    file_->Truncate(end_);
+    if (file_->Truncate(end_).ok()) alloc_ = end_;
     Abandon();
     return s;
   }

@@ -1,8 +1,9 @@
 // Reading and appending the audit log (format: audit/log_format.h).
 //
 // LogWriter batches events and makes each batch durable with one write and
-// one fdatasync (group commit). LogReader parses a byte range of the log and
-// tells committed lines from a torn tail and from corruption.
+// one fdatasync (group commit), overwriting the preallocated free space at
+// the log's logical end. ParseLog parses a byte range of the log and tells
+// committed lines from free space, a torn tail and corruption.
 //
 // REQUIRES: the caller holds the queue directory's lock whenever it appends
 // or repairs; readers that do not hold it must never repair.
@@ -33,7 +34,9 @@ struct LogRecord {
 struct LogParseResult {
   std::vector<LogRecord> records;  // committed lines, in order
   uint64_t committed_end = 0;      // file offset just past the last commit
-  uint64_t torn_bytes = 0;         // bytes after committed_end (torn tail)
+  // Bytes after committed_end up to the last one that is not padding (the
+  // torn tail); 0 when only free space follows the committed prefix.
+  uint64_t torn_bytes = 0;
 };
 
 // Parses `data`, which holds the log from file offset `base_offset` on.
@@ -46,17 +49,18 @@ Status ParseLog(const std::string& path, std::string_view data,
 // Checks one line's crc; returns false for a bad or missing checksum.
 bool LineChecksumOk(std::string_view line);
 
-// Copies the bytes from `committed_end` to the end of the log into
-// `<dir>/audit.torn-<offset>.<ms>.jsonl` (synced), then truncates the log to
-// `committed_end` (synced). `aside_path` receives the copy's path.
-// REQUIRES: lock held.
+// Copies the bytes from `committed_end` to the end of the log, without the
+// padding before and after them, into `<dir>/audit.torn-<offset>.<ms>.jsonl`
+// (synced), then truncates the log to `committed_end` (synced). `aside_path`
+// receives the copy's path. REQUIRES: lock held.
 Status SetAsideTornTail(Env* env, const std::string& log_path,
                         uint64_t committed_end, std::string* aside_path);
 
 class LogWriter {
  public:
-  // Opens `path` for appending. `end` is the current size of the log (the
-  // caller has read it) and `next_seq` the seq the next line gets.
+  // Opens `path` for writing. `end` is the logical end of the log (just
+  // past the last committed line, which the caller has read) and
+  // `next_seq` the seq the next line gets.
   static Status Open(Env* env, const std::string& path, uint64_t end,
                      int64_t next_seq, std::unique_ptr<LogWriter>* writer);
 
@@ -68,26 +72,43 @@ class LogWriter {
   // it to its state exactly as a reader of the log would.
   const std::string& EndEvent();
   size_t pending_events() const { return pending_.size(); }
-  // Writes the pending lines with one append and one fdatasync. On failure
-  // the log is cut back to where it was (best effort) and the error names
-  // the file; the pending lines are dropped either way.
+  // Writes the pending lines at end() with one write and one fdatasync
+  // (first growing the free space by one more write and fdatasync when the
+  // batch does not fit in it). On failure the log is cut back to end()
+  // (best effort) and the error names the file; the pending lines are
+  // dropped either way.
   Status Commit(std::vector<std::string>* committed_lines = nullptr);
   // Drops the pending lines and their seqs.
   void Abandon();
 
+  // Reads the log from `offset` (the end of a committed line) up to the
+  // free space after the last line or the end of the file, through the
+  // writer's descriptor: a cheap probe when nothing was written since.
+  // Checks that the byte before `offset` is the newline ending that line
+  // (Corruption if the log was cut or replaced under the run).
+  Status ReadFrom(uint64_t offset, std::string* data);
   // After other processes appended: the new end and next seq.
   void Reposition(uint64_t end, int64_t next_seq);
+  // Cuts the free space off (synced), leaving plain JSON Lines; called when
+  // a worker comes to rest. REQUIRES: lock held, nothing pending.
+  Status TrimFreeSpace();
   uint64_t end() const { return end_; }
   int64_t next_seq() const { return next_seq_; }
   const std::string& path() const { return path_; }
 
  private:
   LogWriter() = default;
+  // Makes [end_, end_ + n) free space inside the file, growing it if needed.
+  Status Reserve(uint64_t n);
 
   Env* env_ = nullptr;
   std::string path_;
-  std::unique_ptr<WritableFile> file_;
+  std::unique_ptr<RandomRWFile> file_;
   uint64_t end_ = 0;
+  // The file size as last seen; [end_, alloc_) is free space. Too large
+  // after someone else cut the file: writes then grow it, which is correct,
+  // and ReadFrom corrects it when it meets the end of the file.
+  uint64_t alloc_ = 0;
   int64_t next_seq_ = 1;
   std::vector<std::string> pending_;  // lines without commit/crc/newline
   std::unique_ptr<JsonWriter> json_;

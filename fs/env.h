@@ -38,6 +38,27 @@ class WritableFile {
   virtual const std::string& path() const = 0;
 };
 
+// A file read and written at explicit offsets (pread/pwrite), for the audit
+// log, which is preallocated and then overwritten in place (audit/log.h).
+// Nothing written is durable until Sync() returns OK.
+class RandomRWFile {
+ public:
+  virtual ~RandomRWFile() = default;
+  // Reads up to `n` bytes at `offset` into `data` (fewer at the end of the
+  // file, none past it).
+  virtual Status Read(uint64_t offset, size_t n, std::string* data) = 0;
+  // Writes `data` at `offset`, growing the file if it reaches past the end.
+  virtual Status Write(uint64_t offset, std::string_view data) = 0;
+  // fdatasync: the data written so far (and the file size) is durable.
+  virtual Status Sync() = 0;
+  // The file's current size (fstat).
+  virtual Status Size(uint64_t* size) = 0;
+  // Cuts the file to `size` bytes. Not durable until Sync().
+  virtual Status Truncate(uint64_t size) = 0;
+  virtual Status Close() = 0;
+  virtual const std::string& path() const = 0;
+};
+
 // A held file lock (flock, exclusive), released when the object is
 // destroyed. flock locks belong to the open file description:
 // closing another descriptor of the same file does not drop them, and two
@@ -62,6 +83,11 @@ class Env {
   // was created, the parent directory is fsync'd before this returns.
   virtual Status NewAppendableFile(const std::string& path,
                                    std::unique_ptr<WritableFile>* result) = 0;
+  // Opens `path` for reading and writing at offsets, creating it (mode 0600)
+  // if missing; when it was created, the parent directory is fsync'd before
+  // this returns.
+  virtual Status NewRandomRWFile(const std::string& path,
+                                 std::unique_ptr<RandomRWFile>* result) = 0;
   // Creates or truncates `path` (mode 0600) for writing from the start. The
   // caller syncs the file and renames it into place (see WriteFileAtomic).
   virtual Status NewWritableFile(const std::string& path,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 namespace wizq {
 
@@ -42,6 +43,36 @@ class FaultWritableFile final : public WritableFile {
   const FaultInjectionEnv::FilePtr state_;
 };
 
+// A RandomRWFile whose operations go through the env's fault machinery,
+// sharing its FileState with the env's table like FaultWritableFile.
+class FaultRandomRWFile final : public RandomRWFile {
+ public:
+  FaultRandomRWFile(FaultInjectionEnv* env, std::unique_ptr<RandomRWFile> base,
+                    FaultInjectionEnv::FilePtr state)
+      : env_(env), base_(std::move(base)), state_(std::move(state)) {}
+
+  Status Read(uint64_t offset, size_t n, std::string* data) override {
+    return env_->RandomRead(base_.get(), offset, n, data);
+  }
+  Status Write(uint64_t offset, std::string_view data) override {
+    return env_->RandomWrite(base_.get(), state_.get(), offset, data);
+  }
+  Status Sync() override { return env_->RandomSync(base_.get(), state_.get()); }
+  Status Size(uint64_t* size) override {
+    return env_->RandomSize(base_.get(), size);
+  }
+  Status Truncate(uint64_t size) override {
+    return env_->RandomTruncate(base_.get(), state_.get(), size);
+  }
+  Status Close() override { return env_->RandomClose(base_.get()); }
+  const std::string& path() const override { return base_->path(); }
+
+ private:
+  FaultInjectionEnv* const env_;
+  const std::unique_ptr<RandomRWFile> base_;
+  const FaultInjectionEnv::FilePtr state_;
+};
+
 FaultInjectionEnv::FaultInjectionEnv(Env* base) : base_(base), rng_(301) {}
 
 FaultInjectionEnv::~FaultInjectionEnv() = default;
@@ -54,6 +85,11 @@ void FaultInjectionEnv::CrashAtOp(int64_t k) {
 void FaultInjectionEnv::SetTornWrites(bool torn) {
   std::lock_guard<std::mutex> l(mu_);
   torn_writes_ = torn;
+}
+
+void FaultInjectionEnv::SetPartialPowerLoss(bool on) {
+  std::lock_guard<std::mutex> l(mu_);
+  partial_power_loss_ = on;
 }
 
 bool FaultInjectionEnv::crashed() const {
@@ -140,16 +176,33 @@ FaultInjectionEnv::FilePtr FaultInjectionEnv::Track(const std::string& path,
   }
   state->size = size;
   state->synced_size = std::min(state->synced_size, size);
+  TrimUndo(state.get(), state->synced_size);
   return state;
+}
+
+void FaultInjectionEnv::TrimUndo(FileState* state, uint64_t size) {
+  auto& undo = state->undo;
+  undo.erase(std::remove_if(undo.begin(), undo.end(),
+                            [&](const Undo& u) { return u.offset >= size; }),
+             undo.end());
+  for (Undo& u : undo) {
+    if (u.offset + u.old.size() > size) u.old.resize(size - u.offset);
+  }
 }
 
 Status FaultInjectionEnv::SyncedContent(const std::string& path,
                                         std::string* content) {
   WIZQ_RETURN_IF_ERROR(base_->ReadFile(path, content));
   auto it = files_.find(Norm(path));
-  if (it != files_.end() && content->size() > it->second->synced_size) {
-    content->resize(it->second->synced_size);
+  if (it == files_.end()) return Status::OK();
+  const FileState& state = *it->second;
+  for (auto u = state.undo.rbegin(); u != state.undo.rend(); ++u) {
+    if (u->offset >= content->size()) continue;
+    const size_t n =
+        std::min<uint64_t>(u->old.size(), content->size() - u->offset);
+    content->replace(u->offset, n, u->old, 0, n);
   }
+  if (content->size() > state.synced_size) content->resize(state.synced_size);
   return Status::OK();
 }
 
@@ -166,6 +219,22 @@ Status FaultInjectionEnv::NewAppendableFile(
     WIZQ_RETURN_IF_ERROR(SyncDirLocked(DirName(path)));
   }
   *result = std::make_unique<FaultWritableFile>(this, std::move(file), state);
+  return Status::OK();
+}
+
+Status FaultInjectionEnv::NewRandomRWFile(
+    const std::string& path, std::unique_ptr<RandomRWFile>* result) {
+  std::lock_guard<std::mutex> l(mu_);
+  WIZQ_RETURN_IF_ERROR(BeginOp(kAny, "open", path));
+  const bool existed = base_->FileExists(path);
+  std::unique_ptr<RandomRWFile> file;
+  WIZQ_RETURN_IF_ERROR(base_->NewRandomRWFile(path, &file));
+  FilePtr state = Track(path, existed);
+  if (!existed) {
+    pending_.emplace_back(DirOp::kCreateFile, Norm(path));
+    WIZQ_RETURN_IF_ERROR(SyncDirLocked(DirName(path)));
+  }
+  *result = std::make_unique<FaultRandomRWFile>(this, std::move(file), state);
   return Status::OK();
 }
 
@@ -228,6 +297,72 @@ Status FaultInjectionEnv::FileClose(WritableFile* base) {
   return s;
 }
 
+Status FaultInjectionEnv::RandomRead(RandomRWFile* base, uint64_t offset,
+                                     size_t n, std::string* data) {
+  std::lock_guard<std::mutex> l(mu_);
+  WIZQ_RETURN_IF_ERROR(CheckNotCrashed("read", base->path()));
+  return base->Read(offset, n, data);
+}
+
+Status FaultInjectionEnv::RandomWrite(RandomRWFile* base, FileState* state,
+                                      uint64_t offset, std::string_view data) {
+  std::lock_guard<std::mutex> l(mu_);
+  bool may_tear;
+  Status s = BeginOp(kWrite, "pwrite", base->path(), &may_tear);
+  if (!s.ok()) {
+    const size_t torn = may_tear && torn_writes_ ? TornLength(data.size()) : 0;
+    if (torn == 0) return s;
+    data = data.substr(0, torn);
+  }
+  // Keep what the write replaces in the synced part, for a power loss.
+  if (offset < state->synced_size && !data.empty()) {
+    const uint64_t end =
+        std::min<uint64_t>(offset + data.size(), state->synced_size);
+    Undo undo{offset, ""};
+    Status r = base->Read(offset, static_cast<size_t>(end - offset), &undo.old);
+    if (!r.ok()) return s.ok() ? r : s;
+    if (!undo.old.empty()) state->undo.push_back(std::move(undo));
+  }
+  Status w = base->Write(offset, data);
+  if (w.ok()) {
+    state->size = std::max<uint64_t>(state->size, offset + data.size());
+  }
+  return s.ok() ? w : s;
+}
+
+Status FaultInjectionEnv::RandomSync(RandomRWFile* base, FileState* state) {
+  std::lock_guard<std::mutex> l(mu_);
+  WIZQ_RETURN_IF_ERROR(BeginOp(kSync, "fdatasync", base->path()));
+  WIZQ_RETURN_IF_ERROR(base->Sync());
+  state->synced_size = state->size;
+  state->undo.clear();
+  return Status::OK();
+}
+
+Status FaultInjectionEnv::RandomSize(RandomRWFile* base, uint64_t* size) {
+  std::lock_guard<std::mutex> l(mu_);
+  WIZQ_RETURN_IF_ERROR(CheckNotCrashed("fstat", base->path()));
+  return base->Size(size);
+}
+
+Status FaultInjectionEnv::RandomTruncate(RandomRWFile* base, FileState* state,
+                                         uint64_t size) {
+  std::lock_guard<std::mutex> l(mu_);
+  WIZQ_RETURN_IF_ERROR(BeginOp(kAny, "truncate", base->path()));
+  WIZQ_RETURN_IF_ERROR(base->Truncate(size));
+  state->size = size;
+  state->synced_size = std::min(state->synced_size, size);
+  TrimUndo(state, state->synced_size);
+  return Status::OK();
+}
+
+Status FaultInjectionEnv::RandomClose(RandomRWFile* base) {
+  std::lock_guard<std::mutex> l(mu_);
+  Status s = base->Close();  // Always release the descriptor.
+  WIZQ_RETURN_IF_ERROR(CheckNotCrashed("close", base->path()));
+  return s;
+}
+
 Status FaultInjectionEnv::ReadFile(const std::string& path, std::string* data) {
   std::lock_guard<std::mutex> l(mu_);
   WIZQ_RETURN_IF_ERROR(CheckNotCrashed("read", path));
@@ -257,7 +392,10 @@ Status FaultInjectionEnv::TruncateFile(const std::string& path, uint64_t size) {
   WIZQ_RETURN_IF_ERROR(BeginOp(kAny, "truncate", path));
   WIZQ_RETURN_IF_ERROR(base_->TruncateFile(path, size));  // Syncs.
   auto it = files_.find(Norm(path));
-  if (it != files_.end()) it->second->size = it->second->synced_size = size;
+  if (it != files_.end()) {
+    it->second->size = it->second->synced_size = size;
+    it->second->undo.clear();  // The sync made every byte durable.
+  }
   return Status::OK();
 }
 
@@ -341,13 +479,8 @@ Status FaultInjectionEnv::DropUnsyncedData() {
   std::lock_guard<std::mutex> l(mu_);
   Status result;
   for (auto& [path, state] : files_) {
-    uint64_t size;
-    if (!base_->GetFileSize(path, &size).ok()) continue;
-    if (size > state->synced_size) {
-      Status s = base_->TruncateFile(path, state->synced_size);
-      if (result.ok()) result = s;
-    }
-    state->size = std::min(size, state->synced_size);
+    Status s = DropFileUnsynced(path, state.get());
+    if (result.ok()) result = s;
   }
   for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
     Status s = UndoDirOp(*it);
@@ -356,6 +489,79 @@ Status FaultInjectionEnv::DropUnsyncedData() {
   pending_.clear();
   ResetLocked();
   return result;
+}
+
+Status FaultInjectionEnv::DropFileUnsynced(const std::string& path,
+                                           FileState* state) {
+  std::vector<Undo> undo;
+  undo.swap(state->undo);
+  uint64_t size;
+  if (!base_->GetFileSize(path, &size).ok()) return Status::OK();  // Gone.
+  const uint64_t synced = state->synced_size;
+
+  // The synced bytes overwritten in place: put back (newest first, so the
+  // oldest, synced, content ends up in place), all of them or, in a partial
+  // power loss, sector by sector down to a random version. The base file is
+  // written directly: these are not operations of the env.
+  std::unique_ptr<RandomRWFile> file;
+  auto put_back = [&](uint64_t offset, std::string_view bytes) -> Status {
+    if (offset >= size) return Status::OK();  // Cut behind the env's back.
+    bytes = bytes.substr(0, static_cast<size_t>(size - offset));
+    if (file == nullptr) {
+      WIZQ_RETURN_IF_ERROR(base_->NewRandomRWFile(path, &file));
+    }
+    return file->Write(offset, bytes);
+  };
+  // Sectors that keep the content they have from the undo entries seen so
+  // far (a newer version survived): no older one is put back.
+  std::set<uint64_t> kept;
+  std::bernoulli_distribution coin(0.5);
+  for (auto u = undo.rbegin(); u != undo.rend(); ++u) {
+    if (!partial_power_loss_) {
+      WIZQ_RETURN_IF_ERROR(put_back(u->offset, u->old));
+      continue;
+    }
+    const uint64_t end = u->offset + u->old.size();
+    for (uint64_t pos = u->offset; pos < end;) {
+      const uint64_t sector = pos / kSectorSize;
+      const uint64_t piece_end = std::min(end, (sector + 1) * kSectorSize);
+      if (kept.count(sector) == 0) {
+        if (coin(rng_)) {
+          WIZQ_RETURN_IF_ERROR(
+              put_back(pos, std::string_view(u->old).substr(
+                                static_cast<size_t>(pos - u->offset),
+                                static_cast<size_t>(piece_end - pos))));
+        } else {
+          kept.insert(sector);
+        }
+      }
+      pos = piece_end;
+    }
+  }
+
+  // What lies past the synced size: cut off, or, in a partial power loss,
+  // a random part of it kept with some of its sectors never written.
+  uint64_t keep = std::min(size, synced);
+  if (partial_power_loss_ && size > synced) {
+    keep = std::uniform_int_distribution<uint64_t>(synced, size)(rng_);
+    for (uint64_t pos = synced; pos < keep;) {
+      const uint64_t piece_end =
+          std::min(keep, (pos / kSectorSize + 1) * kSectorSize);
+      if (coin(rng_)) {
+        WIZQ_RETURN_IF_ERROR(put_back(
+            pos, std::string(static_cast<size_t>(piece_end - pos), '\0')));
+      }
+      pos = piece_end;
+    }
+    state->synced_size = keep;  // What survived is on disk now.
+  }
+  if (file != nullptr) {
+    WIZQ_RETURN_IF_ERROR(file->Sync());
+    WIZQ_RETURN_IF_ERROR(file->Close());
+  }
+  if (size > keep) WIZQ_RETURN_IF_ERROR(base_->TruncateFile(path, keep));
+  state->size = keep;
+  return Status::OK();
 }
 
 Status FaultInjectionEnv::RestoreFile(const std::string& path,

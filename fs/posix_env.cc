@@ -109,6 +109,83 @@ class PosixWritableFile final : public WritableFile {
   int fd_;
 };
 
+class PosixRandomRWFile final : public RandomRWFile {
+ public:
+  // Takes ownership of `fd`, opened O_RDWR without O_APPEND (with O_APPEND
+  // Linux's pwrite ignores the offset).
+  PosixRandomRWFile(std::string path, int fd)
+      : path_(std::move(path)), fd_(fd) {}
+  ~PosixRandomRWFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  Status Read(uint64_t offset, size_t n, std::string* data) override {
+    data->resize(n);
+    size_t got = 0;
+    while (got < n) {
+      const ssize_t r = ::pread(fd_, data->data() + got, n - got,
+                                static_cast<off_t>(offset + got));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        data->clear();
+        return PosixError("read", path_, errno);
+      }
+      if (r == 0) break;
+      got += static_cast<size_t>(r);
+    }
+    data->resize(got);
+    return Status::OK();
+  }
+
+  Status Write(uint64_t offset, std::string_view data) override {
+    while (!data.empty()) {
+      const ssize_t n =
+          ::pwrite(fd_, data.data(), data.size(), static_cast<off_t>(offset));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return PosixError("write", path_, errno);
+      }
+      data.remove_prefix(static_cast<size_t>(n));
+      offset += static_cast<uint64_t>(n);
+    }
+    return Status::OK();
+  }
+
+  Status Sync() override {
+    if (RetryEintr([&] { return ::fdatasync(fd_); }) != 0) {
+      return PosixError("fdatasync", path_, errno);
+    }
+    return Status::OK();
+  }
+
+  Status Size(uint64_t* size) override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return PosixError("fstat", path_, errno);
+    *size = static_cast<uint64_t>(st.st_size);
+    return Status::OK();
+  }
+
+  Status Truncate(uint64_t size) override {
+    const off_t len = static_cast<off_t>(size);
+    if (RetryEintr([&] { return ::ftruncate(fd_, len); }) != 0) {
+      return PosixError("truncate", path_, errno);
+    }
+    return Status::OK();
+  }
+
+  Status Close() override {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd < 0 ? Status::OK() : CloseFd(fd, path_);
+  }
+
+  const std::string& path() const override { return path_; }
+
+ private:
+  const std::string path_;
+  int fd_;
+};
+
 class PosixFileLock final : public FileLock {
  public:
   PosixFileLock(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
@@ -143,7 +220,7 @@ class PosixEnv final : public Env {
   Status NewAppendableFile(const std::string& path,
                            std::unique_ptr<WritableFile>* result) override {
     bool created = false;
-    int fd = OpenAppend(path, &created);
+    int fd = OpenOrCreate(path, O_WRONLY | O_APPEND, &created);
     if (fd < 0) return PosixError("open", path, errno);
     if (created) {
       Status s = SyncDir(DirName(path));
@@ -153,6 +230,22 @@ class PosixEnv final : public Env {
       }
     }
     *result = std::make_unique<PosixWritableFile>(path, fd);
+    return Status::OK();
+  }
+
+  Status NewRandomRWFile(const std::string& path,
+                         std::unique_ptr<RandomRWFile>* result) override {
+    bool created = false;
+    int fd = OpenOrCreate(path, O_RDWR, &created);
+    if (fd < 0) return PosixError("open", path, errno);
+    if (created) {
+      Status s = SyncDir(DirName(path));
+      if (!s.ok()) {
+        ::close(fd);
+        return s;
+      }
+    }
+    *result = std::make_unique<PosixRandomRWFile>(path, fd);
     return Status::OK();
   }
 
@@ -226,17 +319,17 @@ class PosixEnv final : public Env {
   }
 
  private:
-  // Opens `path` for appending; sets *created if this call made the file.
-  // Returns -1 with errno set on failure.
-  static int OpenAppend(const std::string& path, bool* created);
+  // Opens `path` with `flags`, creating it if missing; sets *created if
+  // this call made the file. Returns -1 with errno set on failure.
+  static int OpenOrCreate(const std::string& path, int flags, bool* created);
 };
 
-int PosixEnv::OpenAppend(const std::string& path, bool* created) {
+int PosixEnv::OpenOrCreate(const std::string& path, int flags, bool* created) {
   for (;;) {
-    int fd = OpenRetry(path, O_WRONLY | O_APPEND | kOpenFlags);
+    int fd = OpenRetry(path, flags | kOpenFlags);
     if (fd >= 0 || errno != ENOENT) return fd;
     // Missing: create it exclusively so we know whether we made it.
-    fd = OpenRetry(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | kOpenFlags);
+    fd = OpenRetry(path, flags | O_CREAT | O_EXCL | kOpenFlags);
     if (fd >= 0) *created = true;
     if (fd >= 0 || errno != EEXIST) return fd;
     // Someone else created it in between: open theirs.

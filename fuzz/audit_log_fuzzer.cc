@@ -4,7 +4,8 @@
 //  1. as is: ParseLog must split any bytes into a committed prefix and a
 //     torn tail, or report Corruption naming the file; never crash. Its
 //     result must be consistent (seqs rising by one, every record a
-//     checksummed line inside the input, committed_end + torn_bytes = size);
+//     checksummed line inside the input, nothing but padding after the
+//     torn tail);
 //  2. with every line's crc recomputed (so that mutated lines still pass the
 //     checksum and reach the event decoder): the committed records are
 //     applied in order to a fresh QueueState, as a reader of the log does,
@@ -48,8 +49,18 @@ void CheckParse(std::string_view data, uint64_t base, int64_t expected_seq,
     last_end = rec.offset + rec.line.size() + 1;
   }
   FUZZ_CHECK(r.committed_end == last_end, "committed_end");
-  FUZZ_CHECK(r.committed_end + r.torn_bytes == base + data.size(),
-             "committed_end + torn_bytes");
+  // After the torn tail only free space (padding) is left.
+  const uint64_t torn_end = r.committed_end + r.torn_bytes;
+  FUZZ_CHECK(torn_end <= base + data.size(), "torn tail past the input");
+  FUZZ_CHECK(data.substr(torn_end - base)
+                     .find_first_not_of(std::string_view("\n\0", 2)) ==
+                 std::string_view::npos,
+             "bytes that are not padding after the torn tail");
+  FUZZ_CHECK(r.torn_bytes == 0 || data[torn_end - base - 1] == '\n' ||
+                 data.substr(torn_end - base - 1, 1)
+                         .find_first_of(std::string_view("\n\0", 2)) ==
+                     std::string_view::npos,
+             "a torn tail that ends in padding other than one newline");
 }
 
 }  // namespace

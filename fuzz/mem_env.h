@@ -31,6 +31,13 @@ class MemEnv : public Env {
     result->reset(new File(this, path));
     return Status::OK();
   }
+  Status NewRandomRWFile(const std::string& path,
+                         std::unique_ptr<RandomRWFile>* result) override {
+    WIZQ_RETURN_IF_ERROR(CheckParent(path));
+    files_[path];  // created if missing
+    result->reset(new RWFile(this, path));
+    return Status::OK();
+  }
   Status NewWritableFile(const std::string& path,
                          std::unique_ptr<WritableFile>* result) override {
     WIZQ_RETURN_IF_ERROR(CheckParent(path));
@@ -153,6 +160,52 @@ class MemEnv : public Env {
     const std::string& path() const override { return path_; }
 
    private:
+    MemEnv* env_;
+    std::string path_;
+  };
+
+  // Reads and writes at offsets; a write past the end zero-fills the gap,
+  // and Truncate can grow the file with zeros, like ftruncate.
+  class RWFile : public RandomRWFile {
+   public:
+    RWFile(MemEnv* env, std::string path) : env_(env), path_(std::move(path)) {}
+    Status Read(uint64_t offset, size_t n, std::string* data) override {
+      std::string* f = Get();
+      if (f == nullptr) return Gone();
+      data->assign(offset < f->size() ? f->substr(offset, n) : "");
+      return Status::OK();
+    }
+    Status Write(uint64_t offset, std::string_view data) override {
+      std::string* f = Get();
+      if (f == nullptr) return Gone();
+      if (f->size() < offset + data.size()) f->resize(offset + data.size());
+      f->replace(offset, data.size(), data);
+      return Status::OK();
+    }
+    Status Sync() override { return Status::OK(); }
+    Status Size(uint64_t* size) override {
+      std::string* f = Get();
+      if (f == nullptr) return Gone();
+      *size = f->size();
+      return Status::OK();
+    }
+    Status Truncate(uint64_t size) override {
+      std::string* f = Get();
+      if (f == nullptr) return Gone();
+      f->resize(size);
+      return Status::OK();
+    }
+    Status Close() override { return Status::OK(); }
+    const std::string& path() const override { return path_; }
+
+   private:
+    // The file's content, or null if it was removed.
+    std::string* Get() {
+      auto it = env_->files_.find(path_);
+      return it == env_->files_.end() ? nullptr : &it->second;
+    }
+    Status Gone() const { return Status::IOError(path_ + ": gone"); }
+
     MemEnv* env_;
     std::string path_;
   };

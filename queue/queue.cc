@@ -153,22 +153,28 @@ Status DirQueue::LoadState(bool repair, SnapshotHeader* header,
 
 Status DirQueue::ReadLogTail(bool repair) {
   const std::string path = Path(kLogFile);
-  uint64_t size = 0;
-  Status s = env_->GetFileSize(path, &size);
-  if (s.IsNotFound() && log_end_ == 0) return Status::OK();
-  WIZQ_RETURN_IF_ERROR(s);
-  if (size < log_end_) {
-    return Status::Corruption(
-        path + " is " + std::to_string(size) + " bytes but " +
-        Path(kSnapshotFile) + " covers it up to byte offset " +
-        std::to_string(log_end_) +
-        "; the log was cut or replaced after the snapshot was written. Both "
-        "files were left untouched: restore the full audit.jsonl, or move "
-        "the .wizard directory aside to start over");
-  }
-  if (size == log_end_) return Status::OK();
   std::string data;
-  WIZQ_RETURN_IF_ERROR(env_->ReadFileFrom(path, log_end_, &data));
+  if (writer_ != nullptr) {
+    // The hot path: a probe through the writer's descriptor, no stat.
+    WIZQ_RETURN_IF_ERROR(writer_->ReadFrom(log_end_, &data));
+    if (data.empty()) return Status::OK();
+  } else {
+    uint64_t size = 0;
+    Status s = env_->GetFileSize(path, &size);
+    if (s.IsNotFound() && log_end_ == 0) return Status::OK();
+    WIZQ_RETURN_IF_ERROR(s);
+    if (size < log_end_) {
+      return Status::Corruption(
+          path + " is " + std::to_string(size) + " bytes but " +
+          Path(kSnapshotFile) + " covers it up to byte offset " +
+          std::to_string(log_end_) +
+          "; the log was cut or replaced after the snapshot was written. "
+          "Both files were left untouched: restore the full audit.jsonl, or "
+          "move the .wizard directory aside to start over");
+    }
+    if (size == log_end_) return Status::OK();
+    WIZQ_RETURN_IF_ERROR(env_->ReadFileFrom(path, log_end_, &data));
+  }
   LogParseResult parsed;
   WIZQ_RETURN_IF_ERROR(
       ParseLog(path, data, log_end_, state_->last_seq() + 1, &parsed));

@@ -111,9 +111,17 @@ Status DirQueue::ResumeRun(OpenReport* report) {
   if (state_->run().status == RunStatus::kCompleted ||
       state_->run().status == RunStatus::kFailed) {
     report->action = OpenAction::kFinished;
-    // At rest the snapshot is exact: redo a checkpoint a crash cut short.
-    return log_end_ != snapshot_offset_ ? WriteCheckpointLocked()
-                                        : Status::OK();
+    // At rest the snapshot is exact and the log has no free space: redo a
+    // checkpoint or a trim that a crash cut short.
+    if (log_end_ != snapshot_offset_) {
+      WIZQ_RETURN_IF_ERROR(WriteCheckpointLocked());
+    }
+    uint64_t size = 0;
+    Status s = env_->GetFileSize(Path(kLogFile), &size);
+    if (s.IsNotFound()) return Status::OK();
+    WIZQ_RETURN_IF_ERROR(s);
+    return size > log_end_ ? env_->TruncateFile(Path(kLogFile), log_end_)
+                           : Status::OK();
   }
   std::vector<LiveWorker> live;
   WIZQ_RETURN_IF_ERROR(workers_.ListLive(&live));
@@ -240,6 +248,9 @@ Status DirQueue::Refresh() {
 Status DirQueue::Checkpoint() {
   std::lock_guard<std::mutex> guard(mu_);
   if (!poisoned_.ok()) return poisoned_;
+  if (!writer_ || closed_) {
+    return Status::InvalidArgument("the queue is closed or read-only");
+  }
   WIZQ_RETURN_IF_ERROR(env_->LockFile(Path("lock"), true, &dir_lock_));
   Status s = CatchUp();
   if (s.ok()) s = WriteCheckpointLocked();
@@ -260,9 +271,10 @@ Status DirQueue::Close() {
   }
   if (s.ok()) s = CommitStaged();
   if (s.ok() && log_end_ != snapshot_offset_) s = WriteCheckpointLocked();
+  if (s.ok()) s = writer_->TrimFreeSpace();
   if (s.ok()) s = workers_.Unregister();
   dir_lock_.reset();
-  return s;
+  return s.ok() ? s : Poison(s);
 }
 
 }  // namespace wizq

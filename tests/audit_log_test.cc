@@ -25,6 +25,7 @@ using test::MakeTask;
 using test::NoSyncEnv;
 using test::ReadAll;
 using test::ScratchDir;
+using test::WithoutFreeSpace;
 using test::WriteAll;
 
 bool Contains(const std::string& s, const std::string& part) {
@@ -112,7 +113,14 @@ class AuditLogTest : public ::testing::Test {
       }
       log.batch_end.push_back(writer->end());
     }
+    // A live log is preallocated: free space (padding) follows the lines
+    // until a worker comes to rest and trims it.
+    const std::string live = ReadAll(LogPath());
+    EXPECT_GT(live.size(), writer->end());
+    EXPECT_EQ(live.find_first_not_of('\n', writer->end()), std::string::npos);
+    EXPECT_TRUE(writer->TrimFreeSpace().ok());
     log.data = ReadAll(LogPath());
+    EXPECT_EQ(log.data, live.substr(0, writer->end()));
     uint64_t offset = 0;
     for (size_t i = 0; i < log.lines.size(); i++) {
       log.line_offsets[i] = offset;
@@ -202,7 +210,7 @@ TEST_F(AuditLogTest, WriterAfterEndEventReturnsTheEventAsJson) {
   EXPECT_EQ(writer->EndEvent(), "{\"seq\":7,\"ts\":7,\"event\":\"g\"}");
   ASSERT_TRUE(writer->Commit().ok());
   EXPECT_EQ(writer->next_seq(), 8);
-  EXPECT_EQ(writer->end(), ReadAll(LogPath()).size());
+  EXPECT_EQ(writer->end(), WithoutFreeSpace(ReadAll(LogPath())).size());
 }
 
 // Every prefix of a log parses: the complete batches are its records, the
@@ -265,6 +273,7 @@ void CheckRepairAtEveryOffsetOfLastBatch(Env* env, const std::string& path,
     StageEvent(writer.get(), 99, 99);
     StageEvent(writer.get(), 99, 100);
     ASSERT_TRUE(writer->Commit().ok());
+    const uint64_t end = writer->end();
     writer.reset();
     data = ReadAll(path);
     s = ParseLog(path, data, 0, 1, &parsed);
@@ -273,7 +282,9 @@ void CheckRepairAtEveryOffsetOfLastBatch(Env* env, const std::string& path,
     EXPECT_EQ(parsed.records[kept].offset, last_start);
     EXPECT_EQ(parsed.records[kept].seq, next_seq);
     EXPECT_EQ(parsed.torn_bytes, 0u);
-    EXPECT_EQ(parsed.committed_end, data.size());
+    EXPECT_EQ(parsed.committed_end, end);
+    // The rest is free space.
+    EXPECT_EQ(data.find_first_not_of('\n', end), std::string::npos);
   }
 }
 
@@ -314,47 +325,67 @@ TEST_F(AuditLogTest, UnfinishedBatchIsTorn) {
   EXPECT_EQ(parsed.torn_bytes, data.size());
 }
 
-TEST_F(AuditLogTest, GarbageOrZerosAfterGoodRecordsAreTorn) {
+// Padding ('\n' or NUL) after the last line is free space; anything else is
+// a torn tail, set aside without the padding after it.
+TEST_F(AuditLogTest, GarbageAfterGoodRecordsIsTornPaddingIsFreeSpace) {
   BuiltLog log = Build({1, 2});
-  const std::vector<std::string> kTails = {
-      "garbage",
-      "garbage\n",
-      std::string(8, '\0'),
-      std::string(8, '\0') + "\n",
-      std::string(4096, '\0'),
-      "\n",
-      "\n\n\n",
-      "{\"seq\":4,\"ts\":1,\"event\":\"x\"}\n",  // no crc
-      "{\"seq\":4,\"ts\":1,\"event\":\"x\",\"commit\":true,\"crc\":"
-      "\"00000000\"}\n",
-      log.lines[0].substr(0, 20),
-      log.lines.back() + "\n",  // a repeat of the last line: seq 3 again...
+  const std::string zeros(8, '\0');
+  struct Case {
+    std::string tail;
+    std::string torn;  // what is set aside
   };
-  for (size_t t = 0; t < kTails.size(); t++) {
+  const std::vector<Case> kCases = {
+      {"garbage", "garbage"},
+      {"garbage\n", "garbage\n"},
+      {"garbage\n\n\n\n", "garbage\n"},
+      {"garbage" + zeros, "garbage"},
+      {zeros + "garbage\n" + zeros, "garbage\n"},
+      {"\n", ""},
+      {"\n\n\n", ""},
+      {zeros, ""},
+      {zeros + "\n", ""},
+      {std::string(4096, '\0'), ""},
+      {std::string(70000, '\n'), ""},
+      {"{\"seq\":4,\"ts\":1,\"event\":\"x\"}\n\n\n",  // no crc
+       "{\"seq\":4,\"ts\":1,\"event\":\"x\"}\n"},
+      {"{\"seq\":4,\"ts\":1,\"event\":\"x\",\"commit\":true,\"crc\":"
+       "\"00000000\"}\n",
+       "{\"seq\":4,\"ts\":1,\"event\":\"x\",\"commit\":true,\"crc\":"
+       "\"00000000\"}\n"},
+      {log.lines[0].substr(0, 20) + "\n\n", log.lines[0].substr(0, 20) + "\n"},
+  };
+  for (size_t t = 0; t < kCases.size(); t++) {
     SCOPED_TRACE("tail " + std::to_string(t));
-    const std::string& tail = kTails[t];
-    if (t + 1 == kTails.size()) {
-      // ... is a good line with the wrong seq: corruption, not torn.
-      LogParseResult parsed;
-      Status s = ParseLog(LogPath(), log.data + tail, 0, 1, &parsed);
-      EXPECT_TRUE(s.IsCorruption()) << s.ToString();
-      continue;
-    }
-    WriteAll(LogPath(), log.data + tail);
+    WriteAll(LogPath(), log.data + kCases[t].tail);
     const std::string data = ReadAll(LogPath());
     LogParseResult parsed;
     Status s = ParseLog(LogPath(), data, 0, 1, &parsed);
     ASSERT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(parsed.records.size(), log.lines.size());
     EXPECT_EQ(parsed.committed_end, log.data.size());
-    EXPECT_EQ(parsed.torn_bytes, tail.size());
+    // From the committed end to the last byte that is not padding (and the
+    // newline after it).
+    const std::string& tail = kCases[t].tail;
+    size_t torn_bytes = tail.find_last_not_of(log_format::kPadBytes);
+    torn_bytes = torn_bytes == std::string::npos ? 0
+                 : torn_bytes + 1 < tail.size() && tail[torn_bytes + 1] == '\n'
+                     ? torn_bytes + 2
+                     : torn_bytes + 1;
+    EXPECT_EQ(parsed.torn_bytes, torn_bytes);
+    if (kCases[t].torn.empty()) continue;
     std::string aside;
     ASSERT_TRUE(
         SetAsideTornTail(env_, LogPath(), parsed.committed_end, &aside).ok());
-    EXPECT_EQ(ReadAll(aside), tail);
+    EXPECT_EQ(ReadAll(aside), kCases[t].torn);
     EXPECT_EQ(ReadAll(LogPath()), log.data);
     std::filesystem::remove(aside);
   }
+  // A repeat of the last line (seq 3 again) is a good line with the wrong
+  // seq: corruption, not torn.
+  LogParseResult parsed;
+  Status s =
+      ParseLog(LogPath(), log.data + log.lines.back() + "\n", 0, 1, &parsed);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
 }
 
 TEST_F(AuditLogTest, DamagedLineFollowedByGoodOnesIsCorruptionNamingOffset) {
@@ -513,6 +544,167 @@ TEST_F(AuditLogTest, FailedCommitIsCutBackAndNamesTheFile) {
   }
 }
 
+// --- preallocation, in-place writes and holes
+// ---------------------------------
+
+// Commits overwrite the free space in place: the file size stays put from
+// one commit to the next (so fdatasync has no inode to write), and grows in
+// chunks only when a batch does not fit.
+TEST_F(AuditLogTest, CommitsOverwriteFreeSpaceAndGrowTheFileInChunks) {
+  std::unique_ptr<LogWriter> writer;
+  ASSERT_TRUE(LogWriter::Open(env_, LogPath(), 0, 1, &writer).ok());
+  std::vector<uint64_t> sizes;
+  int index = 0;
+  for (int b = 0; b < 2000; b++) {
+    StageEvent(writer.get(), b, index++);
+    ASSERT_TRUE(writer->Commit().ok());
+    const uint64_t size = std::filesystem::file_size(LogPath());
+    ASSERT_GE(size, writer->end());
+    ASSERT_EQ(size % 4096, 0u);
+    if (sizes.empty() || sizes.back() != size) sizes.push_back(size);
+  }
+  // 2000 commits of ~150 bytes (~300 KB) in a handful of extensions.
+  EXPECT_GE(sizes.size(), 2u);
+  EXPECT_LE(sizes.size(), 8u);
+  const std::string data = ReadAll(LogPath());
+  EXPECT_EQ(data.find_first_not_of('\n', writer->end()), std::string::npos);
+  LogParseResult parsed;
+  ASSERT_TRUE(ParseLog(LogPath(), data, 0, 1, &parsed).ok());
+  EXPECT_EQ(parsed.records.size(), 2000u);
+  EXPECT_EQ(parsed.committed_end, writer->end());
+  EXPECT_EQ(parsed.torn_bytes, 0u);
+  ASSERT_TRUE(writer->TrimFreeSpace().ok());
+  EXPECT_EQ(ReadAll(LogPath()), data.substr(0, writer->end()));
+}
+
+// Two writers on one log (two processes, taking turns under the lock): each
+// reads what the other committed through its own descriptor.
+TEST_F(AuditLogTest, ReadFromSeesWhatAnotherWriterCommitted) {
+  std::unique_ptr<LogWriter> a, b;
+  ASSERT_TRUE(LogWriter::Open(env_, LogPath(), 0, 1, &a).ok());
+  ASSERT_TRUE(LogWriter::Open(env_, LogPath(), 0, 1, &b).ok());
+  std::string data;
+  ASSERT_TRUE(b->ReadFrom(0, &data).ok());
+  EXPECT_EQ(data, "");  // an empty log
+  int index = 0;
+  for (int round = 0; round < 50; round++) {
+    LogWriter* w = round % 2 == 0 ? a.get() : b.get();
+    LogWriter* r = round % 2 == 0 ? b.get() : a.get();
+    // The reader is behind by one batch of 1..400 lines (the later ones
+    // cross the 4 KiB first read and a file extension).
+    const int lines = 1 + (round * 37) % 400;
+    for (int i = 0; i < lines; i++) StageEvent(w, round, index++);
+    const uint64_t start = w->end();
+    ASSERT_TRUE(w->Commit().ok());
+    ASSERT_TRUE(r->ReadFrom(start, &data).ok());
+    LogParseResult parsed;
+    ASSERT_TRUE(ParseLog(LogPath(), data, start, r->next_seq(), &parsed).ok());
+    ASSERT_EQ(parsed.records.size(), static_cast<size_t>(lines));
+    ASSERT_EQ(parsed.committed_end, w->end());
+    ASSERT_EQ(parsed.torn_bytes, 0u);
+    r->Reposition(parsed.committed_end, w->next_seq());
+    // Nothing new after that.
+    ASSERT_TRUE(r->ReadFrom(r->end(), &data).ok());
+    ASSERT_EQ(data, "");
+  }
+  // After one writer trims the free space, the other still writes in the
+  // right place (growing the file), and reads see it.
+  ASSERT_TRUE(a->TrimFreeSpace().ok());
+  StageEvent(b.get(), 99, index++);
+  const uint64_t start = b->end();
+  ASSERT_TRUE(b->Commit().ok());
+  ASSERT_TRUE(a->ReadFrom(start, &data).ok());
+  LogParseResult parsed;
+  ASSERT_TRUE(ParseLog(LogPath(), data, start, a->next_seq(), &parsed).ok());
+  EXPECT_EQ(parsed.records.size(), 1u);
+  ASSERT_TRUE(ParseLog(LogPath(), ReadAll(LogPath()), 0, 1, &parsed).ok());
+  EXPECT_EQ(parsed.records.size(), static_cast<size_t>(index));
+}
+
+// A log cut or replaced under a live writer: the byte before the applied
+// end is no longer the newline that ended the last line.
+TEST_F(AuditLogTest, ReadFromNoticesALogCutUnderTheWriter) {
+  BuiltLog log = Build({2, 2});
+  std::unique_ptr<LogWriter> writer;
+  const uint64_t end = log.data.size();
+  ASSERT_TRUE(LogWriter::Open(env_, LogPath(), end, 5, &writer).ok());
+  std::string data;
+  ASSERT_TRUE(writer->ReadFrom(end, &data).ok());
+  EXPECT_EQ(data, "");
+  for (uint64_t cut : {end - 1, end - 5, uint64_t{0}}) {
+    WriteAll(LogPath(), log.data.substr(0, cut));
+    Status s = writer->ReadFrom(end, &data);
+    ASSERT_TRUE(s.IsCorruption()) << cut << ": " << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), LogPath())) << s.message();
+    EXPECT_TRUE(NamesOffset(s.message(), end - 1)) << s.message();
+  }
+}
+
+// A power loss while the last batch was being written can keep some of its
+// sectors and not others: padding (the old content) then sits in place of
+// some of its bytes. Every such mix is a torn tail, never corruption, and
+// only a fully written batch counts.
+TEST_F(AuditLogTest, LastBatchWithSectorsLostIsTorn) {
+  // A last batch of ~3.5 KB: 8 sectors of 512 bytes.
+  BuiltLog log = Build({3, 2, 24});
+  const uint64_t start = log.batch_start.back();
+  const uint64_t end = log.data.size();
+  const uint64_t first_sector = start / 512, last_sector = (end - 1) / 512;
+  const int sectors = static_cast<int>(last_sector - first_sector + 1);
+  ASSERT_GE(sectors, 6);
+  ASSERT_LE(sectors, 10);
+  const std::string free_space(8192, '\n');
+  for (char pad : {'\n', '\0'}) {
+    for (int mask = 0; mask < (1 << sectors); mask++) {
+      SCOPED_TRACE("pad " + std::to_string(pad) + " lost sectors mask " +
+                   std::to_string(mask));
+      std::string data = log.data + free_space;
+      for (int k = 0; k < sectors; k++) {
+        if ((mask & (1 << k)) == 0) continue;
+        const uint64_t from = std::max(start, (first_sector + k) * 512);
+        const uint64_t to = std::min(end, (first_sector + k + 1) * 512);
+        std::fill(data.begin() + from, data.begin() + to, pad);
+      }
+      LogParseResult parsed;
+      Status s = ParseLog(LogPath(), data, 0, 1, &parsed);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      const bool intact = data.compare(0, end, log.data) == 0;
+      ASSERT_EQ(parsed.records.size(),
+                intact ? log.lines.size() : log.batch_first.back());
+      ASSERT_EQ(parsed.committed_end, intact ? end : start);
+      const bool all_padding =
+          data.substr(start, end - start)
+              .find_first_not_of(log_format::kPadBytes) == std::string::npos;
+      ASSERT_EQ(parsed.torn_bytes > 0, !intact && !all_padding);
+    }
+  }
+}
+
+// ... but a hole in an earlier batch, with more than one batch after it, is
+// corruption (the disk lost committed data), and so are blank lines or
+// zeros inserted between batches (no line is missing where they are).
+TEST_F(AuditLogTest, HoleBeforeMoreThanTheLastBatchIsCorruption) {
+  BuiltLog log = Build({2, 3, 2, 2});
+  for (char pad : {'\n', '\0'}) {
+    for (size_t b = 0; b + 2 < log.batch_start.size(); b++) {
+      std::string data = log.data;
+      const uint64_t at = log.batch_start[b] + 10;
+      std::fill(data.begin() + at, data.begin() + at + 40, pad);
+      LogParseResult parsed;
+      Status s = ParseLog(LogPath(), data, 0, 1, &parsed);
+      ASSERT_TRUE(s.IsCorruption()) << b << ": " << s.ToString();
+      EXPECT_TRUE(NamesOffset(s.message(), log.batch_start[b])) << s.message();
+    }
+    const uint64_t at = log.batch_start.back();
+    const std::string inserted = log.data.substr(0, at) + std::string(64, pad) +
+                                 "\n" + log.data.substr(at);
+    LogParseResult parsed;
+    Status s = ParseLog(LogPath(), inserted, 0, 1, &parsed);
+    ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_TRUE(NamesOffset(s.message(), at)) << s.message();
+  }
+}
+
 // --- through the Queue -------------------------------------------------------
 
 std::string DescribeTasks(const QueueState& state) {
@@ -563,7 +755,7 @@ TEST(AuditLogQueueTest, TornLastRecordOfARealRunIsSetAsideOnOpen) {
                                        nullptr);
                  }).ok());
     before_last = DescribeTasks(q->state());
-    log_before = ReadAll(log_path);
+    log_before = WithoutFreeSpace(ReadAll(log_path));
     // The last commit: a claim, a completion with two children, as one
     // batch of several lines.
     Status s = q->Transact([&](Txn& txn) {
@@ -575,7 +767,7 @@ TEST(AuditLogQueueTest, TornLastRecordOfARealRunIsSetAsideOnOpen) {
                           nullptr);
     });
     ASSERT_TRUE(s.ok()) << s.ToString();
-    full_log = ReadAll(log_path);
+    full_log = WithoutFreeSpace(ReadAll(log_path));
     // Destroyed without Close: a crash.
   }
   ASSERT_GT(full_log.size(), log_before.size());
@@ -629,7 +821,7 @@ TEST(AuditLogQueueTest, TornLastRecordOfARealRunIsSetAsideOnOpen) {
     s = ParseLog(log_path, now, 0, 1, &parsed);
     ASSERT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(parsed.torn_bytes, 0u);
-    EXPECT_EQ(parsed.committed_end, now.size());
+    EXPECT_EQ(parsed.committed_end, WithoutFreeSpace(now).size());
     // And the run goes on.
     int64_t id = 0;
     ASSERT_TRUE(q->Transact([&](Txn& txn) {

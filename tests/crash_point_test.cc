@@ -254,7 +254,9 @@ Reached RunScenario(const std::string& point, int n) {
     EXPECT_TRUE(r.exited && r.code == kCrashExitCode) << r.Describe();
     crashes++;
     const std::string log = dir + "/.wizard/audit.jsonl";
-    test::WriteAll(log, test::ReadAll(log) + "{\"seq\":999,\"ts\":1,\"ev");
+    // Torn where a write would tear it: at the end of the lines.
+    test::WriteAll(log, test::WithoutFreeSpace(test::ReadAll(log)) +
+                            "{\"seq\":999,\"ts\":1,\"ev");
   } else if (point == "archive.after_snapshot") {
     // A completed run, which the crashing run archives (--fresh).
     const WizqResult r = test::RunWizq(RunArgs(dir, false), CrashEnv(""));

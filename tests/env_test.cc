@@ -89,6 +89,83 @@ TEST_F(EnvTest, TruncateThenAppendContinuesAtNewEnd) {
   EXPECT_EQ("line1\nline2\n", ReadAll(path));
 }
 
+TEST_F(EnvTest, RandomRWFileReadsAndWritesAtOffsets) {
+  const std::string path = dir_.Join("audit");
+  std::unique_ptr<RandomRWFile> file;
+  ASSERT_TRUE(env_->NewRandomRWFile(path, &file).ok());
+  EXPECT_EQ(path, file->path());
+  uint64_t size = 1;
+  ASSERT_TRUE(file->Size(&size).ok());
+  EXPECT_EQ(0u, size);
+  ASSERT_TRUE(file->Write(0, "hello world").ok());
+  ASSERT_TRUE(file->Write(6, "WORLD").ok());
+  ASSERT_TRUE(file->Write(0, "J").ok());
+  ASSERT_TRUE(file->Sync().ok());
+  std::string data = "stale";
+  ASSERT_TRUE(file->Read(0, 100, &data).ok());  // Short at the end.
+  EXPECT_EQ("Jello WORLD", data);
+  ASSERT_TRUE(file->Read(6, 3, &data).ok());
+  EXPECT_EQ("WOR", data);
+  ASSERT_TRUE(file->Read(11, 3, &data).ok());
+  EXPECT_EQ("", data);
+  ASSERT_TRUE(file->Read(100, 3, &data).ok());
+  EXPECT_EQ("", data);
+  ASSERT_TRUE(file->Size(&size).ok());
+  EXPECT_EQ(11u, size);
+  ASSERT_TRUE(file->Close().ok());
+  EXPECT_EQ("Jello WORLD", ReadAll(path));
+}
+
+TEST_F(EnvTest, RandomRWFileKeepsExistingContent) {
+  const std::string path = dir_.Join("audit");
+  WriteAll(path, "abcdef");
+  std::unique_ptr<RandomRWFile> file;
+  ASSERT_TRUE(env_->NewRandomRWFile(path, &file).ok());
+  uint64_t size = 0;
+  ASSERT_TRUE(file->Size(&size).ok());
+  EXPECT_EQ(6u, size);
+  std::string data;
+  ASSERT_TRUE(file->Read(2, 2, &data).ok());
+  EXPECT_EQ("cd", data);
+  ASSERT_TRUE(file->Write(2, "XY").ok());  // Overwrites, does not append.
+  ASSERT_TRUE(file->Close().ok());
+  EXPECT_EQ("abXYef", ReadAll(path));
+}
+
+TEST_F(EnvTest, RandomRWFileWritePastEndLeavesZeros) {
+  const std::string path = dir_.Join("audit");
+  std::unique_ptr<RandomRWFile> file;
+  ASSERT_TRUE(env_->NewRandomRWFile(path, &file).ok());
+  ASSERT_TRUE(file->Write(0, "ab").ok());
+  ASSERT_TRUE(file->Write(5, "z").ok());
+  uint64_t size = 0;
+  ASSERT_TRUE(file->Size(&size).ok());
+  EXPECT_EQ(6u, size);
+  std::string data;
+  ASSERT_TRUE(file->Read(0, 6, &data).ok());
+  EXPECT_EQ(std::string("ab\0\0\0z", 6), data);
+  ASSERT_TRUE(file->Close().ok());
+  EXPECT_EQ(std::string("ab\0\0\0z", 6), ReadAll(path));
+}
+
+TEST_F(EnvTest, RandomRWFileTruncate) {
+  const std::string path = dir_.Join("audit");
+  std::unique_ptr<RandomRWFile> file;
+  ASSERT_TRUE(env_->NewRandomRWFile(path, &file).ok());
+  ASSERT_TRUE(file->Write(0, "0123456789").ok());
+  ASSERT_TRUE(file->Truncate(4).ok());
+  uint64_t size = 0;
+  ASSERT_TRUE(file->Size(&size).ok());
+  EXPECT_EQ(4u, size);
+  std::string data;
+  ASSERT_TRUE(file->Read(0, 10, &data).ok());
+  EXPECT_EQ("0123", data);
+  ASSERT_TRUE(file->Write(6, "x").ok());  // The cut bytes read as zeros.
+  ASSERT_TRUE(file->Sync().ok());
+  ASSERT_TRUE(file->Close().ok());
+  EXPECT_EQ(std::string("0123\0\0x", 7), ReadAll(path));
+}
+
 TEST_F(EnvTest, ReadFileFromOffset) {
   const std::string path = dir_.Join("f");
   WriteAll(path, "0123456789");
@@ -144,12 +221,15 @@ TEST_F(EnvTest, FilesAreCreatedPrivate) {
   std::unique_ptr<WritableFile> file;
   ASSERT_TRUE(env_->NewAppendableFile(dir_.Join("a"), &file).ok());
   ASSERT_TRUE(env_->NewWritableFile(dir_.Join("w"), &file).ok());
+  std::unique_ptr<RandomRWFile> rw;
+  ASSERT_TRUE(env_->NewRandomRWFile(dir_.Join("r"), &rw).ok());
   std::unique_ptr<FileLock> lock;
   ASSERT_TRUE(env_->LockFile(dir_.Join("lock"), false, &lock).ok());
   ASSERT_TRUE(env_->WriteFileAtomic(dir_.Join("q"), "x").ok());
   ::umask(old_mask);
   EXPECT_EQ(0600, FileMode(dir_.Join("a")));
   EXPECT_EQ(0600, FileMode(dir_.Join("w")));
+  EXPECT_EQ(0600, FileMode(dir_.Join("r")));
   EXPECT_EQ(0600, FileMode(dir_.Join("lock")));
   EXPECT_EQ(0600, FileMode(dir_.Join("q")));
 }
@@ -164,12 +244,27 @@ TEST_F(EnvTest, RefusesToOpenSymlinkedFile) {
   EXPECT_TRUE(s.IsIOError()) << s.ToString();
   EXPECT_NE(std::string::npos, s.message().find(link));
   EXPECT_FALSE(env_->NewWritableFile(link, &file).ok());
+  std::unique_ptr<RandomRWFile> rw;
+  s = env_->NewRandomRWFile(link, &rw);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find(link)) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("symlink")) << s.ToString();
   EXPECT_FALSE(env_->TruncateFile(link, 0).ok());
   std::unique_ptr<FileLock> lock;
   EXPECT_FALSE(env_->LockFile(link, false, &lock).ok());
   std::string data;
   EXPECT_FALSE(env_->ReadFile(link, &data).ok());
   EXPECT_EQ("secret", ReadAll(target));
+}
+
+TEST_F(EnvTest, RandomRWFileRefusesDanglingSymlink) {
+  const std::string target = dir_.Join("nowhere");
+  const std::string link = dir_.Join("link");
+  ASSERT_EQ(0, ::symlink(target.c_str(), link.c_str()));
+  std::unique_ptr<RandomRWFile> rw;
+  Status s = env_->NewRandomRWFile(link, &rw);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_FALSE(env_->FileExists(target));
 }
 
 TEST_F(EnvTest, CreateDir) {

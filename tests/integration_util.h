@@ -314,8 +314,13 @@ inline std::vector<Json> ParseJsonLines(const std::string& text) {
   return out;
 }
 
+// The lines of audit.jsonl, without the free space (blank lines) that a
+// live or killed run leaves after them (FORMAT.md).
 inline std::vector<Json> ReadAudit(const std::string& dir) {
-  return ParseJsonLines(ReadAll(dir + "/.wizard/audit.jsonl"));
+  std::string text = ReadAll(dir + "/.wizard/audit.jsonl");
+  const size_t last = text.find_last_not_of(std::string_view("\n\0", 2));
+  text.resize(last == std::string::npos ? 0 : last + 1);
+  return ParseJsonLines(text);
 }
 
 inline Json ReadQueue(const std::string& dir) {

@@ -56,6 +56,13 @@ class NoSyncEnv : public Env {
     *result = std::make_unique<File>(this, std::move(f));
     return Status::OK();
   }
+  Status NewRandomRWFile(const std::string& path,
+                         std::unique_ptr<RandomRWFile>* result) override {
+    std::unique_ptr<RandomRWFile> f;
+    WIZQ_RETURN_IF_ERROR(base_->NewRandomRWFile(path, &f));
+    *result = std::make_unique<RWFile>(this, std::move(f));
+    return Status::OK();
+  }
   Status NewWritableFile(const std::string& path,
                          std::unique_ptr<WritableFile>* result) override {
     std::unique_ptr<WritableFile> f;
@@ -122,6 +129,31 @@ class NoSyncEnv : public Env {
    private:
     NoSyncEnv* env_;
     std::unique_ptr<WritableFile> base_;
+  };
+
+  class RWFile : public RandomRWFile {
+   public:
+    RWFile(NoSyncEnv* env, std::unique_ptr<RandomRWFile> base)
+        : env_(env), base_(std::move(base)) {}
+    Status Read(uint64_t o, size_t n, std::string* d) override {
+      return base_->Read(o, n, d);
+    }
+    Status Write(uint64_t o, std::string_view d) override {
+      env_->writes_++;
+      return base_->Write(o, d);
+    }
+    Status Sync() override {
+      env_->syncs_++;
+      return Status::OK();
+    }
+    Status Size(uint64_t* s) override { return base_->Size(s); }
+    Status Truncate(uint64_t s) override { return base_->Truncate(s); }
+    Status Close() override { return base_->Close(); }
+    const std::string& path() const override { return base_->path(); }
+
+   private:
+    NoSyncEnv* env_;
+    std::unique_ptr<RandomRWFile> base_;
   };
 
   Env* const base_ = Env::Posix();

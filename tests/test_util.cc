@@ -52,4 +52,10 @@ std::string SourceDir() {
 #endif
 }
 
+std::string WithoutFreeSpace(const std::string& log) {
+  const size_t last = log.find_last_not_of(std::string_view("\n\0", 2));
+  if (last == std::string::npos) return "";
+  return log.substr(0, last + 1) + "\n";
+}
+
 }  // namespace wizq::test

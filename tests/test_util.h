@@ -22,6 +22,10 @@ class ScratchDir {
 
 std::string ReadAll(const std::string& path);
 void WriteAll(const std::string& path, const std::string& data);
+// The text of an audit.jsonl without the free space (blank lines, NULs)
+// after its last line: what a user editing the log would see, ending with
+// one newline (FORMAT.md, "Free space").
+std::string WithoutFreeSpace(const std::string& log);
 // The build directory (for helper binaries) and the source directory.
 std::string BuildDir();
 std::string SourceDir();

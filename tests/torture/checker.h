@@ -124,14 +124,17 @@ inline bool AuditLineCrcOk(std::string_view line) {
 }
 
 // audit.jsonl split as audit/log.cc does (FORMAT.md, "Reading the log"):
-// the committed prefix, a torn tail, or corruption (a bad line or a `seq`
-// gap with a good line after it).
+// the committed prefix, free space (blank lines or NULs at the end), a torn
+// tail, or corruption (a bad line, blank line or `seq` gap with a good line
+// after it: a kill -9 cannot leave a hole in the page cache, so unlike
+// audit/log.cc this checker never excuses one).
 struct AuditLog {
   std::vector<Json> events;         // the committed prefix
   std::vector<size_t> end_offsets;  // byte offset just past each event
   size_t committed_bytes = 0;       // size of the committed prefix
-  size_t tail_bytes = 0;            // the torn tail (or unfinished batch)
-  std::string error;                // corruption; empty if none
+  size_t tail_bytes = 0;  // the torn tail (or unfinished batch), without
+                          // the free space after it
+  std::string error;      // corruption; empty if none
 };
 
 inline AuditLog ParseAudit(const std::string& text) {
@@ -186,7 +189,11 @@ inline AuditLog ParseAudit(const std::string& text) {
     }
     pos = nl + 1;
   }
-  log.tail_bytes = text.size() - log.committed_bytes;
+  size_t data_end = text.find_last_not_of(std::string_view("\n\0", 2));
+  data_end = data_end == std::string::npos ? 0 : data_end + 1;
+  if (data_end < text.size() && text[data_end] == '\n') data_end++;
+  log.tail_bytes =
+      data_end > log.committed_bytes ? data_end - log.committed_bytes : 0;
   return log;
 }
 
