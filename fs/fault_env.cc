@@ -92,6 +92,11 @@ void FaultInjectionEnv::SetPartialPowerLoss(bool on) {
   partial_power_loss_ = on;
 }
 
+void FaultInjectionEnv::SetSeed(uint32_t seed) {
+  std::lock_guard<std::mutex> l(mu_);
+  rng_.seed(seed);
+}
+
 bool FaultInjectionEnv::crashed() const {
   std::lock_guard<std::mutex> l(mu_);
   return crashed_;

@@ -87,6 +87,8 @@ class FaultInjectionEnv : public Env {
   // unsynced 512-byte sectors survive or not at random. Kept across
   // ResetState().
   void SetPartialPowerLoss(bool on);
+  // Seeds the random choices (torn lengths, surviving sectors).
+  void SetSeed(uint32_t seed);
   bool crashed() const;
   // Mutating operations attempted since construction or ResetState(),
   // including the one that crashed or failed by injection.
