@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,6 +44,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -125,6 +127,39 @@ std::vector<std::unique_ptr<TempDir>>& Graveyard() {
 uint64_t FileSize(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+// The size of an audit.jsonl without the free space (padding) after its
+// last line (FORMAT.md, "Free space").
+uint64_t LogicalLogSize(const std::string& path) {
+  std::string data;
+  Check("read log", Env::Posix()->ReadFile(path, &data));
+  const size_t last = data.find_last_not_of(std::string_view("\n\0", 2));
+  return last == std::string::npos ? 0 : last + 2;
+}
+
+// Write requests and flushes the block device holding `dir` has completed
+// (/sys/dev/block/<major>:<minor>/stat, fields 5 and 16), to count the
+// device I/Os of a commit. Zeros if the counters cannot be read.
+struct DiskCounters {
+  uint64_t writes = 0, flushes = 0;
+};
+
+DiskCounters ReadDiskCounters(const std::string& dir) {
+  DiskCounters c;
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) return c;
+  std::string text;
+  const std::string path = "/sys/dev/block/" +
+                           std::to_string(major(st.st_dev)) + ":" +
+                           std::to_string(minor(st.st_dev)) + "/stat";
+  if (!Env::Posix()->ReadFile(path, &text).ok()) return c;
+  std::istringstream in(text);
+  std::vector<uint64_t> f;
+  for (uint64_t v; in >> v;) f.push_back(v);
+  if (f.size() >= 5) c.writes = f[4];
+  if (f.size() >= 16) c.flushes = f[15];
+  return c;
 }
 
 int64_t WallMs() {
@@ -218,7 +253,7 @@ class WizqDrainer : public Drainer {
     SeedWizq(q_.get(), n);
     Check("checkpoint", q_->Checkpoint());
     log_path_ = q_->wizard_dir() + "/audit.jsonl";
-    log_start_ = FileSize(log_path_);
+    log_start_ = LogicalLogSize(log_path_);
     tasks_ = n;
     held_ = 0;
   }
@@ -242,7 +277,7 @@ class WizqDrainer : public Drainer {
     if (q_->state().count(TaskState::kDone) != tasks_)
       Die("wizq drain lost tasks");
     log_bytes_per_task_ =
-        static_cast<double>(FileSize(log_path_) - log_start_) / tasks_;
+        static_cast<double>(LogicalLogSize(log_path_) - log_start_) / tasks_;
     // A checkpoint at this size (all done; as large as with all pending).
     const double t0 = NowUs();
     Check("checkpoint", q_->Checkpoint());
@@ -442,13 +477,14 @@ struct Series {
   int64_t tasks = 0;    // tasks completed in finished drains
   double wall_us = 0, cpu_us = 0;
   std::vector<double> commit_us;
+  uint64_t disk_writes = 0, disk_flushes = 0;  // during the timed commits
 
   double us_per_task() const { return wall_us / tasks; }
   double cpu_per_task() const { return cpu_us / tasks; }
 };
 
 // Drains up to `slice` tasks of the series' queue (a fresh one if none).
-void RunSlice(Series* s, int64_t slice) {
+void RunSlice(Series* s, int64_t slice, const std::string& dir) {
   if (!s->active) {
     s->drainer->Start(s->n);
     s->active = true;
@@ -457,6 +493,7 @@ void RunSlice(Series* s, int64_t slice) {
   double wall = 0;
   int64_t completed = 0;
   bool over = false;
+  const DiskCounters disk0 = ReadDiskCounters(dir);
   const double cpu0 = CpuUs();
   while (completed < slice) {
     const double t0 = NowUs();
@@ -470,6 +507,9 @@ void RunSlice(Series* s, int64_t slice) {
     }
   }
   s->cpu_us += CpuUs() - cpu0;
+  const DiskCounters disk1 = ReadDiskCounters(dir);
+  s->disk_writes += disk1.writes - disk0.writes;
+  s->disk_flushes += disk1.flushes - disk0.flushes;
   s->wall_us += wall;
   s->tasks += completed;
   if (over) {
@@ -485,10 +525,12 @@ void PrintSeries(Series* s) {
   const double max = Percentile(&s->commit_us, 1.0);
   std::printf(
       "  %-13s N=%-7lld %3d drains %6.1f us/task (cpu %4.1f) %6.0f tasks/s  "
-      "commit p50 %5.1f p99 %6.1f max %7.1f us\n",
+      "commit p50 %5.1f p99 %6.1f max %7.1f us  device writes %.2f "
+      "flushes %.2f /commit\n",
       s->store.c_str(), static_cast<long long>(s->n), s->drains,
       s->us_per_task(), s->cpu_per_task(), 1e6 / s->us_per_task(), p50, p99,
-      max);
+      max, static_cast<double>(s->disk_writes) / s->commit_us.size(),
+      static_cast<double>(s->disk_flushes) / s->commit_us.size());
 }
 
 // --- open / recovery --------------------------------------------------------
@@ -650,7 +692,7 @@ int Main(int argc, char** argv) {
   while (!finished()) {
     for (Series& s : series) {
       if (s.n == 100000 && s.drains > 0) continue;
-      RunSlice(&s, opt.slice);
+      RunSlice(&s, opt.slice, opt.base_dir);
     }
   }
   for (Series& s : series) {
