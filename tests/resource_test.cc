@@ -79,6 +79,12 @@ class ResourceTest : public ::testing::Test {
 // ----------------------------------------------------------
 
 TEST_F(ResourceTest, LowOpenFileLimitGivesClearErrorAndRunResumes) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The sanitizer runtimes need descriptors of their own (UBSan's vptr
+  // check probes memory through a pipe and reports "invalid vptr" when it
+  // cannot open one), so at 5-9 descriptors this measures them, not wizq.
+  GTEST_SKIP() << "not meaningful under sanitizers";
+#endif
   constexpr int kLeaves = 20;
   const std::string input = "{\"n\":" + std::to_string(kLeaves) + "}";
   // 3 and below: the dynamic loader itself fails before wizq runs.
