@@ -49,6 +49,13 @@ constexpr size_t kInlineRegexSubject = 256;   // bytes matched on the caller's
 constexpr size_t kRegexStackPerByte = 4096;   // generous: ~700 measured
 constexpr size_t kRegexStackBase = 16 << 20;
 
+// Compiling a schema: a $ref link takes at least ~60 bytes of schema text
+// and ~1.3 KB of stack (measured in Release), so 64 bytes of stack per byte
+// of schema leaves room (also for sanitizer builds' larger frames).
+constexpr size_t kMaxSchemaBytes = 16 << 20;
+constexpr size_t kSchemaStackPerByte = 64;
+constexpr size_t kSchemaStackBase = 8 << 20;
+
 void* RunFunction(void* arg) {
   (*static_cast<std::function<void()>*>(arg))();
   return nullptr;
@@ -470,16 +477,36 @@ Status ValueSchema::Compile(const Json& source,
   parser.addConstraintBuilder(kFormatKey,
                               new StringConstraintBuilder<FormatConstraint>);
   compiled->schema_ = std::make_unique<valijson::Schema>();
-  try {
-    valijson::adapters::NlohmannJsonAdapter adapter(prepared);
-    parser.populateSchema(adapter, *compiled->schema_);
-  } catch (const std::regex_error& e) {
-    return Status::InvalidArgument(
-        std::string("has a 'pattern' that is not a valid regex: ") + e.what());
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument(std::string("is not a valid JSON Schema: ") +
-                                   e.what());
+  // valijson's parser recurses once per $ref it follows through a real
+  // schema (~1.3 KB of stack per link in Release): a chain of 6,000 links
+  // overflowed the 8 MiB main stack. Parse on a thread whose stack grows
+  // with the schema's size, and refuse schemas too large for that.
+  const size_t bytes = prepared.dump().size();
+  if (bytes > kMaxSchemaBytes) {
+    return Status::InvalidArgument("is " + std::to_string(bytes) +
+                                   " bytes of JSON Schema; the limit is " +
+                                   std::to_string(kMaxSchemaBytes) + " bytes");
   }
+  Status parsed;
+  auto populate = [&] {
+    try {
+      valijson::adapters::NlohmannJsonAdapter adapter(prepared);
+      parser.populateSchema(adapter, *compiled->schema_);
+    } catch (const std::regex_error& e) {
+      parsed = Status::InvalidArgument(
+          std::string("has a 'pattern' that is not a valid regex: ") +
+          e.what());
+    } catch (const std::exception& e) {
+      parsed = Status::InvalidArgument(
+          std::string("is not a valid JSON Schema: ") + e.what());
+    }
+  };
+  if (!RunOnLargeStack(kSchemaStackBase + kSchemaStackPerByte * bytes,
+                       populate)) {
+    return Status::IOError(
+        "could not start a thread to compile the value_schema");
+  }
+  WIZQ_RETURN_IF_ERROR(parsed);
   *out = std::move(compiled);
   return Status::OK();
 }
