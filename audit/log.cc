@@ -90,6 +90,27 @@ struct Hole {
   bool seqs_in_order = true;  // each good line after: a higher seq
   size_t commits_after = 0;   // commit lines among them
   bool last_is_commit = false;
+
+  // Bad bytes at `at` (a run of padding, or a bad line).
+  void AddBad(uint64_t at, int64_t expected, bool padding) {
+    if (!seen) {
+      seen = true;
+      offset = at;
+      expected_seq = expected;
+      starts_with_padding = padding;
+    }
+    has_padding = has_padding || padding;
+  }
+  void AddGood(int64_t seq, bool commit) {
+    if (good_after++ == 0) {
+      first_seq_after = seq;
+    } else if (seq <= last_seq_after) {
+      seqs_in_order = false;
+    }
+    last_seq_after = seq;
+    last_is_commit = commit;
+    if (commit) commits_after++;
+  }
 };
 
 // A good line after bad ones is corruption, except in the one batch that
@@ -103,6 +124,14 @@ bool IsTornBatch(const Hole& hole) {
          (hole.expected_seq == 0 || hole.first_seq_after > hole.expected_seq) &&
          (hole.commits_after == 0 ||
           (hole.commits_after == 1 && hole.last_is_commit));
+}
+
+// The end of what is not free space in `data`: just past its last byte
+// that is not padding, and the newline after that byte if there is one.
+size_t DataEnd(std::string_view data) {
+  size_t last = data.find_last_not_of(log_format::kPadBytes);
+  if (last == std::string_view::npos) return 0;
+  return last + 1 < data.size() && data[last + 1] == '\n' ? last + 2 : last + 1;
 }
 
 }  // namespace
@@ -120,12 +149,7 @@ Status ParseLog(const std::string& path, std::string_view data,
       // Free space, or a hole in a torn batch: skip the run at once.
       size_t next = data.find_first_not_of(log_format::kPadBytes, pos);
       if (next == std::string_view::npos) break;
-      if (!hole.seen) {
-        hole.offset = base_offset + pos;
-        hole.expected_seq = expected_seq;
-        hole.starts_with_padding = true;
-      }
-      hole.seen = hole.has_padding = true;
+      hole.AddBad(base_offset + pos, expected_seq, /*padding=*/true);
       pos = next;
       continue;
     }
@@ -136,23 +160,12 @@ Status ParseLog(const std::string& path, std::string_view data,
     pos = nl + 1;
     int64_t seq = 0;
     if (!LineChecksumOk(line) || !LineSeq(line, &seq)) {
-      if (!hole.seen) {
-        hole.offset = offset;
-        hole.expected_seq = expected_seq;
-      }
-      hole.seen = true;
-      if (line.find('\0') != std::string_view::npos) hole.has_padding = true;
+      hole.AddBad(offset, expected_seq,
+                  line.find('\0') != std::string_view::npos);
       continue;
     }
     if (hole.seen) {
-      if (hole.good_after++ == 0) {
-        hole.first_seq_after = seq;
-      } else if (seq <= hole.last_seq_after) {
-        hole.seqs_in_order = false;
-      }
-      hole.last_seq_after = seq;
-      hole.last_is_commit = IsCommitLine(line);
-      if (hole.last_is_commit) hole.commits_after++;
+      hole.AddGood(seq, IsCommitLine(line));
       continue;
     }
     if (expected_seq != 0 && seq != expected_seq) {
@@ -178,15 +191,8 @@ Status ParseLog(const std::string& path, std::string_view data,
   }
   result->records.resize(committed_records);
   result->committed_end = committed_end;
-  // The torn tail ends with the last byte that is not padding, and the
-  // newline after it if there is one.
-  size_t last = data.find_last_not_of(log_format::kPadBytes);
-  uint64_t torn_end = committed_end;
-  if (last != std::string_view::npos) {
-    if (last + 1 < data.size() && data[last + 1] == '\n') last++;
-    torn_end = std::max(torn_end, base_offset + last + 1);
-  }
-  result->torn_bytes = torn_end - committed_end;
+  const uint64_t torn_end = base_offset + DataEnd(data);
+  result->torn_bytes = torn_end > committed_end ? torn_end - committed_end : 0;
   return Status::OK();
 }
 
@@ -194,10 +200,8 @@ Status SetAsideTornTail(Env* env, const std::string& log_path,
                         uint64_t committed_end, std::string* aside_path) {
   std::string tail;
   WIZQ_RETURN_IF_ERROR(env->ReadFileFrom(log_path, committed_end, &tail));
-  size_t last = tail.find_last_not_of(log_format::kPadBytes);
-  if (last == std::string::npos) return Status::OK();  // free space only
-  if (last + 1 < tail.size() && tail[last + 1] == '\n') last++;
-  tail.resize(last + 1);
+  tail.resize(DataEnd(tail));
+  if (tail.empty()) return Status::OK();  // free space only
   tail.erase(0, tail.find_first_not_of(log_format::kPadBytes));
   const std::string base = DirName(log_path) + "/audit.torn-" +
                            std::to_string(committed_end) + "." +
