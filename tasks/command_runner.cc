@@ -1,319 +1,53 @@
 #include "tasks/command_runner.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string_view>
 
+#include "tasks/orphans.h"
+#include "tasks/posix_util.h"
+
 extern char** environ;
 
 namespace wizq {
+
+using internal::CheckRealDir;
+using internal::FileHolders;
+using internal::FormatSeconds;
+using internal::kLockName;
+using internal::kNever;
+using internal::MakeDirs;
+using internal::NowNs;
+using internal::OpenFile;
+using internal::ReadUpTo;
+using internal::ScopedFd;
+using internal::SecondsToNs;
+using internal::SignalOrphans;
+using internal::SleepMs;
+using internal::TryLock;
+using internal::WriteFd;
+using internal::WriteLeaderRecord;
+using internal::WriteSmallFile;
+
 namespace {
 
 constexpr char kShell[] = "/bin/sh";
-constexpr char kLockName[] = "/running.lock";
-constexpr char kLeaderName[] = "/pgid";
-constexpr int64_t kNever = INT64_MAX;
 constexpr int kFallbackPollMs = 5;  // waitpid polling without pidfds
-constexpr int kOrphanPollMs = 10;   // ReapOrphans: lock re-check period
-constexpr int64_t kOrphanResignalNs = 250'000'000;
 constexpr double kStartReapSlackSeconds = 5;
 
-int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-int64_t SecondsToNs(double seconds) {
-  if (seconds <= 0) return 0;
-  if (seconds > 1e9) return kNever / 2;
-  return static_cast<int64_t>(seconds * 1e9);
-}
-
 double NsToSeconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
-
-void SleepMs(int ms) {
-  timespec ts{ms / 1000, (ms % 1000) * 1'000'000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
-// Owns a file descriptor.
-class ScopedFd {
- public:
-  ScopedFd() = default;
-  ~ScopedFd() { reset(-1); }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-  void reset(int fd) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-// open(2) with O_CLOEXEC and O_NOFOLLOW (mode 0600 when created): a symlink
-// planted in a task's directory is refused, never followed. The descriptor
-// is moved above 2 so that it cannot collide with the child's stdin/stdout/
-// stderr when wizq was started with some of its own closed.
-Status OpenFile(const std::string& path, int flags, ScopedFd* fd) {
-  int raw;
-  do {
-    raw = open(path.c_str(), flags | O_CLOEXEC | O_NOFOLLOW, 0600);
-  } while (raw < 0 && errno == EINTR);
-  if (raw < 0) return Status::IOErrorFromErrno("cannot open", path, errno);
-  if (raw <= STDERR_FILENO) {
-    const int moved = fcntl(raw, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
-    const int err = errno;
-    close(raw);
-    if (moved < 0) return Status::IOErrorFromErrno("cannot dup", path, err);
-    raw = moved;
-  }
-  fd->reset(raw);
-  return Status::OK();
-}
-
-Status WriteFd(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    const ssize_t n = write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::IOErrorFromErrno("cannot write", path, errno);
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return Status::OK();
-}
-
-// Creates or truncates `path` (0600) and writes `data`; no fsync.
-Status WriteSmallFile(const std::string& path, std::string_view data) {
-  ScopedFd fd;
-  WIZQ_RETURN_IF_ERROR(OpenFile(path, O_WRONLY | O_CREAT | O_TRUNC, &fd));
-  return WriteFd(fd.get(), data, path);
-}
-
-// Reads at most `limit` bytes. Does not trust st_size (0 for /proc files).
-Status ReadUpTo(const std::string& path, size_t limit, std::string* data) {
-  ScopedFd fd;
-  WIZQ_RETURN_IF_ERROR(OpenFile(path, O_RDONLY, &fd));
-  struct stat st;
-  if (fstat(fd.get(), &st) != 0) {
-    return Status::IOErrorFromErrno("cannot stat", path, errno);
-  }
-  const size_t hint = static_cast<size_t>(st.st_size) + 1;
-  data->resize(std::min(limit, std::max<size_t>(hint, 4096)));
-  size_t got = 0;
-  while (got < limit) {
-    if (got == data->size()) data->resize(std::min(limit, got * 2));
-    const ssize_t n = read(fd.get(), data->data() + got, data->size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::IOErrorFromErrno("cannot read", path, errno);
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  data->resize(got);
-  return Status::OK();
-}
-
-// The task's own directory must be a real directory, not a symlink planted
-// to make wizq write elsewhere.
-Status CheckRealDir(const std::string& path) {
-  struct stat st;
-  if (lstat(path.c_str(), &st) != 0) {
-    return Status::IOErrorFromErrno("cannot stat", path, errno);
-  }
-  if (S_ISLNK(st.st_mode)) {
-    return Status::IOError(path +
-                           " is a symlink, not a directory; refusing "
-                           "to write a task's files through it");
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return Status::IOErrorFromErrno("cannot use", path, ENOTDIR);
-  }
-  return Status::OK();
-}
-
-// mkdir -p; missing components are created 0700.
-Status MakeDirs(const std::string& path) {
-  if (mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) return Status::OK();
-  const size_t slash = path.find_last_of('/');
-  if (errno != ENOENT || slash == std::string::npos || slash == 0) {
-    return Status::IOErrorFromErrno("cannot create directory", path, errno);
-  }
-  WIZQ_RETURN_IF_ERROR(MakeDirs(path.substr(0, slash)));
-  if (mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) return Status::OK();
-  return Status::IOErrorFromErrno("cannot create directory", path, errno);
-}
-
-// Takes the exclusive flock if it is free; an error only for failures other
-// than "held by someone else".
-Status TryLock(int fd, const std::string& path, bool* locked) {
-  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EINTR) continue;
-    if (errno != EWOULDBLOCK) {
-      return Status::IOErrorFromErrno("cannot lock", path, errno);
-    }
-    *locked = false;
-    return Status::OK();
-  }
-  *locked = true;
-  return Status::OK();
-}
-
-// --- Identifying processes across a wizq crash ------------------------------
-
-struct ProcStat {
-  char state = '?';
-  pid_t pgrp = 0;
-  unsigned long long start_time = 0;  // clock ticks after boot
-};
-
-bool ReadProcStat(pid_t pid, ProcStat* st) {
-  char path[64];
-  snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-  std::string text;
-  if (!ReadUpTo(path, 4096, &text).ok()) return false;
-  // "pid (comm) state ppid pgrp ... starttime(22nd) ..."; comm may hold
-  // spaces and parentheses, so fields are counted after the last ')'.
-  const size_t paren = text.rfind(')');
-  if (paren == std::string::npos) return false;
-  std::vector<std::string_view> fields;
-  std::string_view rest(text);
-  rest.remove_prefix(paren + 1);
-  while (!rest.empty() && fields.size() < 20) {
-    const size_t start = rest.find_first_not_of(' ');
-    if (start == std::string_view::npos) break;
-    rest.remove_prefix(start);
-    const size_t end = std::min(rest.find(' '), rest.size());
-    fields.push_back(rest.substr(0, end));
-    rest.remove_prefix(end);
-  }
-  if (fields.size() < 20 || fields[0].empty()) return false;
-  st->state = fields[0][0];
-  st->pgrp = static_cast<pid_t>(atol(std::string(fields[2]).c_str()));
-  st->start_time = strtoull(std::string(fields[19]).c_str(), nullptr, 10);
-  return true;
-}
-
-const std::string& BootId() {
-  static const std::string* const boot_id = [] {
-    auto* id = new std::string;
-    if (ReadUpTo("/proc/sys/kernel/random/boot_id", 64, id).ok()) {
-      while (!id->empty() && id->back() == '\n') id->pop_back();
-    }
-    return id;
-  }();
-  return *boot_id;
-}
-
-// Records the leader as "<pid> <start time> <boot id>", so that a later
-// ReapOrphans never signals a process that merely reuses the pid.
-void WriteLeaderRecord(const std::string& output_dir, pid_t pid) {
-  ProcStat st;
-  if (!ReadProcStat(pid, &st)) return;
-  const std::string record = std::to_string(pid) + " " +
-                             std::to_string(st.start_time) + " " + BootId() +
-                             "\n";
-  // Best effort: without it the lock holders are still found.
-  WriteSmallFile(output_dir + kLeaderName, record);
-}
-
-// The recorded leader, if that very process is still alive (not a zombie).
-std::optional<pid_t> LiveLeader(const std::string& output_dir) {
-  std::string text;
-  if (!ReadUpTo(output_dir + kLeaderName, 256, &text).ok()) return {};
-  long pid = 0;
-  unsigned long long start_time = 0;
-  char boot[64] = {0};
-  if (sscanf(text.c_str(), "%ld %llu %63s", &pid, &start_time, boot) != 3 ||
-      pid <= 1 || boot != BootId()) {
-    return {};
-  }
-  ProcStat st;
-  if (!ReadProcStat(static_cast<pid_t>(pid), &st) ||
-      st.start_time != start_time || st.state == 'Z' || st.state == 'X') {
-    return {};
-  }
-  return static_cast<pid_t>(pid);
-}
-
-bool HoldsFile(pid_t pid, const struct stat& file) {
-  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
-  const int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return false;
-  DIR* d = fdopendir(dfd);
-  if (d == nullptr) {
-    close(dfd);
-    return false;
-  }
-  bool found = false;
-  while (dirent* e = readdir(d)) {
-    struct stat st;
-    if (e->d_name[0] != '.' && fstatat(dfd, e->d_name, &st, 0) == 0 &&
-        st.st_dev == file.st_dev && st.st_ino == file.st_ino) {
-      found = true;
-      break;
-    }
-  }
-  closedir(d);
-  return found;
-}
-
-// Other processes with a descriptor open on `file` (scans /proc).
-std::vector<pid_t> FileHolders(const struct stat& file) {
-  std::vector<pid_t> pids;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return pids;
-  const pid_t self = getpid();
-  while (dirent* e = readdir(proc)) {
-    char* end = nullptr;
-    const long pid = strtol(e->d_name, &end, 10);
-    if (*end != '\0' || pid <= 1 || pid == self) continue;
-    if (HoldsFile(static_cast<pid_t>(pid), file)) pids.push_back(pid);
-  }
-  closedir(proc);
-  return pids;
-}
-
-// Signals each process and its process group (never wizq's own group: a
-// task could only be in it by moving there itself).
-void SignalOrphans(const std::vector<pid_t>& pids, int sig) {
-  const pid_t own_group = getpgrp();
-  std::set<pid_t> groups;
-  for (pid_t pid : pids) {
-    kill(pid, sig);
-    const pid_t group = getpgid(pid);
-    if (group > 1 && group != own_group) groups.insert(group);
-  }
-  for (pid_t group : groups) kill(-group, sig);
-}
-
-std::string PidList(const std::vector<pid_t>& pids) {
-  std::string list;
-  for (pid_t pid : pids)
-    list += (list.empty() ? "" : " ") + std::to_string(pid);
-  return list.empty() ? "unknown" : list;
-}
 
 // --- Spawning ----------------------------------------------------------------
 
@@ -441,12 +175,6 @@ bool LeaderExited(pid_t pid) {
     return errno != EINTR;  // ECHILD: reaped elsewhere; Reap reports it
   }
   return info.si_pid == pid;
-}
-
-std::string FormatSeconds(double seconds) {
-  char buf[32];
-  snprintf(buf, sizeof(buf), "%gs", seconds);
-  return buf;
 }
 
 }  // namespace
@@ -714,51 +442,6 @@ void CommandRunner::TerminateAll(double grace_seconds) {
   // the shell still exiting, a process that left the group) lets go of its
   // lock, so that nothing of these tasks outlives this call.
   for (const std::string& dir : dirs) ReapOrphans(dir, 0.2, 5.0);
-}
-
-// --- ReapOrphans -------------------------------------------------------------
-
-Status ReapOrphans(const std::string& output_dir, double grace_seconds,
-                   double max_wait_seconds) {
-  const std::string path = output_dir + kLockName;
-  const int raw = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (raw < 0) {
-    if (errno == ENOENT) return Status::OK();  // never ran here
-    return Status::IOErrorFromErrno("cannot open", path, errno);
-  }
-  ScopedFd lock;
-  lock.reset(raw);
-  struct stat lock_stat;
-  if (fstat(lock.get(), &lock_stat) != 0) {
-    return Status::IOErrorFromErrno("cannot stat", path, errno);
-  }
-  const int64_t start = NowNs();
-  const int64_t kill_at = start + SecondsToNs(grace_seconds);
-  const int64_t give_up = start + SecondsToNs(max_wait_seconds);
-  int64_t next_signal = start;
-  int sig = SIGTERM;
-  for (;;) {
-    bool free = false;
-    WIZQ_RETURN_IF_ERROR(TryLock(lock.get(), path, &free));
-    const std::optional<pid_t> leader = LiveLeader(output_dir);
-    if (free && !leader) return Status::OK();
-    const int64_t now = NowNs();
-    if (now >= next_signal || now >= give_up) {
-      std::vector<pid_t> orphans;
-      if (!free) orphans = FileHolders(lock_stat);
-      if (leader) orphans.push_back(*leader);
-      if (now >= give_up) {
-        return Status::IOError("an earlier attempt in " + output_dir +
-                               " is still running after " +
-                               FormatSeconds(max_wait_seconds) + " (pids " +
-                               PidList(orphans) + ")");
-      }
-      SignalOrphans(orphans, sig);
-      next_signal = sig == SIGTERM ? kill_at : now + kOrphanResignalNs;
-      sig = SIGKILL;
-    }
-    SleepMs(kOrphanPollMs);
-  }
 }
 
 }  // namespace wizq

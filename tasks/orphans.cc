@@ -1,0 +1,219 @@
+#include "tasks/orphans.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <set>
+#include <string_view>
+
+#include "tasks/command_runner.h"  // ReapOrphans
+#include "tasks/posix_util.h"
+
+namespace wizq {
+
+using internal::FileHolders;
+using internal::FormatSeconds;
+using internal::kLockName;
+using internal::NowNs;
+using internal::ReadUpTo;
+using internal::ScopedFd;
+using internal::SecondsToNs;
+using internal::SignalOrphans;
+using internal::SleepMs;
+using internal::TryLock;
+using internal::WriteSmallFile;
+
+namespace {
+
+constexpr char kLeaderName[] = "/pgid";
+constexpr int kOrphanPollMs = 10;  // ReapOrphans: lock re-check period
+constexpr int64_t kOrphanResignalNs = 250'000'000;
+
+struct ProcStat {
+  char state = '?';
+  pid_t pgrp = 0;
+  unsigned long long start_time = 0;  // clock ticks after boot
+};
+
+bool ReadProcStat(pid_t pid, ProcStat* st) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  std::string text;
+  if (!ReadUpTo(path, 4096, &text).ok()) return false;
+  // "pid (comm) state ppid pgrp ... starttime(22nd) ..."; comm may hold
+  // spaces and parentheses, so fields are counted after the last ')'.
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return false;
+  std::vector<std::string_view> fields;
+  std::string_view rest(text);
+  rest.remove_prefix(paren + 1);
+  while (!rest.empty() && fields.size() < 20) {
+    const size_t start = rest.find_first_not_of(' ');
+    if (start == std::string_view::npos) break;
+    rest.remove_prefix(start);
+    const size_t end = std::min(rest.find(' '), rest.size());
+    fields.push_back(rest.substr(0, end));
+    rest.remove_prefix(end);
+  }
+  if (fields.size() < 20 || fields[0].empty()) return false;
+  st->state = fields[0][0];
+  st->pgrp = static_cast<pid_t>(atol(std::string(fields[2]).c_str()));
+  st->start_time = strtoull(std::string(fields[19]).c_str(), nullptr, 10);
+  return true;
+}
+
+const std::string& BootId() {
+  static const std::string* const boot_id = [] {
+    auto* id = new std::string;
+    if (ReadUpTo("/proc/sys/kernel/random/boot_id", 64, id).ok()) {
+      while (!id->empty() && id->back() == '\n') id->pop_back();
+    }
+    return id;
+  }();
+  return *boot_id;
+}
+
+// The recorded leader, if that very process is still alive (not a zombie).
+std::optional<pid_t> LiveLeader(const std::string& output_dir) {
+  std::string text;
+  if (!ReadUpTo(output_dir + kLeaderName, 256, &text).ok()) return {};
+  long pid = 0;
+  unsigned long long start_time = 0;
+  char boot[64] = {0};
+  if (sscanf(text.c_str(), "%ld %llu %63s", &pid, &start_time, boot) != 3 ||
+      pid <= 1 || boot != BootId()) {
+    return {};
+  }
+  ProcStat st;
+  if (!ReadProcStat(static_cast<pid_t>(pid), &st) ||
+      st.start_time != start_time || st.state == 'Z' || st.state == 'X') {
+    return {};
+  }
+  return static_cast<pid_t>(pid);
+}
+
+bool HoldsFile(pid_t pid, const struct stat& file) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  const int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return false;
+  DIR* d = fdopendir(dfd);
+  if (d == nullptr) {
+    close(dfd);
+    return false;
+  }
+  bool found = false;
+  while (dirent* e = readdir(d)) {
+    struct stat st;
+    if (e->d_name[0] != '.' && fstatat(dfd, e->d_name, &st, 0) == 0 &&
+        st.st_dev == file.st_dev && st.st_ino == file.st_ino) {
+      found = true;
+      break;
+    }
+  }
+  closedir(d);
+  return found;
+}
+
+std::string PidList(const std::vector<pid_t>& pids) {
+  std::string list;
+  for (pid_t pid : pids)
+    list += (list.empty() ? "" : " ") + std::to_string(pid);
+  return list.empty() ? "unknown" : list;
+}
+
+}  // namespace
+
+namespace internal {
+
+void WriteLeaderRecord(const std::string& output_dir, pid_t pid) {
+  ProcStat st;
+  if (!ReadProcStat(pid, &st)) return;
+  const std::string record = std::to_string(pid) + " " +
+                             std::to_string(st.start_time) + " " + BootId() +
+                             "\n";
+  // Best effort: without it the lock holders are still found.
+  WriteSmallFile(output_dir + kLeaderName, record);
+}
+
+std::vector<pid_t> FileHolders(const struct stat& file) {
+  std::vector<pid_t> pids;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return pids;
+  const pid_t self = getpid();
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 1 || pid == self) continue;
+    if (HoldsFile(static_cast<pid_t>(pid), file)) pids.push_back(pid);
+  }
+  closedir(proc);
+  return pids;
+}
+
+void SignalOrphans(const std::vector<pid_t>& pids, int sig) {
+  const pid_t own_group = getpgrp();
+  std::set<pid_t> groups;
+  for (pid_t pid : pids) {
+    kill(pid, sig);
+    const pid_t group = getpgid(pid);
+    if (group > 1 && group != own_group) groups.insert(group);
+  }
+  for (pid_t group : groups) kill(-group, sig);
+}
+
+}  // namespace internal
+
+// --- ReapOrphans -------------------------------------------------------------
+
+Status ReapOrphans(const std::string& output_dir, double grace_seconds,
+                   double max_wait_seconds) {
+  const std::string path = output_dir + kLockName;
+  const int raw = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (raw < 0) {
+    if (errno == ENOENT) return Status::OK();  // never ran here
+    return Status::IOErrorFromErrno("cannot open", path, errno);
+  }
+  ScopedFd lock;
+  lock.reset(raw);
+  struct stat lock_stat;
+  if (fstat(lock.get(), &lock_stat) != 0) {
+    return Status::IOErrorFromErrno("cannot stat", path, errno);
+  }
+  const int64_t start = NowNs();
+  const int64_t kill_at = start + SecondsToNs(grace_seconds);
+  const int64_t give_up = start + SecondsToNs(max_wait_seconds);
+  int64_t next_signal = start;
+  int sig = SIGTERM;
+  for (;;) {
+    bool free = false;
+    WIZQ_RETURN_IF_ERROR(TryLock(lock.get(), path, &free));
+    const std::optional<pid_t> leader = LiveLeader(output_dir);
+    if (free && !leader) return Status::OK();
+    const int64_t now = NowNs();
+    if (now >= next_signal || now >= give_up) {
+      std::vector<pid_t> orphans;
+      if (!free) orphans = FileHolders(lock_stat);
+      if (leader) orphans.push_back(*leader);
+      if (now >= give_up) {
+        return Status::IOError("an earlier attempt in " + output_dir +
+                               " is still running after " +
+                               FormatSeconds(max_wait_seconds) + " (pids " +
+                               PidList(orphans) + ")");
+      }
+      SignalOrphans(orphans, sig);
+      next_signal = sig == SIGTERM ? kill_at : now + kOrphanResignalNs;
+      sig = SIGKILL;
+    }
+    SleepMs(kOrphanPollMs);
+  }
+}
+
+}  // namespace wizq

@@ -1,0 +1,39 @@
+// Identifying a task's process tree across a wizq crash (SPEC §6.3).
+//
+// Every process tree CommandRunner starts holds an exclusive flock on
+// `<output_dir>/running.lock` through an inherited descriptor, and
+// `<output_dir>/pgid` records its leader as "<pid> <start time> <boot id>".
+// When wizq dies, the tree keeps the lock; these helpers find it again: the
+// recorded leader, if that very process is still alive, and every process
+// that still holds the lock (a /proc scan). ReapOrphans, declared in
+// tasks/command_runner.h next to CommandRunner, is defined in orphans.cc.
+//
+// Internal to tasks/: used by command_runner.cc and orphans.cc.
+#ifndef WIZQ_TASKS_ORPHANS_H_
+#define WIZQ_TASKS_ORPHANS_H_
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace wizq::internal {
+
+// Appended to a task's output_dir: the lock its process tree holds.
+constexpr char kLockName[] = "/running.lock";
+
+// Records the leader as "<pid> <start time> <boot id>", so that a later
+// ReapOrphans never signals a process that merely reuses the pid.
+void WriteLeaderRecord(const std::string& output_dir, pid_t pid);
+
+// Other processes with a descriptor open on `file` (scans /proc).
+std::vector<pid_t> FileHolders(const struct stat& file);
+
+// Signals each process and its process group (never wizq's own group: a
+// task could only be in it by moving there itself).
+void SignalOrphans(const std::vector<pid_t>& pids, int sig);
+
+}  // namespace wizq::internal
+
+#endif  // WIZQ_TASKS_ORPHANS_H_
