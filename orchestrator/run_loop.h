@@ -12,6 +12,11 @@
 //
 // Only the commit thread touches the Queue while a commit is in flight; the
 // main thread works on copies (Claimed) and the CommitResult it gets back.
+//
+// The members are defined across three files: run_loop.cc (opening the run,
+// the loop and how it ends), run_commit.cc (launching, running and
+// harvesting commits; giving tasks back on stop) and run_dispatch.cc
+// (starting tasks, collecting and judging their results).
 #ifndef WIZQ_ORCHESTRATOR_RUN_LOOP_H_
 #define WIZQ_ORCHESTRATOR_RUN_LOOP_H_
 
@@ -72,6 +77,11 @@ class RunLoop {
   Status Run(int* exit_code);
 
  private:
+  // The loop's clock, and how long it sleeps between polls when idle.
+  static constexpr int kIdlePollMinMs = 5;
+  static constexpr int kIdlePollMaxMs = 100;
+  static int64_t MonotonicMs();
+
   Status Open(bool* finished, int* exit_code);
   Status UseFrozenWorkflow();
   void ChooseJobs();

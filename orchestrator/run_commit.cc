@@ -1,0 +1,238 @@
+// RunLoop, part 2 of 3: the commit pipeline. The main thread launches a
+// commit (results, the tasks they spawn, due finally hooks and the next
+// claims, sized by the adaptive look-ahead) on a helper thread and harvests
+// its result; StopAndRelease commits what is left and gives tasks back.
+#include <algorithm>
+#include <chrono>
+
+#include "orchestrator/run_loop.h"
+#include "util/crash_point.h"
+
+namespace wizq {
+namespace {
+
+constexpr int kMaxLookaheadPerJob = 4;
+
+// Retry backoff: 100ms, 200ms, 400ms, ... capped at 5s.
+int64_t BackoffMs(int attempt) {
+  int64_t ms = 100;
+  for (int i = 1; i < attempt && ms < 5000; i++) ms *= 2;
+  return std::min<int64_t>(ms, 5000);
+}
+
+bool FutureReady(const std::future<CommitResult>& f) {
+  return f.valid() &&
+         f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+}  // namespace
+
+// Takes the result of the commit in flight, if it is done (or waits).
+Status RunLoop::Harvest(bool block) {
+  if (!inflight_.valid() || (!block && !FutureReady(inflight_))) {
+    return Status::OK();
+  }
+  CommitResult r = inflight_.get();
+  if (r.status.ok() && !r.claimed.empty()) CrashPoint("run.after_claim_commit");
+  if (r.status.ok() && !r.finished.empty())
+    CrashPoint("run.after_result_commit");
+  const double took = static_cast<double>(MonotonicMs() - commit_started_ms_);
+  commit_ms_ = commit_ms_ == 0 ? took : 0.8 * commit_ms_ + 0.2 * took;
+  if (!r.status.ok()) {
+    runner_.TerminateAll(2.0);
+    return r.status;
+  }
+  for (const std::string& note : r.notes) observer_->OnNote(note);
+  run_status_ = r.run_status;
+  progress_ = r.progress;
+  for (const Task& t : r.finished) {
+    const bool done = t.state == TaskState::kDone;
+    observer_->OnTaskFinished(t, done ? "" : t.error_reason, t.error_message,
+                              t.state == TaskState::kPending,
+                              done ? static_cast<int>(t.children.size()) : 0,
+                              CurrentProgress());
+  }
+  for (Task& t : r.claimed) ready_.push_back(std::move(t));
+  ReapLostOrphans(r.lost);
+  const int asked_and_missed = r.claimed.empty() ? 1 : 0;
+  if (asked_and_missed && running_.empty()) {
+    poll_backoff_ms_ =
+        std::clamp(poll_backoff_ms_ * 2, kIdlePollMinMs, kIdlePollMaxMs);
+    next_poll_ms_ = MonotonicMs() + poll_backoff_ms_;
+  } else {
+    poll_backoff_ms_ = 0;
+    next_poll_ms_ = 0;
+  }
+  return Status::OK();
+}
+
+void RunLoop::MaybeLaunchCommit() {
+  if (inflight_.valid()) return;
+  const int free = jobs_ - static_cast<int>(running_.size());
+  int want = free + lookahead_ - static_cast<int>(ready_.size());
+  if (run_status_ != RunStatus::kRunning) want = 0;
+  const bool poll_due = MonotonicMs() >= next_poll_ms_;
+  if (outcomes_.empty() && (want <= 0 || !poll_due)) return;
+  std::map<std::string, int> per_step;
+  for (const auto& [id, t] : running_) per_step[t.type]++;
+  for (const Task& t : ready_) per_step[t.type]++;
+  // Claim ahead as many tasks as the slots will finish during one commit,
+  // so that a slot that frees up while the next fdatasync runs has work
+  // waiting; long tasks get no look-ahead at all.
+  // Commit latency has a long tail (p99 several times the mean), so short
+  // tasks get at least one task per slot claimed ahead, and twice what the
+  // mean predicts.
+  if (task_ms_ > 0) {
+    const double per_commit = jobs_ * commit_ms_ / task_ms_;
+    lookahead_ = per_commit < 0.5
+                     ? 0
+                     : std::clamp(static_cast<int>(2 * per_commit + 0.5), jobs_,
+                                  kMaxLookaheadPerJob * jobs_);
+  }
+  commit_started_ms_ = MonotonicMs();
+  if (!outcomes_.empty()) CrashPoint("run.before_result_commit");
+  std::vector<Outcome> batch;
+  batch.swap(outcomes_);
+  inflight_ = std::async(std::launch::async, [this, b = std::move(batch), want,
+                                              per_step]() mutable {
+    return Commit(std::move(b), std::max(0, want), std::move(per_step));
+  });
+}
+
+CommitResult RunLoop::Commit(std::vector<Outcome> outcomes, int want,
+                             std::map<std::string, int> per_step) {
+  CommitResult r;
+  r.status = queue_->Transact([&](Txn& txn) {
+    r.claimed.clear();
+    r.notes.clear();
+    return CommitInTxn(txn, outcomes, want, per_step, &r);
+  });
+  if (!r.status.ok()) return r;
+  const QueueState& s = queue_->state();
+  for (const Outcome& o : outcomes) r.finished.push_back(*s.Find(o.id));
+  r.run_status = s.run().status;
+  r.progress.pending = s.count(TaskState::kPending);
+  r.progress.running = s.count(TaskState::kInProgress);
+  r.progress.done = s.count(TaskState::kDone);
+  r.progress.failed = s.count(TaskState::kFailed);
+  r.progress.total = s.total();
+  return r;
+}
+
+Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
+                            int want, std::map<std::string, int>& per_step,
+                            CommitResult* r) {
+  int64_t reset = 0, lost = 0;
+  const std::vector<int64_t> held(txn.state().in_progress().begin(),
+                                  txn.state().in_progress().end());
+  WIZQ_RETURN_IF_ERROR(txn.ResetDeadWorkers(&reset, &lost));
+  for (int64_t id : held) {
+    if (txn.state().Find(id)->state == TaskState::kFailed)
+      r->lost.push_back(id);
+  }
+  if (reset + lost > 0) {
+    r->notes.push_back("put back " + std::to_string(reset) +
+                       " task(s) of a dead worker; " + std::to_string(lost) +
+                       " failed (worker_lost, no attempts left)");
+  }
+  for (const Outcome& o : outcomes) {
+    Status s;
+    if (o.success) {
+      s = txn.Complete(o.id, o.children, nullptr);
+    } else {
+      const Task* t = txn.state().Find(o.id);
+      s = txn.Fail(o.id, o.reason, o.message, o.retryable,
+                   BackoffMs(t ? t->attempts : 1), nullptr);
+    }
+    if (s.IsConflict()) {
+      r->notes.push_back(s.message() + "; its result is dropped");
+      continue;
+    }
+    WIZQ_RETURN_IF_ERROR(s);
+  }
+  WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn));
+  const QueueState& st = txn.state();
+  if (st.run().status == RunStatus::kRunning && st.AllSettled()) {
+    CrashPoint("run.before_finish");
+    const RunStatus end = st.count(TaskState::kFailed) > 0
+                              ? RunStatus::kFailed
+                              : RunStatus::kCompleted;
+    return txn.FinishRun(end, ElapsedMs());
+  }
+  if (st.run().status != RunStatus::kRunning) return Status::OK();
+  for (int i = 0; i < want; i++) {
+    int64_t id = 0;
+    WIZQ_RETURN_IF_ERROR(txn.ClaimNext(
+        [&](const Task& t) { return Claimable(t, per_step); }, &id));
+    if (id == 0) break;
+    const Task* t = txn.state().Find(id);
+    per_step[t->type]++;
+    r->claimed.push_back(*t);
+  }
+  return Status::OK();
+}
+
+Status RunLoop::SubmitDueHooks(Txn& txn) {
+  const std::vector<int64_t> due(txn.state().hooks_due().begin(),
+                                 txn.state().hooks_due().end());
+  for (int64_t owner_id : due) {
+    const Task* owner = txn.state().Find(owner_id);
+    const Step* step = workflow_->FindStep(owner->type);
+    NewTask hook;
+    hook.type = owner->type;
+    hook.inputs = owner->inputs;
+    hook.parent_id = owner->parent_id;
+    hook.origin = Origin::kFinally;
+    hook.finally_for = owner_id;
+    hook.max_attempts = step ? step->options.max_attempts() : 1;
+    int64_t id = 0;
+    bool dup = false;
+    WIZQ_RETURN_IF_ERROR(txn.Submit(hook, &id, &dup));
+  }
+  return Status::OK();
+}
+
+bool RunLoop::Claimable(const Task& t,
+                        const std::map<std::string, int>& per_step) const {
+  const Step* step = nullptr;
+  const Action* action = ActionFor(t, &step);
+  if (action == nullptr) return true;  // claimed, then failed with a reason
+  if (action->kind != Action::Kind::kCommand) return false;  // agents' work
+  auto it = per_step.find(t.type);
+  const int now = it == per_step.end() ? 0 : it->second;
+  return now < step->options.max_concurrency;
+}
+
+// Ends every task this process runs and gives them, and the tasks claimed
+// ahead, back to pending without counting their attempts. Results that
+// arrived but are not committed yet are committed first.
+Status RunLoop::StopAndRelease(const std::string& reason) {
+  runner_.TerminateAll(2.0);
+  Status s = Harvest(/*block=*/true);
+  for (const Task& t : ready_) running_[t.id] = t;
+  for (const Outcome& o : outcomes_) running_.erase(o.id);
+  if (s.ok()) {
+    s = queue_->Transact([&](Txn& txn) {
+      for (const Outcome& o : outcomes_) {
+        const Task* t = txn.state().Find(o.id);
+        Status rs = o.success
+                        ? txn.Complete(o.id, o.children, nullptr)
+                        : txn.Fail(o.id, o.reason, o.message, o.retryable,
+                                   BackoffMs(t ? t->attempts : 1), nullptr);
+        if (!rs.ok() && !rs.IsConflict()) return rs;
+      }
+      for (const auto& [id, t] : running_) {
+        Status rs = txn.Release(id, reason);
+        if (!rs.ok() && !rs.IsConflict()) return rs;
+      }
+      return Status::OK();
+    });
+  }
+  running_.clear();
+  ready_.clear();
+  outcomes_.clear();
+  if (s.ok()) s = queue_->Close();
+  return s;
+}
+
+}  // namespace wizq
