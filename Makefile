@@ -10,7 +10,8 @@ CMAKE_FLAGS ?=
 # Debian packages the build, tests and benchmarks need (see docs/DEPENDENCIES.md).
 DEB_PACKAGES = cmake make g++ pkg-config git \
   libsimdjson-dev nlohmann-json3-dev libvalijson-dev libcli11-dev \
-  zlib1g-dev libxxhash-dev libgtest-dev libgmock-dev libsqlite3-dev \
+  zlib1g-dev libxxhash-dev libjemalloc-dev libgtest-dev libgmock-dev \
+  libsqlite3-dev \
   parallel jq clang libclang-rt-14-dev
 
 .PHONY: all build deps test asan tsan bench demo fuzz torture format clean

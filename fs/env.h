@@ -93,7 +93,11 @@ class Env {
   virtual Status NewWritableFile(const std::string& path,
                                  std::unique_ptr<WritableFile>* result) = 0;
 
-  // Reads the whole file, or from `offset` to its end.
+  // Reads the whole file, or from `offset` to its end. The POSIX Env reads
+  // it into one buffer with at least kReadSlack zero bytes allocated after
+  // the data (data->capacity() >= size + kReadSlack), so that a parser
+  // which reads past the end (simdjson) can parse it in place.
+  static constexpr size_t kReadSlack = 64;
   virtual Status ReadFile(const std::string& path, std::string* data) = 0;
   virtual Status ReadFileFrom(const std::string& path, uint64_t offset,
                               std::string* data) = 0;

@@ -198,20 +198,45 @@ class PosixFileLock final : public FileLock {
   const int fd_;
 };
 
-// Reads from `fd` at `offset` to end of file into `data`.
-Status ReadFd(int fd, const std::string& path, uint64_t offset,
-              std::string* data) {
-  data->clear();
-  char buf[64 * 1024];
-  for (;;) {
-    const ssize_t n = ::pread(fd, buf, sizeof(buf), static_cast<off_t>(offset));
+// pread() until `len` bytes are in `buf` or the file ends; *got = bytes read.
+Status PreadFull(int fd, const std::string& path, uint64_t offset, char* buf,
+                 size_t len, size_t* got) {
+  *got = 0;
+  while (*got < len) {
+    const ssize_t n =
+        ::pread(fd, buf + *got, len - *got, static_cast<off_t>(offset + *got));
     if (n < 0) {
       if (errno == EINTR) continue;
       return PosixError("read", path, errno);
     }
-    if (n == 0) return Status::OK();
-    data->append(buf, static_cast<size_t>(n));
-    offset += static_cast<uint64_t>(n);
+    if (n == 0) break;
+    *got += static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
+// Reads from `fd` at `offset` to end of file into `data`, in one buffer
+// sized by fstat with Env::kReadSlack zero bytes after the data (see
+// Env::ReadFile); a file that grows meanwhile is read on to its new end.
+Status ReadFd(int fd, const std::string& path, uint64_t offset,
+              std::string* data) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return PosixError("fstat", path, errno);
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  const size_t expected = size > offset ? size - offset : 0;
+  data->assign(expected + Env::kReadSlack, '\0');
+  size_t got = 0;
+  WIZQ_RETURN_IF_ERROR(
+      PreadFull(fd, path, offset, data->data(), expected, &got));
+  data->resize(got);  // keeps the capacity: the slack stays zeros
+  if (got < expected) return Status::OK();
+  char buf[64 * 1024];
+  for (;;) {
+    size_t more = 0;
+    WIZQ_RETURN_IF_ERROR(
+        PreadFull(fd, path, offset + data->size(), buf, sizeof(buf), &more));
+    data->append(buf, more);
+    if (more < sizeof(buf)) return Status::OK();
   }
 }
 

@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text = fuzz::AsText(data, size);
   SnapshotHeader header;
   QueueState state;
-  Status s = DecodeSnapshot("/x/.wizard/queue.json", text, &header, &state);
+  Status s = DecodeSnapshot("/x/.wizard/queue.json", std::string(text), &header,
+                            &state);
   if (!s.ok()) {
     FUZZ_CHECK(s.IsCorruption(), s.ToString());
     FUZZ_CHECK(fuzz::Contains(s.message(), "/x/.wizard/queue.json"),

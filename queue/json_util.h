@@ -34,6 +34,42 @@ inline simdjson::error_code RawJson(simdjson::ondemand::value v,
   return simdjson::SUCCESS;
 }
 
+// Keys and strings as views into the document itself when they hold no
+// escapes (every key and nearly every string wizq writes). simdjson's
+// unescaped_key() and get_string() copy each one into the parser's string
+// buffer, which only grows within a document: for a 40 MB queue.json that
+// is ~30 MB more memory touched (see docs/BENCHMARKS.md, "Open"). A string
+// with a backslash is unescaped as usual. The document has been through
+// simdjson's first pass, so every string is closed by a quote.
+inline simdjson::error_code KeyView(
+    simdjson::simdjson_result<simdjson::ondemand::field>& field,
+    std::string_view* out) {
+  simdjson::ondemand::raw_json_string raw;
+  auto err = field.key().get(raw);
+  if (err) return err;
+  const char* const start = raw.raw();
+  const char* end = start;
+  while (*end != '"' && *end != '\\') end++;
+  if (*end == '"') {
+    *out = std::string_view(start, static_cast<size_t>(end - start));
+    return simdjson::SUCCESS;
+  }
+  return field.unescaped_key().get(*out);
+}
+
+inline simdjson::error_code StringView(simdjson::ondemand::value v,
+                                       std::string_view* out) {
+  const std::string_view tok = v.raw_json_token();
+  if (!tok.empty() && tok[0] == '"') {
+    const size_t end = tok.find_first_of("\"\\", 1);
+    if (end != std::string_view::npos && tok[end] == '"') {
+      *out = tok.substr(1, end - 1);
+      return simdjson::SUCCESS;
+    }
+  }
+  return v.get_string().get(*out);  // escapes, or not a string
+}
+
 // A nullable integer: null reads as 0.
 inline simdjson::error_code IntOrNull(simdjson::ondemand::value v,
                                       int64_t* out) {

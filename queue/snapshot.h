@@ -50,8 +50,10 @@ std::string EncodeSnapshot(const QueueState& state, uint64_t audit_offset);
 // Decodes `text` (read from `path`). When the file's version is not
 // kSnapshotVersion, stops after the header: the caller decides (refuse a
 // newer one, archive an older one) and *state is left empty. Corruption
-// names `path`, the byte offset and the field.
-Status DecodeSnapshot(const std::string& path, std::string_view text,
+// names `path`, the byte offset and the field. `text` is parsed in place
+// when its capacity leaves room for the parser's padding (as Env::ReadFile
+// does), else copied once.
+Status DecodeSnapshot(const std::string& path, const std::string& text,
                       SnapshotHeader* header, QueueState* state);
 
 }  // namespace wizq

@@ -1,6 +1,7 @@
 // Decoding of queue.json (format: queue/snapshot.h).
 #include <simdjson.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "queue/json_util.h"
@@ -15,10 +16,14 @@ using simdjson::error_code;
 using simdjson::ondemand::object;
 using simdjson::ondemand::value;
 
+// No stored task takes fewer bytes of queue.json than this (EncodeSnapshot
+// writes ~250 and more for each).
+constexpr size_t kMinTaskBytes = 128;
+
 class SnapshotDecoder {
  public:
-  SnapshotDecoder(const std::string& path, std::string_view text)
-      : path_(path), padded_(text) {}
+  SnapshotDecoder(const std::string& path, const std::string& text)
+      : path_(path), text_(PaddedView(text, &copy_)) {}
 
   Status Decode(SnapshotHeader* header, QueueState* state);
 
@@ -33,8 +38,21 @@ class SnapshotDecoder {
   Status Error(error_code err) const;
   size_t StageOneOffset(error_code err) const;
 
+  // `text` itself when its buffer has simdjson's padding after the data
+  // (Env::ReadFile leaves it), else a padded copy of it in *copy.
+  static simdjson::padded_string_view PaddedView(
+      const std::string& text, simdjson::padded_string* copy) {
+    if (text.capacity() >= text.size() + simdjson::SIMDJSON_PADDING) {
+      return simdjson::padded_string_view(text.data(), text.size(),
+                                          text.capacity());
+    }
+    *copy = simdjson::padded_string(text);
+    return *copy;
+  }
+
   const std::string& path_;
-  simdjson::padded_string padded_;
+  simdjson::padded_string copy_;  // declared before text_, which may view it
+  simdjson::padded_string_view text_;
   simdjson::ondemand::parser parser_;
   mutable simdjson::ondemand::document doc_;
   std::string context_ = "the top level";
@@ -50,7 +68,7 @@ class SnapshotDecoder {
 // Where a problem found by simdjson's first pass is: the first byte that is
 // not UTF-8, or the first control character inside a string; else 0.
 size_t SnapshotDecoder::StageOneOffset(error_code err) const {
-  const std::string_view text(padded_.data(), padded_.size());
+  const std::string_view text(text_.data(), text_.size());
   if (err == simdjson::UTF8_ERROR) {
     const size_t bad = FirstInvalidUtf8(text);
     return bad == std::string_view::npos ? 0 : bad;
@@ -73,12 +91,12 @@ Status SnapshotDecoder::Error(error_code err) const {
   std::string where;
   // An empty or blank file fails iterate(): doc_ then has no location.
   if (iterating_ && !doc_.current_location().get(loc)) {
-    where = " at byte offset " + std::to_string(loc - padded_.data());
+    where = " at byte offset " + std::to_string(loc - text_.data());
   }
   if (err == simdjson::UNCLOSED_STRING ||
       err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT) {
     // The text ends inside a string, object or array: a file cut short.
-    where = " at byte offset " + std::to_string(padded_.size()) +
+    where = " at byte offset " + std::to_string(text_.size()) +
             " (the end of the file: it was cut short)";
   } else if (where.empty() || err == simdjson::UTF8_ERROR ||
              err == simdjson::UNESCAPED_CHARS) {
@@ -109,7 +127,7 @@ error_code SnapshotDecoder::RawJsonChecked(value v, std::string_view* out) {
 
 Status SnapshotDecoder::Decode(SnapshotHeader* header, QueueState* state) {
   object root;
-  error_code err = parser_.iterate(padded_).get(doc_);
+  error_code err = parser_.iterate(text_).get(doc_);
   iterating_ = !err;
   if (!err) err = doc_.get_object().get(root);
   if (!err) err = ReadTop(root, header, state);
@@ -123,7 +141,7 @@ error_code SnapshotDecoder::ReadTop(object root, SnapshotHeader* header,
   bool saw_format = false;
   for (auto field : root) {
     std::string_view key;
-    error_code err = field.unescaped_key().get(key);
+    error_code err = KeyView(field, &key);
     if (err) return err;
     if (!saw_format && key != "format") {
       problem_ = "not a wizq queue file (the first field must be \"format\")";
@@ -150,7 +168,7 @@ error_code SnapshotDecoder::ReadTop(std::string_view key, value v,
   int64_t n = 0;
   error_code err = simdjson::SUCCESS;
   if (key == "format") {
-    err = v.get_string().get(s);
+    err = StringView(v, &s);
     if (!err && s != kSnapshotFormat) {
       problem_ = "not a wizq queue file (format \"" + std::string(s) + "\")";
       return simdjson::INCORRECT_TYPE;
@@ -162,16 +180,16 @@ error_code SnapshotDecoder::ReadTop(std::string_view key, value v,
     run->format_version = h->version;
     *stop = !err && n != kSnapshotVersion;
   } else if (key == "wizq_version") {
-    err = v.get_string().get(s);
+    err = StringView(v, &s);
     run->wizq_version = s;
   } else if (key == "run_id") {
-    err = v.get_string().get(s);
+    err = StringView(v, &s);
     h->run_id = run->run_id = s;
   } else if (key == "install_dir") {
-    err = v.get_string().get(s);
+    err = StringView(v, &s);
     h->install_dir = run->install_dir = s;
   } else if (key == "status") {
-    err = v.get_string().get(s);
+    err = StringView(v, &s);
     if (!err && !ParseRunStatus(s, &run->status)) {
       problem_ = "unknown status \"" + std::string(s) + "\"";
       return simdjson::INCORRECT_TYPE;
@@ -204,6 +222,13 @@ error_code SnapshotDecoder::ReadTop(std::string_view key, value v,
   } else if (key == "workflow") {
     err = RawJson(v, &s);
     run->workflow = s;
+  } else if (key == "next_task_id") {
+    // Derived again from the tasks; here only a hint of how many follow,
+    // bounded by what the file could hold.
+    if (!v.get_int64().get(n) && n > 1) {
+      state->ReserveTasks(std::min<uint64_t>(static_cast<uint64_t>(n - 1),
+                                             text_.size() / kMinTaskBytes));
+    }
   } else if (key == "tasks") {
     if (!saw_version_) {
       problem_ = "\"tasks\" before \"version\" (or no \"version\")";
@@ -238,7 +263,7 @@ error_code SnapshotDecoder::ReadTasks(value v, QueueState* state) {
 error_code SnapshotDecoder::ReadTask(object obj, Task* t) {
   for (auto field : obj) {
     std::string_view key;
-    error_code err = field.unescaped_key().get(key);
+    error_code err = KeyView(field, &key);
     if (!err) err = ReadTaskField(key, field.value(), t);
     if (err) {
       context_ += "." + std::string(key);
@@ -260,13 +285,13 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
   if (key == "id") {
     err = v.get_int64().get(t->id);
   } else if (key == "type") {
-    err = v.get_string().get(s);
+    err = StringView(v, &s);
     t->type = s;
   } else if (key == "inputs") {
     err = RawJsonChecked(v, &s);
     t->inputs = s;
   } else if (key == "state") {
-    err = v.get_string().get(s);
+    err = StringView(v, &s);
     if (!err && !ParseTaskState(s, &t->state)) {
       problem_ = "unknown task state \"" + std::string(s) + "\"";
       return simdjson::INCORRECT_TYPE;
@@ -283,19 +308,19 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
   } else if (key == "parent_id") {
     err = IntOrNull(v, &t->parent_id);
   } else if (key == "origin") {
-    err = v.get_string().get(s);
+    err = StringView(v, &s);
     if (!err && !ParseOrigin(s, &t->origin)) {
       problem_ = "unknown origin \"" + std::string(s) + "\"";
       return simdjson::INCORRECT_TYPE;
     }
   } else if (key == "dedup_key") {
-    err = v.get_string().get(s);
+    err = StringView(v, &s);
     t->dedup_key = s;
   } else if (key == "claimed_by") {
     bool is_null = false;
     err = v.is_null().get(is_null);
     if (!err && !is_null) {
-      err = v.get_string().get(s);
+      err = StringView(v, &s);
       t->claimed_by = s;
     }
   } else if (key == "has_finally") {
@@ -330,7 +355,7 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
 
 }  // namespace
 
-Status DecodeSnapshot(const std::string& path, std::string_view text,
+Status DecodeSnapshot(const std::string& path, const std::string& text,
                       SnapshotHeader* header, QueueState* state) {
   SnapshotDecoder decoder(path, text);
   return decoder.Decode(header, state);

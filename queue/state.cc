@@ -76,7 +76,7 @@ template <typename Event>
 simdjson::error_code ReadEventFields(simdjson::ondemand::object obj, Event* e) {
   for (auto field : obj) {
     std::string_view key;
-    auto err = field.unescaped_key().get(key);
+    auto err = KeyView(field, &key);
     if (err) return err;
     value v = field.value();
     if (key == "seq")
@@ -84,7 +84,7 @@ simdjson::error_code ReadEventFields(simdjson::ondemand::object obj, Event* e) {
     else if (key == "ts")
       err = v.get_int64().get(e->ts);
     else if (key == "event")
-      err = v.get_string().get(e->event);
+      err = StringView(v, &e->event);
     else if (key == "id")
       err = v.get_int64().get(e->id);
     else if (key == "parent_id")
@@ -100,31 +100,31 @@ simdjson::error_code ReadEventFields(simdjson::ondemand::object obj, Event* e) {
     else if (key == "format")
       err = v.get_int64().get(e->format);
     else if (key == "type")
-      err = v.get_string().get(e->type);
+      err = StringView(v, &e->type);
     else if (key == "inputs")
       err = RawJson(v, &e->inputs);
     else if (key == "origin")
-      err = v.get_string().get(e->origin);
+      err = StringView(v, &e->origin);
     else if (key == "dedup_key")
-      err = v.get_string().get(e->dedup_key);
+      err = StringView(v, &e->dedup_key);
     else if (key == "worker")
-      err = v.get_string().get(e->worker);
+      err = StringView(v, &e->worker);
     else if (key == "reason")
-      err = v.get_string().get(e->reason);
+      err = StringView(v, &e->reason);
     else if (key == "message")
-      err = v.get_string().get(e->message);
+      err = StringView(v, &e->message);
     else if (key == "run_id")
-      err = v.get_string().get(e->run_id);
+      err = StringView(v, &e->run_id);
     else if (key == "install_dir")
-      err = v.get_string().get(e->install_dir);
+      err = StringView(v, &e->install_dir);
     else if (key == "workflow")
       err = RawJson(v, &e->workflow);
     else if (key == "input")
       err = RawJson(v, &e->entry_input);
     else if (key == "status")
-      err = v.get_string().get(e->status);
+      err = StringView(v, &e->status);
     else if (key == "wizq_version")
-      err = v.get_string().get(e->version);
+      err = StringView(v, &e->version);
     else if (key == "will_retry")
       err = v.get_bool().get(e->will_retry);
     else if (key == "has_finally")
@@ -413,6 +413,7 @@ Status QueueState::AddStoredTask(Task task) {
 
 void QueueState::Rebuild() {
   by_dedup_key_.clear();
+  by_dedup_key_.reserve(tasks_.size());
   pending_.clear();
   in_progress_.clear();
   hooks_due_.clear();

@@ -78,6 +78,8 @@ class QueueState {
   // For the snapshot loader: adds a task as stored, then Rebuild() once all
   // are in to recompute the indexes and derived fields.
   Status AddStoredTask(Task task);
+  // Room for `n` tasks in all, so that loading them does not regrow.
+  void ReserveTasks(size_t n) { tasks_.reserve(n); }
   void Rebuild();
 
  private:

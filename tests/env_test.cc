@@ -196,6 +196,24 @@ TEST_F(EnvTest, ReadsLargeFile) {
   EXPECT_EQ(big, data);
 }
 
+// ReadFile leaves kReadSlack zero bytes allocated after the data, so that
+// simdjson can parse queue.json in place (queue/snapshot_decode.cc).
+TEST_F(EnvTest, ReadFileLeavesZeroedSlackAfterTheData) {
+  const std::string path = dir_.Join("f");
+  for (size_t size : {size_t{0}, size_t{1}, size_t{4096}, size_t{200001}}) {
+    WriteAll(path, std::string(size, 'x'));
+    for (uint64_t offset : {uint64_t{0}, uint64_t{1}}) {
+      std::string data = "previous content";
+      ASSERT_TRUE(env_->ReadFileFrom(path, offset, &data).ok());
+      ASSERT_EQ(data, std::string(size > offset ? size - offset : 0, 'x'));
+      ASSERT_GE(data.capacity(), data.size() + Env::kReadSlack);
+      for (size_t i = data.size(); i < data.size() + Env::kReadSlack; i++) {
+        ASSERT_EQ(data.data()[i], '\0') << "size " << size << " at " << i;
+      }
+    }
+  }
+}
+
 TEST_F(EnvTest, WriteFileAtomicReplacesContent) {
   const std::string path = dir_.Join("queue.json");
   ASSERT_TRUE(env_->WriteFileAtomic(path, "v1").ok());

@@ -1337,6 +1337,53 @@ TEST_F(QueueTest, SnapshotIsExactAtRest) {
   EXPECT_EQ(DescribeFromDisk(Wizard(), true), Describe(q->state()));
 }
 
+// Keys and strings are read as views into the file when they hold no
+// escapes, and unescaped when they do (queue/json_util.h): strings with
+// escapes survive the log and the snapshot, read in place (Env::ReadFile
+// leaves the parser's padding) or from a copy without it, and so do keys
+// written with escapes by someone else.
+TEST_F(QueueTest, StringsWithEscapesReadBackFromSnapshotAndLog) {
+  auto q = OpenOk(Options());
+  const std::string type = "Say \"hi\" \\ \t\n\u00e9\u2028";
+  const std::string inputs = "{\"k\\\"ey\":\"v\\\\al\\u0041\\n\"}";
+  ASSERT_EQ(Claim(q.get()), 1);
+  Complete(q.get(), 1,
+           {MakeTask(type, inputs, 1, 2), MakeTask("Plain", "{}", 1)});
+  ASSERT_EQ(Claim(q.get()), 2);
+  bool will_retry = false;
+  ASSERT_TRUE(q->Transact([&](Txn& txn) {
+                 return txn.Fail(2, kReasonExitCode, "exit \"1\"\n\\ \x01",
+                                 true, 0, &will_retry);
+               }).ok());
+  ASSERT_TRUE(will_retry);
+  ASSERT_TRUE(q->Checkpoint().ok());
+  ExpectDiskMatches(q.get());
+  const Task* t = q->state().Find(2);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->type, type);
+  EXPECT_EQ(t->inputs, inputs);
+  EXPECT_EQ(t->error_message, "exit \"1\"\n\\ \x01");
+
+  const std::string live = Describe(q->state());
+  std::string text;
+  ASSERT_TRUE(Env::Posix()->ReadFile(SnapshotPath(), &text).ok());
+  ASSERT_GE(text.capacity(), text.size() + Env::kReadSlack);
+  std::string escaped_keys = text;
+  for (size_t at = 0;
+       (at = escaped_keys.find("\"type\":", at)) != std::string::npos;) {
+    escaped_keys.replace(at, 7, "\"t\\u0079pe\":");
+  }
+  ASSERT_NE(escaped_keys, text);
+  for (const std::string& variant :
+       {text, std::string(text.data(), text.size()), escaped_keys}) {
+    SnapshotHeader h;
+    QueueState from_snapshot;
+    Status s = DecodeSnapshot(SnapshotPath(), variant, &h, &from_snapshot);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(Describe(from_snapshot), live);
+  }
+}
+
 // A worker killed after run_finished but before Close leaves the log's
 // free space; the next `wizq run` on the finished run trims it, so a log
 // at rest is plain JSON Lines.
