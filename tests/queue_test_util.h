@@ -1,4 +1,4 @@
-// Helpers of the tests of the durable store (tests/queue_test.cc,
+// Helpers of the tests of the durable store (tests/queue_*test.cc,
 // tests/queue_crash_test.cc, tests/audit_log_test.cc). Header-only: CMake
 // builds each tests/*_test.cc with tests/test_util.cc only.
 //
