@@ -705,6 +705,40 @@ TEST_F(AuditLogTest, HoleBeforeMoreThanTheLastBatchIsCorruption) {
   }
 }
 
+// A hole is taken for lost sectors of the last batch only when the lines
+// after it are that batch's own, in order: lines out of order or repeated
+// after a hole cannot come from a torn write, so they are corruption.
+TEST_F(AuditLogTest, HoleFollowedByOutOfOrderSeqsIsCorruption) {
+  BuiltLog log = Build({2, 4});
+  const size_t f = log.batch_first.back();  // the last batch: lines f..f+3
+  const uint64_t hole_at = log.batch_start.back();
+  const std::string head = log.data.substr(0, hole_at);
+  const std::string hole(log.lines[f].size() + 1, '\n');  // line f lost
+  const std::string free_space(4096, '\n');
+  auto line = [&](size_t i) { return log.lines[i] + "\n"; };
+  // In order, the shape is a torn last batch...
+  {
+    LogParseResult parsed;
+    Status s = ParseLog(
+        LogPath(),
+        head + hole + line(f + 1) + line(f + 2) + line(f + 3) + free_space, 0,
+        1, &parsed);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(parsed.records.size(), f);
+    EXPECT_EQ(parsed.committed_end, hole_at);
+    EXPECT_GT(parsed.torn_bytes, 0u);
+  }
+  // ... out of order or repeated, it is not.
+  for (const std::string& after : {line(f + 2) + line(f + 1) + line(f + 3),
+                                   line(f + 1) + line(f + 1) + line(f + 3)}) {
+    LogParseResult parsed;
+    Status s =
+        ParseLog(LogPath(), head + hole + after + free_space, 0, 1, &parsed);
+    ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_TRUE(NamesOffset(s.message(), hole_at)) << s.message();
+  }
+}
+
 // --- through the Queue -------------------------------------------------------
 
 std::string DescribeTasks(const QueueState& state) {

@@ -235,5 +235,24 @@ TEST(CanonicalJsonTest, InvalidJsonIsInvalidArgument) {
   }
 }
 
+// IsValidJson is the cheap form of "CanonicalizeJson accepts it", which is
+// how the snapshot and the log check stored task inputs: the two must agree,
+// duplicate keys (at any depth, however escaped) and 65-bit integers
+// included.
+TEST(CanonicalJsonTest, IsValidJsonAgreesWithCanonicalizeJson) {
+  for (const char* text :
+       {"{}", "[]", "1", "\"a\"",
+        "{\"a\":{\"a\":1},\"b\":[{\"a\":1},{\"a\":2}]}", "{\"a\":1,\"a\":2}",
+        "{\"a\":1,\"\\u0061\":2}", "[{\"x\":{\"y\":1,\"z\":2,\"y\":3}}]",
+        "{\"k\":[1,{\"q\":1,\"q\":1}]}", "18446744073709551616",
+        "{\"n\":18446744073709551616,\"n\":1}", "", "{", "[1,]", "NaN",
+        "{\"a\":1}x"}) {
+    std::string out;
+    EXPECT_EQ(IsValidJson(text), CanonicalizeJson(text, &out).ok()) << text;
+  }
+  EXPECT_TRUE(IsValidJson("{\"a\":{\"a\":1},\"b\":[{\"a\":1},{\"a\":2}]}"));
+  EXPECT_FALSE(IsValidJson("{\"a\":1,\"\\u0061\":2}"));
+}
+
 }  // namespace
 }  // namespace wizq

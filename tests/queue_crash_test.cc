@@ -318,12 +318,14 @@ TEST(QueueCrashTest, ReferenceRunDoesWhatTheScriptSays) {
 // it, or after the failed call itself, with the dead worker's claims put
 // back — never anything else.
 void ExpectRecovered(const Reference& ref, size_t failed, const View& got,
-                     const std::string& context) {
+                     const std::string& context, bool only_before = false) {
   const std::string actual = ToString(got);
   std::vector<std::string> allowed;
   if (failed > 0)
     allowed.push_back(ToString(AfterWorkerDeath(ref.views[failed - 1])));
-  if (failed < ref.views.size()) {
+  // (With `only_before`, the failed call's effect must be absent; when it
+  // was the first call, the open that starts the run, the reopen starts it.)
+  if (failed < ref.views.size() && (!only_before || failed == 0)) {
     allowed.push_back(ToString(AfterWorkerDeath(ref.views[failed])));
   }
   bool match = false;
@@ -360,11 +362,13 @@ void ExpectFilesReadable(const std::string& wizard,
 // Reopens after a failure and checks the recovered state, then runs the
 // script to its end and checks the end.
 void RecoverAndFinish(const Reference& ref, Driver* d, size_t failed,
-                      const std::string& wizard, const std::string& context) {
+                      const std::string& wizard, const std::string& context,
+                      bool only_before = false) {
   // The reopen is the driver's next call.
   Status s = d->Step();
   ASSERT_TRUE(s.ok()) << context << s.ToString() << "\n" << d->Calls();
-  ExpectRecovered(ref, failed, ViewOf(d->queue()->state()), context);
+  ExpectRecovered(ref, failed, ViewOf(d->queue()->state()), context,
+                  only_before);
   s = d->RunToEnd();
   ASSERT_TRUE(s.ok()) << context << s.ToString() << "\n" << d->Calls();
   EXPECT_EQ(ToString(ViewOf(d->queue()->state()), false), ref.final_shape)
@@ -519,8 +523,14 @@ void IoErrorAtEveryOp(FaultInjectionEnv::OpKind kind) {
         d.Abandon();
         env.ClearFaults();
         ExpectFilesReadable(install + "/.wizard", context);
+        // A commit whose write or sync of the log failed was cut back off
+        // the log: no reader ever sees it, even with no power lost (after a
+        // failed fsync the page cache may hold data the disk does not).
+        const bool log_failed =
+            kind != FaultInjectionEnv::kRename &&
+            Contains(first_error.message(), "/.wizard/audit.jsonl");
         RecoverAndFinish(ref, &d, failed, install + "/.wizard",
-                         context + "\n" + d.Calls());
+                         context + "\n" + d.Calls(), log_failed);
         if (::testing::Test::HasFatalFailure()) return;
       }
     }

@@ -395,6 +395,10 @@ TEST_F(QueueTest, CorruptSnapshotIsAnErrorNamingItAndNothingIsTouched) {
   std::string wrong_state = snapshot;
   wrong_state.replace(wrong_state.find("\"state\":\""), 9, "\"state\":\"zz");
   bad.push_back(wrong_state);
+  std::string duplicate_key = snapshot;  // inputs no submission could have
+  duplicate_key.replace(duplicate_key.find("\"inputs\":{\"n\":0}"), 16,
+                        "\"inputs\":{\"n\":0,\"n\":1}");
+  bad.push_back(duplicate_key);
   for (size_t i = 0; i < bad.size(); i++) {
     SCOPED_TRACE("case " + std::to_string(i) + ": " + bad[i].substr(0, 60));
     WriteAll(SnapshotPath(), bad[i]);
@@ -436,6 +440,28 @@ TEST_F(QueueTest, CorruptLogLineIsAnErrorNamingFileAndOffset) {
   EXPECT_TRUE(Contains(s.message(), ".wizard/audit.jsonl")) << s.message();
   EXPECT_TRUE(
       Contains(s.message(), "byte offset " + std::to_string(second_line)))
+      << s.message();
+  EXPECT_EQ(Tree(Wizard()), before);
+}
+
+// A whole committed line missing from the middle of the log (every line
+// that is left has a good crc) is a seq gap: corruption at the offset of
+// the line after the gap, never a silent replay without it.
+TEST_F(QueueTest, SeqGapInTheLogIsAnErrorNamingFileAndOffset) {
+  LeaveCrashedRun(Options());
+  fs::remove(SnapshotPath());
+  std::string log = ReadAll(LogPath());
+  const size_t claim = log.find("\"event\":\"task_claimed\"");
+  ASSERT_NE(claim, std::string::npos);
+  const size_t line = log.rfind('\n', claim) + 1;
+  log.erase(line, log.find('\n', claim) + 1 - line);
+  WriteAll(LogPath(), log);
+  const auto before = Tree(Wizard());
+  std::unique_ptr<Queue> q;
+  Status s = Queue::Open(Options(), &q, nullptr);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), ".wizard/audit.jsonl")) << s.message();
+  EXPECT_TRUE(Contains(s.message(), "byte offset " + std::to_string(line)))
       << s.message();
   EXPECT_EQ(Tree(Wizard()), before);
 }

@@ -228,6 +228,33 @@ TEST_F(QueueTest, TransitionThatFailedToStageIsNeverCommitted) {
   EXPECT_EQ(q->state().total(), 2);
 }
 
+// --- events -----------------------------------------------------------------
+
+// QueueState checks the seq of every event it applies, as a second line of
+// defence behind ParseLog: each must follow the last one.
+TEST(QueueStateTest, EventSeqMustFollowTheLastOne) {
+  const std::string started =
+      "{\"seq\":1,\"ts\":1,\"event\":\"run_started\",\"format\":1,"
+      "\"run_id\":\"r\",\"install_dir\":\"/x\",\"wizq_version\":\"t\","
+      "\"pid\":1,\"input\":{},\"workflow\":{}}";
+  auto joined = [](int seq) {
+    return "{\"seq\":" + std::to_string(seq) +
+           ",\"ts\":2,\"event\":\"worker_joined\",\"worker\":\"w\","
+           "\"pid\":1}";
+  };
+  for (int seq : {3, 1, 0}) {
+    QueueState state;
+    ASSERT_TRUE(state.ApplyEvent(started).ok());
+    Status s = state.ApplyEvent(joined(seq));
+    EXPECT_TRUE(s.IsCorruption()) << seq << ": " << s.ToString();
+    EXPECT_EQ(state.last_seq(), 1);
+  }
+  QueueState state;
+  ASSERT_TRUE(state.ApplyEvent(started).ok());
+  EXPECT_TRUE(state.ApplyEvent(joined(2)).ok());
+  EXPECT_EQ(state.last_seq(), 2);
+}
+
 // --- transitions
 // ---------------------------------------------------------------
 

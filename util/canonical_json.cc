@@ -255,9 +255,39 @@ Status CanonicalizeJson(std::string_view json, std::string* out) {
   return Status::OK();
 }
 
+namespace {
+
+// True if no object in `e` repeats a key (keys compared unescaped, as
+// CanonicalizeJson compares them). *keys is scratch space.
+bool KeysUnique(simdjson::dom::element e, std::vector<std::string_view>* keys) {
+  if (e.type() == simdjson::dom::element_type::ARRAY) {
+    const simdjson::dom::array array = e.get_array().value_unsafe();
+    for (auto child : array) {
+      if (!KeysUnique(child, keys)) return false;
+    }
+    return true;
+  }
+  if (e.type() != simdjson::dom::element_type::OBJECT) return true;
+  const simdjson::dom::object obj = e.get_object().value_unsafe();
+  const size_t base = keys->size();
+  for (auto field : obj) keys->push_back(field.key);
+  std::sort(keys->begin() + base, keys->end());
+  const bool unique =
+      std::adjacent_find(keys->begin() + base, keys->end()) == keys->end();
+  keys->resize(base);
+  if (!unique) return false;
+  for (auto field : obj) {
+    if (!KeysUnique(field.value, keys)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool IsValidJson(std::string_view json) {
   thread_local simdjson::dom::parser parser;
   thread_local std::string buffer;
+  thread_local std::vector<std::string_view> keys;
   buffer.assign(json);
   buffer.resize(json.size() + simdjson::SIMDJSON_PADDING, '\0');
   simdjson::dom::element root;
@@ -266,7 +296,7 @@ bool IsValidJson(std::string_view json) {
     std::string canonical;
     return CanonicalizeJson(json, &canonical).ok();
   }
-  return !error;
+  return !error && KeysUnique(root, &keys);
 }
 
 Status CheckKeysUnique(std::string_view json) {

@@ -28,9 +28,10 @@ Status CanonicalizeJson(std::string_view json, std::string* out);
 // parser, which can say where it breaks).
 Status CheckKeysUnique(std::string_view json);
 
-// True if `json` is valid JSON (duplicate keys allowed). Much cheaper than
-// CanonicalizeJson: one reused parser per thread and no output, for
-// checking many small texts (a snapshot's task inputs).
+// True if CanonicalizeJson would accept `json`: valid JSON in which no
+// object repeats a key. Much cheaper than CanonicalizeJson: one reused
+// parser per thread and no output, for checking many small texts (a
+// snapshot's task inputs).
 bool IsValidJson(std::string_view json);
 
 // ECMAScript Number::toString of a finite double ("-0" prints as "0").
