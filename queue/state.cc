@@ -176,7 +176,7 @@ Status QueueState::ApplyEvent(std::string_view line) {
   else if (e.event == "run_finished")
     s = ApplyRunFinished(e);
   else if (e.event == "run_resumed")
-    run_.resumes++;
+    s = ApplyRunResumed();
   // task_deduplicated, queue_archived, worker_joined, worker_left and
   // unknown (newer) informational events change no task.
   if (!s.ok()) {
@@ -394,6 +394,17 @@ void QueueState::Settle(Task* t) {
     t = t->parent_id != 0 ? MutableFind(t->parent_id) : nullptr;
     if (t != nullptr) t->open_children--;
   }
+}
+
+Status QueueState::ApplyRunResumed() {
+  // The count stays within what a snapshot may hold (0 .. 2^31-2).
+  if (run_.resumes >= std::numeric_limits<int>::max() - 1) {
+    return Status::Corruption("run_resumed after " +
+                              std::to_string(run_.resumes) +
+                              " resumes: the count is out of range");
+  }
+  run_.resumes++;
+  return Status::OK();
 }
 
 Status QueueState::AddStoredTask(Task task) {

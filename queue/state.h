@@ -91,6 +91,7 @@ class QueueState {
   Status ApplyReset(const Event& e);
   Status ApplyRunStarted(const Event& e);
   Status ApplyRunFinished(const Event& e);
+  Status ApplyRunResumed();
   Status AddLiveTask(Task t);
   Task* MutableFind(int64_t id);
   Status RequireState(const Task* t, int64_t id, TaskState s,

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "tests/queue_fixture.h"
 
 namespace wizq {
@@ -253,6 +255,26 @@ TEST(QueueStateTest, EventSeqMustFollowTheLastOne) {
   ASSERT_TRUE(state.ApplyEvent(started).ok());
   EXPECT_TRUE(state.ApplyEvent(joined(2)).ok());
   EXPECT_EQ(state.last_seq(), 2);
+}
+
+// The resume count stays within what a snapshot may hold: a run_resumed
+// beyond it is corruption, not a signed overflow (queue_open_fuzzer;
+// corpus regress-resumed-at-int-max).
+TEST(QueueStateTest, ResumeCountStaysInRange) {
+  const int max = std::numeric_limits<int>::max();
+  for (int before : {0, max - 2, max - 1}) {
+    QueueState state;
+    state.mutable_run()->resumes = before;
+    Status s =
+        state.ApplyEvent("{\"seq\":1,\"ts\":1,\"event\":\"run_resumed\"}");
+    if (before < max - 1) {
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(state.run().resumes, before + 1);
+    } else {
+      EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+      EXPECT_EQ(state.run().resumes, before);
+    }
+  }
 }
 
 // --- transitions
