@@ -216,6 +216,21 @@ double MeasureFirstTouchUs(bool huge) {
   return us;
 }
 
+// A fixed amount of CPU work (a xorshift loop), in ms: the host's CPU speed
+// varies too (the same binary took 1.7x as long within the hour).
+double MeasureCpuMs() {
+  const double start = NowUs();
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 100000000; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+  }
+  volatile uint64_t sink = x;
+  (void)sink;
+  return (NowUs() - start) / 1000;
+}
+
 // --- the stores
 // ----------------------------------------------------------------
 
@@ -751,6 +766,7 @@ int Main(int argc, char** argv) {
       "  first touch of fresh memory, per 4 KiB: %.2f us in 4 KiB pages, "
       "%.2f us in 2 MiB pages\n",
       MeasureFirstTouchUs(false), MeasureFirstTouchUs(true));
+  std::printf("  cpu probe (1e8 xorshift steps): %.1f ms\n", MeasureCpuMs());
   std::fflush(stdout);
   if (opt.open_only) {
     BenchAndPrintOpen(opt);
