@@ -1,7 +1,7 @@
 // queue_bench: the cost of the queue store's durable transitions
 // (`make bench`; docs/BENCHMARKS.md explains the figures).
 //
-//   queue_bench [--dir DIR] [--slice TASKS] [--no-sqlite-100k]
+//   queue_bench [--dir DIR] [--slice TASKS] [--no-sqlite-100k] [--open-only]
 //
 // 1. Drain: a queue of N pending tasks (seeded untimed, then checkpointed)
 //    is drained by one worker in one process. Each task is claimed durably
@@ -29,207 +29,24 @@
 //
 // The last line is `RESULT per_transition_100k_over_1k=.. vs_sqlite=..
 // open_100k_ms=..`.
-#include <fcntl.h>
-#include <limits.h>
+#include "bench/queue_bench.h"
+
 #include <sqlite3.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "audit/log.h"
 #include "fs/env.h"
 #include "queue/queue.h"
-#include "queue/snapshot.h"
-#include "queue/state.h"
 
 namespace wizq {
+namespace bench {
 namespace {
-
-struct BenchOptions {
-  std::string base_dir;
-  int64_t slice = 500;  // tasks drained per turn
-  bool sqlite_100k = true;
-  bool open_only = false;  // only the recovery figure (no RESULT line)
-};
-
-double NowUs() {
-  using namespace std::chrono;
-  return duration<double, std::micro>(steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// CPU time (user + system) of this process so far.
-double CpuUs() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
-         ru.ru_stime.tv_usec;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double Percentile(std::vector<double>* v, double p) {
-  if (v->empty()) return 0;
-  std::sort(v->begin(), v->end());
-  return (*v)[std::min(v->size() - 1, static_cast<size_t>(p * v->size()))];
-}
-
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "queue_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-void Check(const std::string& what, const Status& s) {
-  if (!s.ok()) Die(what + ": " + s.ToString());
-}
-
-class TempDir {
- public:
-  TempDir(const std::string& base, const std::string& tag) {
-    std::string tmpl = base + "/wizq-bench-" + tag + "-XXXXXX";
-    if (mkdtemp(tmpl.data()) == nullptr) Die("mkdtemp " + tmpl);
-    char real[PATH_MAX];
-    path_ = realpath(tmpl.c_str(), real) ? real : tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// Drained stores' directories, removed at the end: deleting them between
-// slices would leave metadata for the next fdatasync's journal commit.
-std::vector<std::unique_ptr<TempDir>>& Graveyard() {
-  static auto* dirs = new std::vector<std::unique_ptr<TempDir>>();
-  return *dirs;
-}
-
-uint64_t FileSize(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-}
-
-// The size of an audit.jsonl without the free space (padding) after its
-// last line (FORMAT.md, "Free space").
-uint64_t LogicalLogSize(const std::string& path) {
-  std::string data;
-  Check("read log", Env::Posix()->ReadFile(path, &data));
-  const size_t last = data.find_last_not_of(std::string_view("\n\0", 2));
-  return last == std::string::npos ? 0 : last + 2;
-}
-
-// Write requests and flushes the block device holding `dir` has completed
-// (/sys/dev/block/<major>:<minor>/stat, fields 5 and 16), to count the
-// device I/Os of a commit. Zeros if the counters cannot be read.
-struct DiskCounters {
-  uint64_t writes = 0, flushes = 0;
-};
-
-DiskCounters ReadDiskCounters(const std::string& dir) {
-  DiskCounters c;
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0) return c;
-  std::string text;
-  const std::string path = "/sys/dev/block/" +
-                           std::to_string(major(st.st_dev)) + ":" +
-                           std::to_string(minor(st.st_dev)) + "/stat";
-  if (!Env::Posix()->ReadFile(path, &text).ok()) return c;
-  std::istringstream in(text);
-  std::vector<uint64_t> f;
-  for (uint64_t v; in >> v;) f.push_back(v);
-  if (f.size() >= 5) c.writes = f[4];
-  if (f.size() >= 16) c.flushes = f[15];
-  return c;
-}
-
-int64_t WallMs() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch())
-      .count();
-}
-
-// The inputs of task k: what a typical fan-out step receives.
-std::string TaskInputs(int64_t k) {
-  char buf[96];
-  std::snprintf(buf, sizeof(buf),
-                "{\"file\":\"src/module_%06lld/file.cc\",\"index\":%lld}",
-                static_cast<long long>(k), static_cast<long long>(k));
-  return buf;
-}
-
-// One 300-byte O_APPEND write plus fdatasync, as a commit does.
-double MeasureFdatasyncUs(const std::string& base) {
-  TempDir dir(base, "fsync");
-  const std::string path = dir.path() + "/f";
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd < 0) Die("open " + path);
-  const std::string line(300, 'x');
-  const int n = 2000;
-  double start = NowUs();
-  for (int i = 0; i < n; i++) {
-    if (write(fd, line.data(), line.size()) < 0 || fdatasync(fd) != 0) {
-      Die("write/fdatasync " + path);
-    }
-  }
-  double us = (NowUs() - start) / n;
-  close(fd);
-  return us;
-}
-
-// The cost of one page fault: first touch of 64 MiB of fresh anonymous
-// memory, in 4 KiB pages (`huge` false) or in 2 MiB transparent huge pages
-// (`huge` true), per 4 KiB. On a VM this is mostly the hypervisor's work and
-// varies from machine to machine, and over time on one machine; loading a
-// large run touches its whole state, so the open figure depends on it.
-double MeasureFirstTouchUs(bool huge) {
-  const size_t len = size_t{64} << 20;
-  char* p = static_cast<char*>(mmap(nullptr, len, PROT_READ | PROT_WRITE,
-                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  if (p == MAP_FAILED) Die("mmap");
-  madvise(p, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
-  const double start = NowUs();
-  for (size_t i = 0; i < len; i += 4096) p[i] = 1;
-  const double us = (NowUs() - start) / (len / 4096);
-  munmap(p, len);
-  return us;
-}
-
-// A fixed amount of CPU work (a xorshift loop), in ms: the host's CPU speed
-// varies too (the same binary took 1.7x as long within the hour).
-double MeasureCpuMs() {
-  const double start = NowUs();
-  uint64_t x = 88172645463325252ull;
-  for (int i = 0; i < 100000000; i++) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-  }
-  volatile uint64_t sink = x;
-  (void)sink;
-  return (NowUs() - start) / 1000;
-}
 
 // --- the stores
 // ----------------------------------------------------------------
@@ -247,34 +64,6 @@ class Drainer {
   virtual bool held() const = 0;
   virtual void Finish() = 0;  // untimed teardown
 };
-
-QueueOptions WizqOptions(const std::string& dir) {
-  QueueOptions o;
-  o.install_dir = dir;
-  o.run_id = "bench-run";
-  o.workflow_json = "{\"entrypoint\":\"Work\",\"steps\":[]}";
-  o.wizq_version = "bench";
-  return o;
-}
-
-void SeedWizq(Queue* q, int64_t n) {
-  const int64_t chunk = 5000;
-  for (int64_t first = 1; first <= n; first += chunk) {
-    Check("seed", q->Transact([&](Txn& txn) {
-      for (int64_t k = first; k < std::min(n + 1, first + chunk); k++) {
-        NewTask t;
-        t.type = "Work";
-        t.inputs = TaskInputs(k);
-        t.origin = Origin::kInitial;
-        t.max_attempts = 3;
-        int64_t id = 0;
-        bool dup = false;
-        WIZQ_RETURN_IF_ERROR(txn.Submit(t, &id, &dup));
-      }
-      return Status::OK();
-    }));
-  }
-}
 
 class WizqDrainer : public Drainer {
  public:
@@ -568,170 +357,6 @@ void PrintSeries(Series* s) {
       static_cast<double>(s->disk_flushes) / s->commit_us.size());
 }
 
-// --- open / recovery --------------------------------------------------------
-
-struct OpenResult {
-  // Opens in fresh processes (what a user sees after a crash), in order.
-  std::vector<double> fresh_ms;
-  std::vector<int64_t> fresh_faults;  // page faults (minor) of each
-  // Opens in this process, which has allocated and freed the memory before.
-  double median_ms = 0, min_ms = 0, max_ms = 0;
-  int64_t tail_events = 0;
-  uint64_t snapshot_bytes = 0, tail_bytes = 0;
-  // Where the time goes (separately timed, same files).
-  double read_ms = 0, decode_ms = 0, tail_ms = 0;
-};
-
-QueueOptions OpenBenchOptions(const std::string& dir) {
-  QueueOptions options = WizqOptions(dir);
-  options.checkpoint_min_bytes = uint64_t{1} << 62;  // no automatic snapshot
-  return options;
-}
-
-int64_t MinorFaults() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_minflt;
-}
-
-// `queue_bench --open-once DIR`, run by BenchOpen in a fresh process:
-// opens (resumes) the run in DIR once, prints "<ms> <page faults>" and
-// exits without closing (the run stays as a crash left it).
-int OpenOnce(const std::string& dir) {
-  std::unique_ptr<Queue> q;
-  OpenReport report;
-  const int64_t faults = MinorFaults();
-  const double t0 = NowUs();
-  Check("reopen", Queue::Open(OpenBenchOptions(dir), &q, &report));
-  const double ms = (NowUs() - t0) / 1000;
-  if (report.action != OpenAction::kResumed) Die("did not resume " + dir);
-  std::printf("%.3f %lld\n", ms,
-              static_cast<long long>(MinorFaults() - faults));
-  std::fflush(stdout);
-  _exit(0);
-}
-
-// Runs OpenOnce in a new process of this binary; returns its time.
-double OpenInFreshProcess(const std::string& dir, int64_t* faults) {
-  char self[PATH_MAX];
-  const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (len <= 0) Die("readlink /proc/self/exe");
-  self[len] = '\0';
-  const std::string cmd =
-      std::string("'") + self + "' --open-once '" + dir + "'";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) Die("popen " + cmd);
-  double ms = -1;
-  long long f = 0;
-  const int got = std::fscanf(p, "%lf %lld", &ms, &f);
-  if (pclose(p) != 0 || got != 2) Die("failed: " + cmd);
-  *faults = f;
-  return ms;
-}
-
-OpenResult BenchOpen(const BenchOptions& opt, int64_t n, int64_t pairs) {
-  TempDir dir(opt.base_dir, "open");
-  const QueueOptions options = OpenBenchOptions(dir.path());
-  {
-    std::unique_ptr<Queue> q;
-    OpenReport report;
-    Check("open", Queue::Open(options, &q, &report));
-    SeedWizq(q.get(), n);
-    Check("checkpoint", q->Checkpoint());
-    int64_t held = 0;
-    for (int64_t i = 0; i <= pairs; i++) {
-      int64_t next = 0;
-      Check("tail", q->Transact([&](Txn& txn) {
-        if (held != 0) {
-          WIZQ_RETURN_IF_ERROR(txn.Complete(held, {}, nullptr));
-        }
-        if (i < pairs) WIZQ_RETURN_IF_ERROR(txn.ClaimNext(nullptr, &next));
-        return Status::OK();
-      }));
-      held = next;
-    }
-    // Destroyed without Close: no snapshot at rest, like a crash.
-  }
-  const std::string wizard = dir.path() + "/.wizard";
-  OpenResult r;
-  for (int i = 0; i < 5; i++) {
-    int64_t faults = 0;
-    r.fresh_ms.push_back(OpenInFreshProcess(dir.path(), &faults));
-    r.fresh_faults.push_back(faults);
-  }
-  std::vector<double> ms;
-  for (int i = 0; i < 5; i++) {
-    std::unique_ptr<Queue> q;
-    OpenReport report;
-    const double t0 = NowUs();
-    Check("reopen", Queue::Open(options, &q, &report));
-    ms.push_back((NowUs() - t0) / 1000);
-    if (report.action != OpenAction::kResumed || q->state().total() != n) {
-      std::fprintf(stderr, "queue_bench: reopen did not resume the run\n");
-      std::exit(1);
-    }
-    if (i == 0) {
-      // Events after the snapshot, as this Open found them.
-      std::string text;
-      Check("read", Env::Posix()->ReadFile(wizard + "/queue.json", &text));
-      SnapshotHeader header;
-      QueueState state;
-      Check("decode",
-            DecodeSnapshot(wizard + "/queue.json", text, &header, &state));
-      r.tail_events = q->state().last_seq() - header.seq - 2;  // - its own 2
-    }
-  }
-  r.median_ms = Median(ms);
-  r.min_ms = *std::min_element(ms.begin(), ms.end());
-  r.max_ms = *std::max_element(ms.begin(), ms.end());
-
-  // Breakdown: read the snapshot, decode it, parse + apply the log tail.
-  std::string text, tail;
-  double t0 = NowUs();
-  Check("read", Env::Posix()->ReadFile(wizard + "/queue.json", &text));
-  double t1 = NowUs();
-  SnapshotHeader header;
-  QueueState state;
-  Check("decode",
-        DecodeSnapshot(wizard + "/queue.json", text, &header, &state));
-  double t2 = NowUs();
-  Check("read tail", Env::Posix()->ReadFileFrom(wizard + "/audit.jsonl",
-                                                header.audit_offset, &tail));
-  LogParseResult parsed;
-  Check("parse tail", ParseLog(wizard + "/audit.jsonl", tail,
-                               header.audit_offset, header.seq + 1, &parsed));
-  for (const LogRecord& rec : parsed.records) {
-    Check("apply", state.ApplyEvent(rec.line));
-  }
-  double t3 = NowUs();
-  r.read_ms = (t1 - t0) / 1000;
-  r.decode_ms = (t2 - t1) / 1000;
-  r.tail_ms = (t3 - t2) / 1000;
-  r.snapshot_bytes = text.size();
-  r.tail_bytes = tail.size();
-  return r;
-}
-
-OpenResult BenchAndPrintOpen(const BenchOptions& opt) {
-  const OpenResult open = BenchOpen(opt, 100000, 5000);
-  std::printf(
-      "\nopen (recover) 100k tasks + %lld-event log tail, in a fresh "
-      "process: median %.1f ms\n  each:",
-      static_cast<long long>(open.tail_events), Median(open.fresh_ms));
-  for (size_t i = 0; i < open.fresh_ms.size(); i++) {
-    std::printf(" %.1f ms (%lld page faults)", open.fresh_ms[i],
-                static_cast<long long>(open.fresh_faults[i]));
-  }
-  std::printf(
-      "\n  again in one process: median %.1f ms (min %.1f, max %.1f, 5 "
-      "opens)\n"
-      "  breakdown: read snapshot (%.1f MB) %.1f ms, decode + index %.1f ms, "
-      "read + parse + apply tail (%.1f MB) %.1f ms\n",
-      open.median_ms, open.min_ms, open.max_ms, open.snapshot_bytes / 1e6,
-      open.read_ms, open.decode_ms, open.tail_bytes / 1e6, open.tail_ms);
-  return open;
-}
-
 // --- main -------------------------------------------------------------------
 
 int Main(int argc, char** argv) {
@@ -845,7 +470,7 @@ int Main(int argc, char** argv) {
   }
   std::fflush(stdout);
 
-  const OpenResult open = BenchAndPrintOpen(opt);
+  const double open_ms = BenchAndPrintOpen(opt);
 
   const Series* sqlite_10k = nullptr;
   for (const Series& s : series) {
@@ -861,11 +486,12 @@ int Main(int argc, char** argv) {
   std::printf(
       "RESULT per_transition_100k_over_1k=%.3f vs_sqlite=%.3f "
       "open_100k_ms=%.1f\n",
-      ratio, vs_sqlite, Median(open.fresh_ms));
+      ratio, vs_sqlite, open_ms);
   return 0;
 }
 
 }  // namespace
+}  // namespace bench
 }  // namespace wizq
 
-int main(int argc, char** argv) { return wizq::Main(argc, argv); }
+int main(int argc, char** argv) { return wizq::bench::Main(argc, argv); }
