@@ -14,7 +14,7 @@ DEB_PACKAGES = cmake make g++ pkg-config git \
   libsqlite3-dev \
   parallel jq clang libclang-rt-14-dev
 
-.PHONY: all build deps test asan tsan bench demo fuzz torture format clean
+.PHONY: all build bin deps configure test asan tsan bench demo fuzz torture format clean
 
 all: build
 
@@ -29,9 +29,16 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends $$missing; \
 	fi
 
-build: deps
+configure: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DWIZQ_WERROR=ON $(CMAKE_FLAGS) >/dev/null
+
+# Everything: the library, the wizq binary, tests, benchmarks, fuzz replays.
+build: configure
 	cmake --build $(BUILD) -j$(JOBS)
+
+# Just the wizq binary (build/wizq), what `make demo` needs.
+bin: configure
+	cmake --build $(BUILD) -j$(JOBS) --target wizq_cli
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600
@@ -50,8 +57,9 @@ bench: build
 	$(BUILD)/queue_bench
 	bash bench/process_bench.sh $(BUILD)/wizq
 
-# Runs the installer example into a fresh temporary install directory.
-demo: build
+# Builds only the binary and runs the installer example into a fresh
+# temporary install directory.
+demo: bin
 	@dir=$$(mktemp -d /tmp/wizq-demo-XXXXXX); \
 	echo "== wizq run examples/installer/workflow.jsonc --dir $$dir"; \
 	$(BUILD)/wizq run examples/installer/workflow.jsonc --dir $$dir && \
@@ -128,9 +136,8 @@ TORTURE_GROUP ?= 300
 TORTURE_MULTI ?= 300
 TORTURE_FLAGS ?=
 
-torture: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DWIZQ_WERROR=ON $(CMAKE_FLAGS) >/dev/null
-	cmake --build $(BUILD) -j$(JOBS) --target wizq wizq_torture
+torture: configure
+	cmake --build $(BUILD) -j$(JOBS) --target wizq_cli wizq_torture
 	@failed=""; for spec in single:$(TORTURE_SINGLE) group:$(TORTURE_GROUP) \
 	    multi:$(TORTURE_MULTI); do \
 	  mode=$${spec%%:*}; cycles=$${spec#*:}; start=$$(date +%s); \
