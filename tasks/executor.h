@@ -84,11 +84,14 @@ class Executor {
   // loop claims only those).
   virtual bool CanRun(const Action& action) const = 0;
 
-  // Starts an attempt without waiting for it. An attempt that cannot be
-  // started for reasons of its own (a missing cwd, no shell) still returns
-  // OK and is reported by Wait as kSpawnFailed. An error Status is the
-  // environment's fault (no descriptors, no space, an earlier attempt that
-  // cannot be ended): nothing was started and the run should stop.
+  // Starts an attempt without waiting for it; first ends whatever an
+  // earlier attempt of the same task may have left running (a crashed
+  // worker's), so two attempts never overlap (SPEC §6.3). Called only once
+  // the attempt's claim is durable. An attempt that cannot be started for
+  // reasons of its own (a missing cwd, no shell) still returns OK and is
+  // reported by Wait as kSpawnFailed. An error Status is the environment's
+  // fault (no descriptors, no space, an earlier attempt that cannot be
+  // ended): nothing was started and the run should stop.
   virtual Status Start(const Attempt& attempt) = 0;
 
   // Waits up to timeout_ms (0 = just look, negative = no limit) until at
