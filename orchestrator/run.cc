@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "orchestrator/run_loop.h"
+#include "tasks/command_executor.h"
 #include "tasks/response.h"
 #include "tasks/workflow.h"
 #include "util/canonical_json.h"
@@ -96,6 +97,8 @@ int RunWorkflow(const RunOptions& options, RunObserver* observer,
   config.wizq_version = options.wizq_version;
   config.env = options.env;
   config.workflow_path = options.workflow_path;
+  CommandExecutor executor(options.env, config.install_dir + "/.wizard");
+  config.executor = &executor;
   RunLoop loop(config, std::move(workflow), observer);
   int code = kExitCompleted;
   s = loop.Run(&code);

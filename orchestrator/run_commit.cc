@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "orchestrator/run_loop.h"
+#include "tasks/response.h"
 #include "util/crash_point.h"
 
 namespace wizq {
@@ -39,7 +40,7 @@ Status RunLoop::Harvest(bool block) {
   const double took = static_cast<double>(MonotonicMs() - commit_started_ms_);
   commit_ms_ = commit_ms_ == 0 ? took : 0.8 * commit_ms_ + 0.2 * took;
   if (!r.status.ok()) {
-    runner_.TerminateAll(2.0);
+    executor_->TerminateAll(2.0);
     return r.status;
   }
   for (const std::string& note : r.notes) observer_->OnNote(note);
@@ -176,15 +177,7 @@ Status RunLoop::SubmitDueHooks(Txn& txn) {
   const std::vector<int64_t> due(txn.state().hooks_due().begin(),
                                  txn.state().hooks_due().end());
   for (int64_t owner_id : due) {
-    const Task* owner = txn.state().Find(owner_id);
-    const Step* step = workflow_->FindStep(owner->type);
-    NewTask hook;
-    hook.type = owner->type;
-    hook.inputs = owner->inputs;
-    hook.parent_id = owner->parent_id;
-    hook.origin = Origin::kFinally;
-    hook.finally_for = owner_id;
-    hook.max_attempts = step ? step->options.max_attempts() : 1;
+    const NewTask hook = FinallyHookOf(*workflow_, *txn.state().Find(owner_id));
     int64_t id = 0;
     bool dup = false;
     WIZQ_RETURN_IF_ERROR(txn.Submit(hook, &id, &dup));
@@ -197,7 +190,7 @@ bool RunLoop::Claimable(const Task& t,
   const Step* step = nullptr;
   const Action* action = ActionFor(t, &step);
   if (action == nullptr) return true;  // claimed, then failed with a reason
-  if (action->kind != Action::Kind::kCommand) return false;  // agents' work
+  if (!executor_->CanRun(*action)) return false;  // e.g. agents' work
   auto it = per_step.find(t.type);
   const int now = it == per_step.end() ? 0 : it->second;
   return now < step->options.max_concurrency;
@@ -207,7 +200,7 @@ bool RunLoop::Claimable(const Task& t,
 // ahead, back to pending without counting their attempts. Results that
 // arrived but are not committed yet are committed first.
 Status RunLoop::StopAndRelease(const std::string& reason) {
-  runner_.TerminateAll(2.0);
+  executor_->TerminateAll(2.0);
   Status s = Harvest(/*block=*/true);
   for (const Task& t : ready_) running_[t.id] = t;
   for (const Outcome& o : outcomes_) running_.erase(o.id);

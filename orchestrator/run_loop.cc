@@ -12,6 +12,7 @@
 
 #include "fs/env.h"
 #include "orchestrator/run.h"
+#include "tasks/response.h"
 
 namespace wizq {
 
@@ -25,28 +26,18 @@ RunLoop::RunLoop(Config config, std::unique_ptr<Workflow> workflow,
                  RunObserver* observer)
     : config_(std::move(config)),
       workflow_(std::move(workflow)),
-      observer_(observer) {}
+      observer_(observer),
+      executor_(config_.executor) {}
 
 RunLoop::~RunLoop() {
   if (inflight_.valid()) inflight_.wait();
+  // What still runs (an error return) ends before the queue's locks go.
+  if (executor_ != nullptr) executor_->TerminateAll(0);
 }
 
 int64_t RunLoop::ElapsedMs() const { return MonotonicMs() - start_ms_; }
 
-std::string RunLoop::TaskDir(int64_t id) const {
-  return wizard_dir_ + "/tasks/" + std::to_string(id);
-}
-
-// A claim whose attempt never got as far as writing its stdin file never
-// ran: a crash then does not count it (see QueueOptions::attempt_started).
-bool RunLoop::AttemptStarted(const Task& t) const {
-  const std::string path =
-      TaskDir(t.id) + "/" + std::to_string(t.attempts) + ".stdin";
-  return access(path.c_str(), F_OK) == 0;
-}
-
 Status RunLoop::Open(bool* finished, int* exit_code) {
-  const Step* entry = workflow_->FindStep(workflow_->entrypoint());
   QueueOptions qo;
   qo.env = config_.env;
   qo.install_dir = config_.install_dir;
@@ -55,15 +46,13 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   qo.entry_input = config_.input;
   qo.fresh = config_.fresh;
   qo.wizq_version = config_.wizq_version;
-  qo.attempt_started = [this](const Task& t) { return AttemptStarted(t); };
+  // A claim whose attempt never started (claimed ahead) does not count when
+  // its worker died.
+  qo.attempt_started = [this](const Task& t) {
+    return executor_->AttemptStarted(t.id, t.attempts);
+  };
   wizard_dir_ = config_.install_dir + "/.wizard";
-  NewTask root;
-  root.type = entry->name;
-  root.inputs = config_.input;
-  root.origin = Origin::kInitial;
-  root.max_attempts = entry->options.max_attempts();
-  root.has_finally = entry->finally_hook.has_value();
-  qo.initial_tasks.push_back(root);
+  qo.initial_tasks.push_back(RootTask(*workflow_, config_.input));
   OpenReport report;
   WIZQ_RETURN_IF_ERROR(Queue::Open(qo, &queue_, &report));
   WIZQ_RETURN_IF_ERROR(UseFrozenWorkflow());
@@ -174,7 +163,7 @@ Status RunLoop::CheckSomethingCanRun() const {
   for (int64_t id : s.pending()) {
     const Step* step = nullptr;
     const Action* a = ActionFor(*s.Find(id), &step);
-    if (a == nullptr || a->kind != Action::Kind::kPool) return Status::OK();
+    if (a == nullptr || executor_->CanRun(*a)) return Status::OK();
   }
   return Status::NotSupported(
       "the remaining " + std::to_string(s.pending().size()) +
@@ -208,10 +197,10 @@ Status RunLoop::Interrupt(int* exit_code) {
                     " running task(s); they go back to pending");
   // A task that signalled its own wizq is charged the attempt (SPEC §6.3:
   // a task that kills its worker every time still ends failed).
-  uint64_t culprit = 0;
-  if (runner_.FindByProcess(StopSender(), &culprit)) {
+  int64_t culprit = 0;
+  if (executor_->FindByProcess(StopSender(), &culprit)) {
     Outcome o;
-    o.id = static_cast<int64_t>(culprit);
+    o.id = culprit;
     o.reason = std::string(kReasonWorkerLost);
     o.message = "the task sent a stop signal to its own wizq";
     o.retryable = true;

@@ -1,6 +1,17 @@
 // RunLoop: the body of `wizq run` once the workflow and input are valid.
 // Internal to orchestrator/; see orchestrator/run.h for the contract.
 //
+// The executor seam. The loop decides what runs when; it never runs a task
+// itself. Every claimed attempt goes to the Executor of Config::executor
+// (tasks/executor.h): Start once the claim is durable, Wait for results,
+// TerminateAll on stop, FindByProcess for the task that signalled wizq,
+// AttemptStarted for the queue's recovery of a dead worker's claims, and
+// ReapOrphans for a dead worker's task failed as worker_lost. `wizq run`
+// uses a CommandExecutor (tasks/command_executor.h, built by RunWorkflow);
+// tests drive the loop in-process with a scripted fake
+// (tests/fake_executor.h, tests/run_loop_test.cc). A result is judged here
+// (tasks/response.h: ChildrenOf) and committed with its children.
+//
 // Pipelining. A commit costs one fdatasync (milliseconds on real disks), so
 // the loop never waits for one while it could start a task: commits run on
 // a helper thread, one at a time, each carrying every result that arrived
@@ -29,7 +40,7 @@
 
 #include "orchestrator/observer.h"
 #include "queue/queue.h"
-#include "tasks/command_runner.h"
+#include "tasks/executor.h"
 #include "tasks/workflow.h"
 
 namespace wizq {
@@ -67,6 +78,8 @@ class RunLoop {
     int jobs = 0;
     bool fresh = false;
     Env* env = nullptr;
+    // Runs the attempts; required, must outlive the RunLoop.
+    Executor* executor = nullptr;
   };
 
   RunLoop(Config config, std::unique_ptr<Workflow> workflow,
@@ -94,8 +107,8 @@ class RunLoop {
   void MaybeLaunchCommit();
   Status CollectResults();
   Status StartTask(const Task& task);
-  Outcome Judge(const Task& task, const CommandResult& result) const;
-  Outcome JudgeResponse(const Task& task, const CommandResult& result) const;
+  Outcome Judge(const Task& task, const AttemptResult& result) const;
+  Outcome JudgeResponse(const Task& task, const AttemptResult& result) const;
   Status Interrupt(int* exit_code);
   Status StopAndRelease(const std::string& reason);
   Status Finish(int* exit_code);
@@ -109,10 +122,8 @@ class RunLoop {
   Status SubmitDueHooks(Txn& txn);
   bool Claimable(const Task& t,
                  const std::map<std::string, int>& per_step) const;
-  bool AttemptStarted(const Task& t) const;
 
   const Action* ActionFor(const Task& t, const Step** step) const;
-  std::string TaskDir(int64_t id) const;
   int64_t ElapsedMs() const;
 
   Config config_;
@@ -120,7 +131,7 @@ class RunLoop {
   RunObserver* observer_;
   std::unique_ptr<Queue> queue_;
   std::string wizard_dir_;
-  CommandRunner runner_;
+  Executor* const executor_;
   int jobs_ = 1;
   int64_t start_ms_ = 0;
   int64_t run_started_ms_ = 0;

@@ -16,6 +16,7 @@
 #include <set>
 #include <string_view>
 
+#include "tasks/attempt_files.h"
 #include "tasks/orphans.h"
 #include "tasks/posix_util.h"
 
@@ -26,7 +27,6 @@ namespace wizq {
 using internal::CheckRealDir;
 using internal::FileHolders;
 using internal::FormatSeconds;
-using internal::kLockName;
 using internal::kNever;
 using internal::MakeDirs;
 using internal::NowNs;
@@ -86,19 +86,20 @@ struct ChildFds {
 };
 
 Status OpenChildFds(const CommandSpec& spec, ChildFds* fds) {
-  const std::string base = spec.output_dir + "/" + std::to_string(spec.attempt);
-  const std::string in_path = base + ".stdin";
+  const AttemptFiles files =
+      AttemptFiles::InTaskDir(spec.output_dir, spec.attempt);
+  const std::string in_path = files.stdin_path();
   WIZQ_RETURN_IF_ERROR(WriteSmallFile(in_path, spec.stdin_data));
   WIZQ_RETURN_IF_ERROR(OpenFile(in_path, O_RDONLY, &fds->in));
   constexpr int kOut = O_WRONLY | O_CREAT | O_TRUNC;
-  WIZQ_RETURN_IF_ERROR(OpenFile(base + ".stdout", kOut, &fds->out));
-  return OpenFile(base + ".stderr", kOut, &fds->err);
+  WIZQ_RETURN_IF_ERROR(OpenFile(files.stdout_path(), kOut, &fds->out));
+  return OpenFile(files.stderr_path(), kOut, &fds->err);
 }
 
 // Opens and takes <output_dir>/running.lock. When an earlier process tree of
 // this directory still holds it, ends that tree first.
 Status LockOutputDir(const CommandSpec& spec, ScopedFd* lock) {
-  const std::string path = spec.output_dir + kLockName;
+  const std::string path = AttemptFiles::LockPath(spec.output_dir);
   for (int round = 0;; ++round) {
     WIZQ_RETURN_IF_ERROR(OpenFile(path, O_RDWR | O_CREAT, lock));
     bool locked = false;
@@ -289,7 +290,7 @@ Status CommandRunner::Start(const CommandSpec& spec, uint64_t token) {
   child->pid = pid;
   child->output_dir = spec.output_dir;
   child->stdout_path =
-      spec.output_dir + "/" + std::to_string(spec.attempt) + ".stdout";
+      AttemptFiles::InTaskDir(spec.output_dir, spec.attempt).stdout_path();
   child->max_stdout_bytes = spec.max_stdout_bytes;
   child->start_ns = start_ns;
   if (spec.timeout_seconds) {
@@ -350,7 +351,7 @@ static void SignalTimedOut(pid_t leader, const std::string& output_dir,
                            int sig) {
   SignalTree(leader, sig);
   struct stat lock;
-  if (stat((output_dir + kLockName).c_str(), &lock) == 0) {
+  if (stat(AttemptFiles::LockPath(output_dir).c_str(), &lock) == 0) {
     SignalOrphans(FileHolders(lock), sig);
   }
 }

@@ -2,20 +2,23 @@
 //
 // Each command runs as `/bin/sh -c <script>` in its own process group, with
 // stdin, stdout and stderr connected straight to files in the task's output
-// directory (`<dir>/.wizard/tasks/<id>/<attempt>.stdin|.stdout|.stderr`), so
-// no pipe has to be drained and nothing can deadlock. A command is over when
+// directory (`<attempt>.stdin|.stdout|.stderr`, named by AttemptFiles in
+// tasks/attempt_files.h), so no pipe has to be drained and nothing can
+// deadlock. A command is over when
 // its shell exits: whatever it left running in its process group is killed
 // with it. Timeouts send SIGTERM to the whole group and SIGKILL after a grace
 // period.
 //
-// Every process tree also holds an exclusive flock on
-// `<output_dir>/running.lock` for as long as any of its processes keeps the
-// inherited descriptor open, and `<output_dir>/pgid` records the leader
+// Every process tree also holds an exclusive flock on the task's
+// `running.lock` for as long as any of its processes keeps the inherited
+// descriptor open, and the task's `pgid` file records the leader
 // (pid = process group id, its start time and the boot id). When wizq itself
 // dies, the tree keeps the lock; ReapOrphans() (and Start(), for the same
 // directory) end it before a task runs again (SPEC §6.3). The limit: a
 // process that both leaves the group (setsid/setpgid) and closes the lock
 // descriptor cannot be found once its leader is gone.
+//
+// The run loop uses it through CommandExecutor (tasks/command_executor.h).
 //
 // Thread-safety: a CommandRunner must be used by one thread at a time. The
 // process must not reap children it did not start itself (no waitpid(-1), no
@@ -43,12 +46,13 @@ struct CommandSpec {
   std::string script;
   // Working directory (the workflow file's directory); empty = inherited.
   std::string cwd;
-  // Written to <output_dir>/<attempt>.stdin, which becomes the child's stdin.
+  // Written to the attempt's stdin file, which becomes the child's stdin.
   std::string stdin_data;
   // Added to, or overriding, the inherited environment (WIZQ_* variables).
   std::vector<std::pair<std::string, std::string>> env;
-  // The task's directory, created (0700, with missing parents) if needed.
-  // stdout goes to <attempt>.stdout, stderr to <attempt>.stderr (0600).
+  // The task's directory (AttemptFiles::dir()), created (0700, with missing
+  // parents) if needed. stdout and stderr go to the attempt's files (0600),
+  // AttemptFiles::InTaskDir(output_dir, attempt).
   std::string output_dir;
   int attempt = 1;
   // Unset = no limit. The group gets SIGTERM when it elapses, then SIGKILL

@@ -14,6 +14,7 @@
 #include <set>
 #include <string_view>
 
+#include "tasks/attempt_files.h"
 #include "tasks/command_runner.h"  // ReapOrphans
 #include "tasks/posix_util.h"
 
@@ -21,7 +22,6 @@ namespace wizq {
 
 using internal::FileHolders;
 using internal::FormatSeconds;
-using internal::kLockName;
 using internal::NowNs;
 using internal::ReadUpTo;
 using internal::ScopedFd;
@@ -33,7 +33,6 @@ using internal::WriteSmallFile;
 
 namespace {
 
-constexpr char kLeaderName[] = "/pgid";
 constexpr int kOrphanPollMs = 10;  // ReapOrphans: lock re-check period
 constexpr int64_t kOrphanResignalNs = 250'000'000;
 
@@ -84,7 +83,7 @@ const std::string& BootId() {
 // The recorded leader, if that very process is still alive (not a zombie).
 std::optional<pid_t> LiveLeader(const std::string& output_dir) {
   std::string text;
-  if (!ReadUpTo(output_dir + kLeaderName, 256, &text).ok()) return {};
+  if (!ReadUpTo(AttemptFiles::PgidPath(output_dir), 256, &text).ok()) return {};
   long pid = 0;
   unsigned long long start_time = 0;
   char boot[64] = {0};
@@ -140,7 +139,7 @@ void WriteLeaderRecord(const std::string& output_dir, pid_t pid) {
                              std::to_string(st.start_time) + " " + BootId() +
                              "\n";
   // Best effort: without it the lock holders are still found.
-  WriteSmallFile(output_dir + kLeaderName, record);
+  WriteSmallFile(AttemptFiles::PgidPath(output_dir), record);
 }
 
 std::vector<pid_t> FileHolders(const struct stat& file) {
@@ -175,7 +174,7 @@ void SignalOrphans(const std::vector<pid_t>& pids, int sig) {
 
 Status ReapOrphans(const std::string& output_dir, double grace_seconds,
                    double max_wait_seconds) {
-  const std::string path = output_dir + kLockName;
+  const std::string path = AttemptFiles::LockPath(output_dir);
   const int raw = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (raw < 0) {
     if (errno == ENOENT) return Status::OK();  // never ran here

@@ -1,8 +1,9 @@
 // Identifying a task's process tree across a wizq crash (SPEC §6.3).
 //
-// Every process tree CommandRunner starts holds an exclusive flock on
-// `<output_dir>/running.lock` through an inherited descriptor, and
-// `<output_dir>/pgid` records its leader as "<pid> <start time> <boot id>".
+// Every process tree CommandRunner starts holds an exclusive flock on the
+// task's `running.lock` through an inherited descriptor, and its `pgid`
+// records the leader as "<pid> <start time> <boot id>" (the paths are
+// AttemptFiles', tasks/attempt_files.h).
 // When wizq dies, the tree keeps the lock; these helpers find it again: the
 // recorded leader, if that very process is still alive, and every process
 // that still holds the lock (a /proc scan). ReapOrphans, declared in
@@ -19,9 +20,6 @@
 #include <vector>
 
 namespace wizq::internal {
-
-// Appended to a task's output_dir: the lock its process tree holds.
-constexpr char kLockName[] = "/running.lock";
 
 // Records the leader as "<pid> <start time> <boot id>", so that a later
 // ReapOrphans never signals a process that merely reuses the pid.

@@ -177,6 +177,66 @@ Status ParseHookResponse(const Workflow& wf, std::string_view stdout_text,
   return ParseTasks(wf, nullptr, stdout_text, out);
 }
 
+Status ChildrenOf(const Workflow& wf, const Task& task,
+                  std::string_view response, std::vector<NewTask>* children) {
+  children->clear();
+  std::vector<NextTask> next;
+  if (task.origin == Origin::kFinally) {
+    WIZQ_RETURN_IF_ERROR(ParseHookResponse(wf, response, &next));
+  } else {
+    const Step* step = wf.FindStep(task.type);
+    if (step == nullptr) {
+      return Status::InvalidArgument("step " + Quote(task.type) +
+                                     " is not in the workflow");
+    }
+    WIZQ_RETURN_IF_ERROR(ParseResponse(wf, *step, response, &next));
+  }
+  *children = ChildrenOf(wf, task, std::move(next));
+  return Status::OK();
+}
+
+std::vector<NewTask> ChildrenOf(const Workflow& wf, const Task& task,
+                                std::vector<NextTask> next) {
+  const bool hook = task.origin == Origin::kFinally;
+  std::vector<NewTask> children;
+  children.reserve(next.size());
+  for (NextTask& n : next) {
+    const Step* target = wf.FindStep(n.kind);
+    NewTask child;
+    child.type = std::move(n.kind);
+    child.inputs = std::move(n.value_json);
+    child.parent_id = hook ? task.parent_id : task.id;
+    child.origin = Origin::kSpawned;
+    child.max_attempts = target->options.max_attempts();
+    child.has_finally = target->finally_hook.has_value();
+    children.push_back(std::move(child));
+  }
+  return children;
+}
+
+NewTask RootTask(const Workflow& wf, std::string input_json) {
+  const Step* entry = wf.FindStep(wf.entrypoint());
+  NewTask root;
+  root.type = entry->name;
+  root.inputs = std::move(input_json);
+  root.origin = Origin::kInitial;
+  root.max_attempts = entry->options.max_attempts();
+  root.has_finally = entry->finally_hook.has_value();
+  return root;
+}
+
+NewTask FinallyHookOf(const Workflow& wf, const Task& owner) {
+  const Step* step = wf.FindStep(owner.type);
+  NewTask hook;
+  hook.type = owner.type;
+  hook.inputs = owner.inputs;
+  hook.parent_id = owner.parent_id;
+  hook.origin = Origin::kFinally;
+  hook.finally_for = owner.id;
+  hook.max_attempts = step ? step->options.max_attempts() : 1;
+  return hook;
+}
+
 Status ValidateEntryInput(const Workflow& wf, std::string_view input_json) {
   const std::string what = "the entry input";
   if (IsBlank(input_json)) {

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "queue/task.h"
 #include "tasks/workflow.h"
 #include "util/status.h"
 
@@ -43,6 +44,33 @@ Status ParseResponse(const Workflow& wf, const Step& from,
 // of the workflow (SPEC §2); they attach to the parent of the hook's task.
 Status ParseHookResponse(const Workflow& wf, std::string_view stdout_text,
                          std::vector<NextTask>* out);
+
+// --- Response -> children --------------------------------------------------
+//
+// The one place that turns a response into the tasks to submit, shared by
+// the run loop (a Command's stdout), agents (`wizq agent done` validates a
+// response exactly as a Command's stdout) and the reuse of earlier results.
+
+// Validates `response`, the response of `task` (its stdout, an agent's
+// answer, ...), as ParseResponse does for a task of a step, or as
+// ParseHookResponse for a finally hook's task, and builds the children to
+// submit with its completion. InvalidArgument (and *children empty) when
+// the response is invalid or the task's step is not in `wf`.
+Status ChildrenOf(const Workflow& wf, const Task& task,
+                  std::string_view response, std::vector<NewTask>* children);
+
+// The children of `task` for an already parsed response: a task's children
+// attach to it, a finally hook's to the parent of the hook's owner
+// (SPEC §2). Each kind must be a step of `wf` (as ParseResponse ensures).
+std::vector<NewTask> ChildrenOf(const Workflow& wf, const Task& task,
+                                std::vector<NextTask> next);
+
+// The first task of a run: the entrypoint with the run's input.
+NewTask RootTask(const Workflow& wf, std::string input_json);
+
+// The finally hook of `owner`, due once its subtree has settled: same step
+// and value, attached to the owner's parent.
+NewTask FinallyHookOf(const Workflow& wf, const Task& owner);
 
 // Checks the --input value of a run: JSON text that must match the
 // entrypoint's value_schema. InvalidArgument says what is wrong.

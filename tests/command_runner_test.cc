@@ -16,6 +16,8 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "tasks/attempt_files.h"
+#include "tasks/command_executor.h"
 #include "tests/test_util.h"
 
 namespace wizq {
@@ -479,6 +481,64 @@ TEST_F(CommandRunnerTest, StartEndsEarlierAttemptStillRunning) {
   CommandResult r = Run(spec);
   EXPECT_EQ(r.stdout_text, "again\n");
   EXPECT_TRUE(ProcessGone(leader));
+}
+
+TEST(AttemptFilesTest, NamesEveryPathOfAnAttempt) {
+  const AttemptFiles f("/i/.wizard", 12, 3);
+  EXPECT_EQ(f.dir(), "/i/.wizard/tasks/12");
+  EXPECT_EQ(f.stdin_path(), "/i/.wizard/tasks/12/3.stdin");
+  EXPECT_EQ(f.stdout_path(), "/i/.wizard/tasks/12/3.stdout");
+  EXPECT_EQ(f.stderr_path(), "/i/.wizard/tasks/12/3.stderr");
+  EXPECT_EQ(f.lock_path(), "/i/.wizard/tasks/12/running.lock");
+  EXPECT_EQ(f.pgid_path(), "/i/.wizard/tasks/12/pgid");
+  EXPECT_EQ(AttemptFiles::InTaskDir("/d", 2).stdout_path(), "/d/2.stdout");
+}
+
+// The Command implementation of the executor seam: the task on stdin, the
+// WIZQ_* variables, exit 0 as a response, a failure with its stderr's last
+// line, and "did it start" from the attempt's stdin file.
+TEST(CommandExecutorTest, RunsAnAttemptAndReportsItsResult) {
+  test::ScratchDir dir;
+  CommandExecutor ex(nullptr, dir.Join(".wizard"));
+  Action ok{Action::Kind::kCommand, "cat; echo \"$WIZQ_ATTEMPT $WIZQ_STEP\"",
+            ""};
+  Action bad{Action::Kind::kCommand, "echo one >&2; echo last >&2; exit 4", ""};
+  EXPECT_TRUE(ex.CanRun(ok));
+  EXPECT_FALSE(ex.CanRun(Action{Action::Kind::kPool, "", "x"}));
+  Attempt a;
+  a.task_id = 5;
+  a.number = 2;
+  a.step = "S";
+  a.value_json = "{}";
+  a.action = &ok;
+  a.base_dir = dir.path();
+  EXPECT_FALSE(ex.AttemptStarted(5, 2));
+  ASSERT_TRUE(ex.Start(a).ok());
+  EXPECT_TRUE(ex.AttemptStarted(5, 2));
+  Attempt b = a;
+  b.task_id = 6;
+  b.number = 1;
+  b.action = &bad;
+  ASSERT_TRUE(ex.Start(b).ok());
+  Executor::Done done;
+  const auto start = Clock::now();
+  while (done.size() < 2 && SecondsSince(start) < 10) {
+    ASSERT_TRUE(ex.Wait(1000, &done).ok());
+  }
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(ex.running(), 0u);
+  for (const auto& [id, r] : done) {
+    if (id == 5) {
+      EXPECT_EQ(r.outcome, AttemptResult::Outcome::kResponded);
+      EXPECT_EQ(r.response, "{\"kind\":\"S\",\"value\":{}}\n2 S\n");
+    } else {
+      EXPECT_EQ(r.outcome, AttemptResult::Outcome::kExited);
+      EXPECT_EQ(r.exit_code, 4);
+      EXPECT_EQ(r.error, "exit code 4");
+      EXPECT_EQ(r.stderr_tail, "last");
+    }
+  }
+  EXPECT_TRUE(ex.ReapOrphans(5).ok());
 }
 
 }  // namespace

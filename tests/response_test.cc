@@ -229,5 +229,70 @@ TEST_F(ResponseTest, EntryInput) {
                   "not valid UTF-8");
 }
 
+// Response -> children: a task's children attach to it, with their step's
+// attempts and finally flag; a finally hook's attach to its owner's parent.
+TEST_F(ResponseTest, ChildrenOfATaskAttachToIt) {
+  Task list;
+  list.id = 4;
+  list.parent_id = 1;
+  list.type = "List";
+  list.origin = Origin::kSpawned;
+  std::vector<NewTask> children;
+  ASSERT_TRUE(ChildrenOf(*wf_, list,
+                         R"([{"kind":"Process","value":{"file":"a"}},)"
+                         R"({"kind":"Report","value":1}])",
+                         &children)
+                  .ok());
+  ASSERT_EQ(children.size(), 2u);
+  EXPECT_EQ(children[0].type, "Process");
+  EXPECT_EQ(children[0].inputs, R"({"file":"a"})");
+  EXPECT_EQ(children[0].parent_id, 4);
+  EXPECT_EQ(children[0].origin, Origin::kSpawned);
+  EXPECT_EQ(children[0].max_attempts, 1);
+  EXPECT_FALSE(children[0].has_finally);
+  EXPECT_EQ(children[1].type, "Report");
+
+  Task hook = list;
+  hook.origin = Origin::kFinally;
+  hook.finally_for = 2;
+  ASSERT_TRUE(ChildrenOf(*wf_, hook, R"([{"kind":"List","value":{"dir":"x"}}])",
+                         &children)
+                  .ok());
+  ASSERT_EQ(children.size(), 1u);
+  EXPECT_EQ(children[0].parent_id, 1);  // the hook's parent: owner's parent
+}
+
+TEST_F(ResponseTest, ChildrenOfAnInvalidResponseIsAnError) {
+  Task process;
+  process.id = 2;
+  process.type = "Process";
+  std::vector<NewTask> children;
+  Status s =
+      ChildrenOf(*wf_, process, R"([{"kind":"List","value":{}}])", &children);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_TRUE(children.empty());
+  process.type = "Gone";
+  EXPECT_TRUE(ChildrenOf(*wf_, process, "[]", &children).IsInvalidArgument());
+}
+
+TEST_F(ResponseTest, RootTaskAndFinallyHook) {
+  const NewTask root = RootTask(*wf_, R"({"dir":"."})");
+  EXPECT_EQ(root.type, "List");
+  EXPECT_EQ(root.inputs, R"({"dir":"."})");
+  EXPECT_EQ(root.parent_id, 0);
+  EXPECT_EQ(root.origin, Origin::kInitial);
+  Task owner;
+  owner.id = 3;
+  owner.parent_id = 1;
+  owner.type = "Process";
+  owner.inputs = R"({"file":"a"})";
+  const NewTask hook = FinallyHookOf(*wf_, owner);
+  EXPECT_EQ(hook.type, "Process");
+  EXPECT_EQ(hook.inputs, owner.inputs);
+  EXPECT_EQ(hook.parent_id, 1);
+  EXPECT_EQ(hook.origin, Origin::kFinally);
+  EXPECT_EQ(hook.finally_for, 3);
+}
+
 }  // namespace
 }  // namespace wizq

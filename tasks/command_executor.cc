@@ -1,0 +1,141 @@
+#include "tasks/command_executor.h"
+
+#include <utility>
+
+#include "fs/env.h"
+#include "tasks/attempt_files.h"
+#include "util/json_writer.h"
+
+namespace wizq {
+namespace {
+
+constexpr uint64_t kStderrTailBytes = 400;
+
+// What a Command reads on stdin (SPEC §3): {"kind": ..., "value": ...}.
+std::string StdinOf(const Attempt& a) {
+  std::string text;
+  JsonWriter w(&text);
+  w.BeginObject().Field("kind", a.step);
+  w.Key("value").RawValue(a.value_json).EndObject();
+  text.push_back('\n');
+  return text;
+}
+
+AttemptResult FromCommand(CommandResult c) {
+  using In = CommandResult::Outcome;
+  using Out = AttemptResult::Outcome;
+  AttemptResult r;
+  switch (c.outcome) {
+    case In::kExited:
+      r.outcome = c.exit_code == 0 ? Out::kResponded : Out::kExited;
+      break;
+    case In::kSignaled:
+      r.outcome = Out::kSignaled;
+      break;
+    case In::kTimedOut:
+      r.outcome = Out::kTimedOut;
+      break;
+    case In::kSpawnFailed:
+      r.outcome = Out::kSpawnFailed;
+      break;
+  }
+  r.exit_code = c.exit_code;
+  r.signal = c.signal;
+  r.response = std::move(c.stdout_text);
+  r.response_truncated = c.stdout_truncated;
+  r.error = std::move(c.error);
+  r.seconds = c.seconds;
+  return r;
+}
+
+}  // namespace
+
+CommandExecutor::CommandExecutor(Env* env, std::string wizard_dir)
+    : env_(env != nullptr ? env : Env::Posix()),
+      wizard_dir_(std::move(wizard_dir)) {}
+
+CommandExecutor::~CommandExecutor() = default;
+
+bool CommandExecutor::CanRun(const Action& action) const {
+  return action.kind == Action::Kind::kCommand;
+}
+
+Status CommandExecutor::Start(const Attempt& a) {
+  const AttemptFiles files(wizard_dir_, a.task_id, a.number);
+  CommandSpec spec;
+  spec.script = a.action->script;
+  spec.cwd = a.base_dir;
+  spec.stdin_data = StdinOf(a);
+  spec.env = {{"WIZQ_RUN_ID", a.run_id},
+              {"WIZQ_TASK_ID", std::to_string(a.task_id)},
+              {"WIZQ_ATTEMPT", std::to_string(a.number)},
+              {"WIZQ_INSTALL_DIR", a.install_dir},
+              {"WIZQ_IDEMPOTENCY_KEY", a.idempotency_key},
+              {"WIZQ_STEP", a.step},
+              {"WIZQ_ORIGIN", OriginName(a.origin)}};
+  spec.output_dir = files.dir();
+  spec.attempt = a.number;
+  spec.timeout_seconds = a.timeout_seconds;
+  spec.max_stdout_bytes = a.max_response_bytes;
+  WIZQ_RETURN_IF_ERROR(runner_.Start(spec, static_cast<uint64_t>(a.task_id)));
+  attempts_[a.task_id] = a.number;
+  return Status::OK();
+}
+
+Status CommandExecutor::Wait(int timeout_ms, Done* done) {
+  CommandRunner::Done finished;
+  WIZQ_RETURN_IF_ERROR(runner_.Wait(timeout_ms, &finished));
+  for (auto& [token, command] : finished) {
+    const int64_t id = static_cast<int64_t>(token);
+    AttemptResult r = FromCommand(std::move(command));
+    auto it = attempts_.find(id);
+    if (r.outcome != AttemptResult::Outcome::kResponded &&
+        it != attempts_.end()) {
+      r.stderr_tail =
+          LastLine(AttemptFiles(wizard_dir_, id, it->second).stderr_path());
+    }
+    if (it != attempts_.end()) attempts_.erase(it);
+    done->emplace_back(id, std::move(r));
+  }
+  return Status::OK();
+}
+
+size_t CommandExecutor::running() const { return runner_.running(); }
+
+bool CommandExecutor::FindByProcess(int pid, int64_t* task_id) const {
+  uint64_t token = 0;
+  if (!runner_.FindByProcess(static_cast<pid_t>(pid), &token)) return false;
+  *task_id = static_cast<int64_t>(token);
+  return true;
+}
+
+void CommandExecutor::TerminateAll(double grace_seconds) {
+  runner_.TerminateAll(grace_seconds);
+  attempts_.clear();
+}
+
+bool CommandExecutor::AttemptStarted(int64_t task_id, int attempt) const {
+  return env_->FileExists(
+      AttemptFiles(wizard_dir_, task_id, attempt).stdin_path());
+}
+
+Status CommandExecutor::ReapOrphans(int64_t task_id) {
+  return wizq::ReapOrphans(AttemptFiles::TaskDir(wizard_dir_, task_id),
+                           kOrphanGraceSeconds, kOrphanMaxWaitSeconds);
+}
+
+std::string CommandExecutor::LastLine(const std::string& path) const {
+  uint64_t size = 0;
+  if (!env_->GetFileSize(path, &size).ok()) return "";
+  const uint64_t start = size > kStderrTailBytes ? size - kStderrTailBytes : 0;
+  std::string tail;
+  if (!env_->ReadFileFrom(path, start, &tail).ok()) return "";
+  if (tail.size() > size - start) tail.resize(size - start);
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) {
+    tail.pop_back();
+  }
+  const size_t nl = tail.rfind('\n');
+  return nl == std::string::npos ? tail : tail.substr(nl + 1);
+}
+
+}  // namespace wizq

@@ -1,0 +1,56 @@
+// CommandExecutor: the Executor of Command steps (SPEC §3). Each attempt
+// runs as `/bin/sh -c <script>` through a CommandRunner, in the workflow's
+// directory, with the task `{"kind": <step>, "value": <value>}` on stdin,
+// the WIZQ_* variables in its environment and its files where AttemptFiles
+// puts them (`.wizard/tasks/<id>/`).
+//
+// Thread-safety: as Executor (AttemptStarted may be called from any thread).
+#ifndef WIZQ_TASKS_COMMAND_EXECUTOR_H_
+#define WIZQ_TASKS_COMMAND_EXECUTOR_H_
+
+#include <map>
+#include <string>
+
+#include "tasks/command_runner.h"
+#include "tasks/executor.h"
+
+namespace wizq {
+
+class Env;
+
+class CommandExecutor : public Executor {
+ public:
+  // How long ReapOrphans lets an orphaned tree end on SIGTERM, and waits in
+  // all, for a dead worker's task.
+  static constexpr double kOrphanGraceSeconds = 1.0;
+  static constexpr double kOrphanMaxWaitSeconds = 10.0;
+
+  // Runs the attempts of the run in `wizard_dir`; `env` (nullptr:
+  // Env::Posix()) reads the attempts' files back.
+  CommandExecutor(Env* env, std::string wizard_dir);
+  ~CommandExecutor() override;
+
+  bool CanRun(const Action& action) const override;
+  Status Start(const Attempt& attempt) override;
+  Status Wait(int timeout_ms, Done* done) override;
+  size_t running() const override;
+  bool FindByProcess(int pid, int64_t* task_id) const override;
+  void TerminateAll(double grace_seconds) override;
+  // True once the attempt's stdin file exists: CommandRunner writes it
+  // before it spawns the shell.
+  bool AttemptStarted(int64_t task_id, int attempt) const override;
+  Status ReapOrphans(int64_t task_id) override;
+
+ private:
+  // The last non-empty line of a file (its last 400 bytes), "" if none.
+  std::string LastLine(const std::string& path) const;
+
+  Env* const env_;
+  const std::string wizard_dir_;
+  CommandRunner runner_;
+  std::map<int64_t, int> attempts_;  // running: task id -> attempt number
+};
+
+}  // namespace wizq
+
+#endif  // WIZQ_TASKS_COMMAND_EXECUTOR_H_

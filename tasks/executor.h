@@ -1,0 +1,126 @@
+// Executor: runs claimed attempts of tasks, whatever their action kind, and
+// reports how each one ended. The run loop (orchestrator/run_loop.h) only
+// ever talks to an Executor: it starts an attempt once its claim is
+// durable, waits for results, judges them (tasks/response.h) and commits
+// them. Today's implementation runs Command steps as processes
+// (tasks/command_executor.h); Pool agents started by `wizq run --agent`,
+// in-process Function handlers and the adoption of orphaned attempts are
+// further implementations or extensions of this one interface, and tests
+// use a scripted fake (tests/fake_executor.h). Ninja's CommandRunner is the
+// model.
+//
+// Thread-safety: everything but AttemptStarted is called from the run
+// loop's thread only. AttemptStarted is also called from the thread that
+// commits (inside a queue transaction) while the loop thread starts tasks,
+// so it must be thread-safe.
+#ifndef WIZQ_TASKS_EXECUTOR_H_
+#define WIZQ_TASKS_EXECUTOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "queue/task.h"
+#include "tasks/workflow.h"
+#include "util/status.h"
+
+namespace wizq {
+
+// One claimed attempt of a task: everything a body may be told about it.
+struct Attempt {
+  int64_t task_id = 0;
+  int number = 1;    // the attempt number (Task::attempts), from 1
+  std::string step;  // the task's step (Task::type)
+  Origin origin = Origin::kInitial;
+  std::string value_json;  // the task's value (Task::inputs)
+  // What to run: the step's action, or its finally hook for a hook task.
+  // Owned by the run's Workflow, which outlives the attempt.
+  const Action* action = nullptr;
+  std::string base_dir;  // the workflow file's directory (a Command's cwd)
+  std::string run_id;
+  std::string install_dir;
+  // Stable across the attempts and resumes of one task of one run.
+  std::string idempotency_key;
+  std::optional<double> timeout_seconds;  // unset: no limit
+  size_t max_response_bytes = 16 << 20;
+};
+
+// How an attempt ended. A Command's exit code 0 with its stdout, an agent's
+// `done` or a Function's return value are all kResponded with a response
+// text that the run loop validates the same way.
+struct AttemptResult {
+  enum class Outcome {
+    kResponded,    // finished and produced `response` (exit code 0)
+    kExited,       // failed: a non-zero exit code (see exit_code)
+    kSignaled,     // killed by `signal`
+    kTimedOut,     // stopped because its timeout elapsed
+    kSpawnFailed,  // could not be started; see error
+  };
+  Outcome outcome = Outcome::kSpawnFailed;
+  int exit_code = -1;    // kResponded / kExited, else -1
+  int signal = 0;        // kSignaled, else 0
+  std::string response;  // kResponded: the response text (a Command's stdout)
+  bool response_truncated = false;  // longer than max_response_bytes
+  // A readable summary of a failure ("exit code 3", "killed by signal 9",
+  // "timed out after 5s", why the spawn failed); empty on success.
+  std::string error;
+  // For failures: the last non-empty line the body wrote to its stderr,
+  // for the failure message. May be empty.
+  std::string stderr_tail;
+  double seconds = 0;  // from Start to the end of the attempt
+};
+
+class Executor {
+ public:
+  // Finished attempts, by task id.
+  using Done = std::vector<std::pair<int64_t, AttemptResult>>;
+
+  virtual ~Executor() = default;
+
+  // Whether this executor can run tasks whose action is `action` (the run
+  // loop claims only those).
+  virtual bool CanRun(const Action& action) const = 0;
+
+  // Starts an attempt without waiting for it; first ends whatever an
+  // earlier attempt of the same task may have left running (a crashed
+  // worker's), so two attempts never overlap (SPEC §6.3). Called only once
+  // the attempt's claim is durable. An attempt that cannot be started for
+  // reasons of its own (a missing cwd, no shell) still returns OK and is
+  // reported by Wait as kSpawnFailed. An error Status is the environment's
+  // fault (no descriptors, no space, an earlier attempt that cannot be
+  // ended): nothing was started and the run should stop.
+  virtual Status Start(const Attempt& attempt) = 0;
+
+  // Waits up to timeout_ms (0 = just look, negative = no limit) until at
+  // least one started attempt has finished and appends every finished one
+  // to *done. Returns at once when nothing runs.
+  virtual Status Wait(int timeout_ms, Done* done) = 0;
+
+  // Attempts started and not yet returned by Wait.
+  virtual size_t running() const = 0;
+
+  // The task whose running attempt process `pid` belongs to (false if
+  // none): who sent wizq a stop signal.
+  virtual bool FindByProcess(int pid, int64_t* task_id) const = 0;
+
+  // Stops every running attempt (grace_seconds before it is forced) and
+  // drops their results. Used when the run stops.
+  virtual void TerminateAll(double grace_seconds) = 0;
+
+  // Whether attempt `attempt` of task `task_id` ever started, in this
+  // process or in a worker that died since: a claim whose attempt never
+  // started does not count (QueueOptions::attempt_started). Thread-safe.
+  virtual bool AttemptStarted(int64_t task_id, int attempt) const = 0;
+
+  // Ends whatever an earlier attempt of `task_id` left running (a dead
+  // worker's task that is failed as worker_lost, SPEC §6.3). OK when
+  // nothing runs any more.
+  virtual Status ReapOrphans(int64_t task_id) = 0;
+};
+
+}  // namespace wizq
+
+#endif  // WIZQ_TASKS_EXECUTOR_H_
