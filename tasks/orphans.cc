@@ -38,12 +38,10 @@ constexpr char kLeaderName[] = "/pgid";
 constexpr int kOrphanPollMs = 10;  // ReapOrphans: lock re-check period
 constexpr int64_t kOrphanResignalNs = 250'000'000;
 
-// --- /proc inspection
-// ---------------------------------------------------------
-//
-// Raw system calls on purpose (fs/env.h allows them): /proc is the kernel's
-// view of other processes, not a file wizq keeps, and a test Env has nothing
-// to inject there.
+// /proc inspection (ReadProcFile, ReadProcStat, BootId, HoldsFile,
+// FileHolders) makes raw system calls on purpose (fs/env.h allows them): /proc
+// is the kernel's view of other processes, not a file wizq keeps, and a test
+// Env has nothing to inject there.
 
 // Reads at most `limit` bytes of a /proc file. Does not trust st_size (0 for
 // /proc files).
@@ -131,7 +129,8 @@ std::optional<pid_t> LiveLeader(Env* env, const std::string& output_dir) {
   return static_cast<pid_t>(pid);
 }
 
-// Whether `pid` has a descriptor open on `file` (/proc inspection).
+// Whether `pid` has a descriptor open on `file` (/proc inspection: raw
+// system calls on purpose, see above).
 bool HoldsFile(pid_t pid, const FileInfo& file) {
   const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
   const int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -177,6 +176,7 @@ void WriteLeaderRecord(Env* env, const std::string& output_dir, pid_t pid) {
   WriteSmallFile(env, output_dir + kLeaderName, record).IgnoreError();
 }
 
+// Scans /proc: process inspection, raw on purpose (see the top of this file).
 std::vector<pid_t> FileHolders(const FileInfo& file) {
   std::vector<pid_t> pids;
   DIR* proc = opendir("/proc");
