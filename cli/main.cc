@@ -13,6 +13,7 @@
 
 #include "cli/inspect.h"
 #include "cli/progress.h"
+#include "fs/env.h"
 #include "orchestrator/run.h"
 #include "tasks/workflow.h"
 
@@ -40,31 +41,14 @@ struct RunArgs {
   bool quiet = false;
 };
 
-// Reads all of `path` (following symlinks, unlike wizq's own files). On
-// failure *reason is strerror's text ("No such file or directory", "Is a
-// directory").
-bool ReadInputFile(const std::string& path, std::string* out,
-                   std::string* reason) {
-  std::FILE* f = std::fopen(path.c_str(), "rbe");
-  if (f == nullptr) {
-    *reason = std::strerror(errno);
-    return false;
-  }
-  char buf[65536];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out->append(buf, n);
-  const bool ok = std::ferror(f) == 0;
-  if (!ok) *reason = std::strerror(errno);
-  std::fclose(f);
-  return ok;
-}
-
 int DoRun(RunArgs& a) {
   if (!a.input_file.empty()) {
-    std::string reason;
-    if (!ReadInputFile(a.input_file, &a.options.input_json, &reason)) {
-      std::fprintf(stderr, "wizq run: cannot read --input-file %s: %s\n",
-                   a.input_file.c_str(), reason.c_str());
+    // Follows symlinks, unlike wizq's own files: the user named this file.
+    Status s = Env::Posix()->ReadUserFile(a.input_file, &a.options.input_json);
+    if (!s.ok()) {
+      // The message names the file: "open in.json: No such file or ...".
+      std::fprintf(stderr, "wizq run: cannot read --input-file: %s\n",
+                   s.message().c_str());
       return kExitInvalid;
     }
   }

@@ -21,13 +21,15 @@ Status Env::WriteFileAtomic(const std::string& path, std::string_view data) {
   const std::string tmp = path + ".tmp";
   Status s = WriteAndSync(this, tmp, data);
   if (!s.ok()) {
-    RemoveFile(tmp);  // Best effort; a stale temp file is harmless.
+    // Best effort: a stale temp file is harmless (the next write truncates
+    // it), and the caller needs the write's error, not the cleanup's.
+    RemoveFile(tmp).IgnoreError();
     return s.Annotate("writing " + path);
   }
   CrashPoint("atomic_write.after_tmp_sync");
   s = RenameFile(tmp, path);
   if (!s.ok()) {
-    RemoveFile(tmp);
+    RemoveFile(tmp).IgnoreError();  // Best effort, as above.
     return s.Annotate("writing " + path);
   }
   CrashPoint("atomic_write.after_rename");

@@ -9,6 +9,20 @@
 // power loss (every byte and directory entry not yet synced is dropped) and
 // I/O errors (ENOSPC, EIO) on writes, syncs and renames.
 //
+// The rule: every file system operation on a path goes through an Env —
+// opening, reading, writing, stat-ing, creating directories, renaming,
+// removing, locking — so that a test Env can fail it, crash at it or drop it
+// in a power loss. Outside fs/ no code calls open, fopen, stat, lstat,
+// mkdir, rename, unlink, opendir or the iostreams on a path. Two things may
+// stay raw, each with a comment at its site saying why:
+//  - system calls on a descriptor an Env handed out (OpenDescriptor,
+//    FileLock::fd()): dup2 into a child, flock, fstat, write of a last
+//    message to a child's stderr;
+//  - inspection of processes through /proc (tasks/orphans.cc), which reads
+//    the kernel's view of other processes, not wizq's files.
+// Test Envs that change a few operations derive from EnvWrapper, which
+// forwards everything else.
+//
 // Thread-safety: Env methods may be called from several threads at once.
 // A single WritableFile or FileLock object must not be.
 #ifndef WIZQ_FS_ENV_H_
@@ -72,6 +86,18 @@ class FileLock {
   virtual int fd() const = 0;
 };
 
+// What GetFileInfo reports of a path (lstat: a symlink is not followed).
+struct FileInfo {
+  enum Type { kFile, kDir, kSymlink, kOther };
+  Type type = kOther;
+  uint64_t size = 0;
+  uint32_t uid = 0;  // the owner
+  // Identify the file (st_dev, st_ino): two paths or descriptors with the
+  // same pair are the same file.
+  uint64_t device = 0;
+  uint64_t inode = 0;
+};
+
 class Env {
  public:
   virtual ~Env() = default;
@@ -101,7 +127,17 @@ class Env {
   virtual Status ReadFile(const std::string& path, std::string* data) = 0;
   virtual Status ReadFileFrom(const std::string& path, uint64_t offset,
                               std::string* data) = 0;
+  // Reads at most `limit` bytes from the start of the file (the file may be
+  // much larger: a task's stdout). No read slack is promised.
+  virtual Status ReadFilePrefix(const std::string& path, size_t limit,
+                                std::string* data) = 0;
+  // Reads the whole file like ReadFile, but follows symlinks: only for a
+  // file the user names on the command line (--input-file), never for
+  // wizq's own files.
+  virtual Status ReadUserFile(const std::string& path, std::string* data) = 0;
   virtual bool FileExists(const std::string& path) = 0;
+  // lstat(2) of `path`. NotFound if it does not exist.
+  virtual Status GetFileInfo(const std::string& path, FileInfo* info) = 0;
   virtual Status GetFileSize(const std::string& path, uint64_t* size) = 0;
   // Cuts a closed file to `size` bytes and syncs it.
   virtual Status TruncateFile(const std::string& path, uint64_t size) = 0;
@@ -113,6 +149,10 @@ class Env {
   // mkdir with `mode` if missing, then fsync of the parent (OK if it exists
   // as a real directory; an error if it is a symlink or not a directory).
   virtual Status CreateDir(const std::string& path, int mode) = 0;
+  // mkdir -p with `mode` for each missing component, without any fsync: for
+  // directories nothing durable depends on (a task's output directory). OK
+  // if `path` already exists, whatever it is: check it with GetFileInfo.
+  virtual Status CreateDirs(const std::string& path, int mode) = 0;
   // fsync of a directory: the entries created or renamed in it are durable.
   virtual Status SyncDir(const std::string& path) = 0;
   // Names in a directory, without "." and "..", sorted.
@@ -125,11 +165,99 @@ class Env {
   virtual Status LockFile(const std::string& path, bool wait,
                           std::unique_ptr<FileLock>* lock) = 0;
 
+  // Opens `path` with open(2) `flags` (mode 0600 when created), adding
+  // O_CLOEXEC and O_NOFOLLOW, and returns the raw descriptor in *fd (above
+  // 2, so that it cannot collide with a child's stdin/stdout/stderr), which
+  // the caller owns and closes. Only for descriptors that cannot be a File
+  // object: those dup2'd into a child process (a task's stdio files, the
+  // running.lock its process tree inherits) and that lock's flock. NotFound
+  // if `path` is missing and `flags` lack O_CREAT.
+  virtual Status OpenDescriptor(const std::string& path, int flags,
+                                int* fd) = 0;
+
   virtual uint64_t NowMicros() = 0;
 
   // Writes `data` to `path` atomically and durably: write `path`.tmp,
   // fsync it, rename over `path`, fsync the directory.
   Status WriteFileAtomic(const std::string& path, std::string_view data);
+};
+
+// An Env that forwards every call to another Env (LevelDB's EnvWrapper): a
+// test Env derives from it and overrides only what it changes.
+class EnvWrapper : public Env {
+ public:
+  // `target` must outlive this wrapper.
+  explicit EnvWrapper(Env* target) : target_(target) {}
+  Env* target() const { return target_; }
+
+  Status NewAppendableFile(const std::string& path,
+                           std::unique_ptr<WritableFile>* result) override {
+    return target_->NewAppendableFile(path, result);
+  }
+  Status NewRandomRWFile(const std::string& path,
+                         std::unique_ptr<RandomRWFile>* result) override {
+    return target_->NewRandomRWFile(path, result);
+  }
+  Status NewWritableFile(const std::string& path,
+                         std::unique_ptr<WritableFile>* result) override {
+    return target_->NewWritableFile(path, result);
+  }
+  Status ReadFile(const std::string& path, std::string* data) override {
+    return target_->ReadFile(path, data);
+  }
+  Status ReadFileFrom(const std::string& path, uint64_t offset,
+                      std::string* data) override {
+    return target_->ReadFileFrom(path, offset, data);
+  }
+  Status ReadFilePrefix(const std::string& path, size_t limit,
+                        std::string* data) override {
+    return target_->ReadFilePrefix(path, limit, data);
+  }
+  Status ReadUserFile(const std::string& path, std::string* data) override {
+    return target_->ReadUserFile(path, data);
+  }
+  bool FileExists(const std::string& path) override {
+    return target_->FileExists(path);
+  }
+  Status GetFileInfo(const std::string& path, FileInfo* info) override {
+    return target_->GetFileInfo(path, info);
+  }
+  Status GetFileSize(const std::string& path, uint64_t* size) override {
+    return target_->GetFileSize(path, size);
+  }
+  Status TruncateFile(const std::string& path, uint64_t size) override {
+    return target_->TruncateFile(path, size);
+  }
+  Status RenameFile(const std::string& from, const std::string& to) override {
+    return target_->RenameFile(from, to);
+  }
+  Status RemoveFile(const std::string& path) override {
+    return target_->RemoveFile(path);
+  }
+  Status CreateDir(const std::string& path, int mode) override {
+    return target_->CreateDir(path, mode);
+  }
+  Status CreateDirs(const std::string& path, int mode) override {
+    return target_->CreateDirs(path, mode);
+  }
+  Status SyncDir(const std::string& path) override {
+    return target_->SyncDir(path);
+  }
+  Status ListDir(const std::string& path,
+                 std::vector<std::string>* names) override {
+    return target_->ListDir(path, names);
+  }
+  Status LockFile(const std::string& path, bool wait,
+                  std::unique_ptr<FileLock>* lock) override {
+    return target_->LockFile(path, wait, lock);
+  }
+  Status OpenDescriptor(const std::string& path, int flags, int* fd) override {
+    return target_->OpenDescriptor(path, flags, fd);
+  }
+  uint64_t NowMicros() override { return target_->NowMicros(); }
+
+ private:
+  Env* const target_;
 };
 
 // The directory part of a path ("." if none).

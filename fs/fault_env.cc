@@ -380,6 +380,26 @@ Status FaultInjectionEnv::ReadFileFrom(const std::string& path, uint64_t offset,
   return base_->ReadFileFrom(path, offset, data);
 }
 
+Status FaultInjectionEnv::ReadFilePrefix(const std::string& path, size_t limit,
+                                         std::string* data) {
+  std::lock_guard<std::mutex> l(mu_);
+  WIZQ_RETURN_IF_ERROR(CheckNotCrashed("read", path));
+  return base_->ReadFilePrefix(path, limit, data);
+}
+
+Status FaultInjectionEnv::ReadUserFile(const std::string& path,
+                                       std::string* data) {
+  std::lock_guard<std::mutex> l(mu_);
+  WIZQ_RETURN_IF_ERROR(CheckNotCrashed("read", path));
+  return base_->ReadUserFile(path, data);
+}
+
+Status FaultInjectionEnv::GetFileInfo(const std::string& path, FileInfo* info) {
+  std::lock_guard<std::mutex> l(mu_);
+  WIZQ_RETURN_IF_ERROR(CheckNotCrashed("lstat", path));
+  return base_->GetFileInfo(path, info);
+}
+
 bool FaultInjectionEnv::FileExists(const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);
   return !crashed_ && base_->FileExists(path);
@@ -445,6 +465,22 @@ Status FaultInjectionEnv::CreateDir(const std::string& path, int mode) {
   return SyncDirLocked(DirName(path));
 }
 
+Status FaultInjectionEnv::CreateDirs(const std::string& path, int mode) {
+  std::lock_guard<std::mutex> l(mu_);
+  WIZQ_RETURN_IF_ERROR(BeginOp(kAny, "mkdir", path));
+  // The missing components, innermost first.
+  std::vector<std::string> missing;
+  for (std::string p = Norm(path); !base_->FileExists(p); p = DirName(p)) {
+    missing.push_back(p);
+    if (DirName(p) == p) break;
+  }
+  WIZQ_RETURN_IF_ERROR(base_->CreateDirs(path, mode));
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    pending_.emplace_back(DirOp::kCreateDir, *it);  // oldest first
+  }
+  return Status::OK();
+}
+
 Status FaultInjectionEnv::SyncDir(const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);
   return SyncDirLocked(path);
@@ -475,6 +511,13 @@ Status FaultInjectionEnv::LockFile(const std::string& path, bool wait,
   }
   // Not under mu_: a waiting lock must not block the env for other threads.
   return base_->LockFile(path, wait, lock);
+}
+
+Status FaultInjectionEnv::OpenDescriptor(const std::string& path, int flags,
+                                         int* fd) {
+  std::lock_guard<std::mutex> l(mu_);
+  WIZQ_RETURN_IF_ERROR(BeginOp(kOpenDescriptor, "open", path));
+  return base_->OpenDescriptor(path, flags, fd);
 }
 
 uint64_t FaultInjectionEnv::NowMicros() { return base_->NowMicros(); }

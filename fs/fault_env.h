@@ -34,12 +34,19 @@
 // Mutating operations, counted from 1 since construction or the last
 // ResetState(): NewAppendableFile, NewWritableFile, NewRandomRWFile,
 // WritableFile::Append, ::Sync, ::Truncate, RandomRWFile::Write, ::Sync,
-// ::Truncate, TruncateFile, RenameFile, RemoveFile, CreateDir, SyncDir and
-// LockFile. NewAppendableFile, NewRandomRWFile and CreateDir count one more
-// op, a SyncDir of the parent, when they create the entry (the POSIX Env
-// syncs the parent itself), so a crash between the two leaves it
-// undurable. Reads (ReadFile, RandomRWFile::Read, ::Size, ...) and Close
-// are not counted, but fail after a crash.
+// ::Truncate, TruncateFile, RenameFile, RemoveFile, CreateDir, CreateDirs,
+// SyncDir, LockFile and OpenDescriptor (every one, read-only too: what is
+// done through the raw descriptor is out of the env's sight).
+// NewAppendableFile, NewRandomRWFile and CreateDir count one more op, a
+// SyncDir of the parent, when they create the entry (the POSIX Env syncs
+// the parent itself), so a crash between the two leaves it undurable.
+// CreateDirs records each directory it creates as unsynced (a power loss
+// removes it unless its parent is synced). Reads (ReadFile, ReadFilePrefix,
+// GetFileInfo, RandomRWFile::Read, ::Size, ...) and Close are not counted,
+// but fail after a crash.
+//
+// Files opened by OpenDescriptor are not tracked: a power loss leaves them
+// as they are (wizq never syncs them: a task's stdio and running.lock).
 //
 // The env tracks every file written through it by path; files changed
 // behind its back keep their tracked state. Use one env per scratch
@@ -65,9 +72,9 @@ namespace wizq {
 class FaultInjectionEnv : public Env {
  public:
   // What FailOp targets. kWrite covers WritableFile::Append and
-  // RandomRWFile::Write; kSync the two Syncs and SyncDir; kAny every
-  // mutating operation.
-  enum OpKind { kWrite, kSync, kRename, kAny };
+  // RandomRWFile::Write; kSync the two Syncs and SyncDir; kOpenDescriptor
+  // OpenDescriptor; kAny every mutating operation.
+  enum OpKind { kWrite, kSync, kRename, kOpenDescriptor, kAny };
 
   // `base` must outlive this env.
   explicit FaultInjectionEnv(Env* base);
@@ -118,17 +125,23 @@ class FaultInjectionEnv : public Env {
   Status ReadFile(const std::string& path, std::string* data) override;
   Status ReadFileFrom(const std::string& path, uint64_t offset,
                       std::string* data) override;
+  Status ReadFilePrefix(const std::string& path, size_t limit,
+                        std::string* data) override;
+  Status ReadUserFile(const std::string& path, std::string* data) override;
   bool FileExists(const std::string& path) override;
+  Status GetFileInfo(const std::string& path, FileInfo* info) override;
   Status GetFileSize(const std::string& path, uint64_t* size) override;
   Status TruncateFile(const std::string& path, uint64_t size) override;
   Status RenameFile(const std::string& from, const std::string& to) override;
   Status RemoveFile(const std::string& path) override;
   Status CreateDir(const std::string& path, int mode) override;
+  Status CreateDirs(const std::string& path, int mode) override;
   Status SyncDir(const std::string& path) override;
   Status ListDir(const std::string& path,
                  std::vector<std::string>* names) override;
   Status LockFile(const std::string& path, bool wait,
                   std::unique_ptr<FileLock>* lock) override;
+  Status OpenDescriptor(const std::string& path, int flags, int* fd) override;
   uint64_t NowMicros() override;
 
  private:

@@ -296,10 +296,23 @@ class PosixEnv final : public Env {
     return s;
   }
 
+  Status ReadFilePrefix(const std::string& path, size_t limit,
+                        std::string* data) override;
+
+  Status ReadUserFile(const std::string& path, std::string* data) override {
+    const int fd = OpenRetry(path, O_RDONLY | O_CLOEXEC);  // follows symlinks
+    if (fd < 0) return PosixError("open", path, errno);
+    Status s = ReadFd(fd, path, 0, data);
+    ::close(fd);
+    return s;
+  }
+
   bool FileExists(const std::string& path) override {
     struct stat st;
     return ::lstat(path.c_str(), &st) == 0;
   }
+
+  Status GetFileInfo(const std::string& path, FileInfo* info) override;
 
   Status GetFileSize(const std::string& path, uint64_t* size) override {
     struct stat st;
@@ -330,11 +343,13 @@ class PosixEnv final : public Env {
   }
 
   Status CreateDir(const std::string& path, int mode) override;
+  Status CreateDirs(const std::string& path, int mode) override;
   Status SyncDir(const std::string& path) override;
   Status ListDir(const std::string& path,
                  std::vector<std::string>* names) override;
   Status LockFile(const std::string& path, bool wait,
                   std::unique_ptr<FileLock>* lock) override;
+  Status OpenDescriptor(const std::string& path, int flags, int* fd) override;
 
   uint64_t NowMicros() override {
     struct timespec ts;
@@ -359,6 +374,73 @@ int PosixEnv::OpenOrCreate(const std::string& path, int flags, bool* created) {
     if (fd >= 0 || errno != EEXIST) return fd;
     // Someone else created it in between: open theirs.
   }
+}
+
+Status PosixEnv::ReadFilePrefix(const std::string& path, size_t limit,
+                                std::string* data) {
+  const int fd = OpenRetry(path, O_RDONLY | kOpenFlags);
+  if (fd < 0) return PosixError("open", path, errno);
+  // st_size only sizes the first buffer: the file may still be growing.
+  struct stat st;
+  const size_t hint =
+      ::fstat(fd, &st) == 0 ? static_cast<size_t>(st.st_size) + 1 : 0;
+  data->resize(std::min(limit, std::max<size_t>(hint, 4096)));
+  size_t got = 0;
+  Status s;
+  while (got < limit) {
+    if (got == data->size()) data->resize(std::min(limit, got * 2));
+    const ssize_t n = ::read(fd, data->data() + got, data->size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      s = PosixError("read", path, errno);
+      break;
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  data->resize(s.ok() ? got : 0);
+  return s;
+}
+
+Status PosixEnv::GetFileInfo(const std::string& path, FileInfo* info) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return PosixError("lstat", path, errno);
+  info->type = S_ISREG(st.st_mode)   ? FileInfo::kFile
+               : S_ISDIR(st.st_mode) ? FileInfo::kDir
+               : S_ISLNK(st.st_mode) ? FileInfo::kSymlink
+                                     : FileInfo::kOther;
+  info->size = static_cast<uint64_t>(st.st_size);
+  info->uid = static_cast<uint32_t>(st.st_uid);
+  info->device = static_cast<uint64_t>(st.st_dev);
+  info->inode = static_cast<uint64_t>(st.st_ino);
+  return Status::OK();
+}
+
+Status PosixEnv::CreateDirs(const std::string& path, int mode) {
+  const mode_t m = static_cast<mode_t>(mode);
+  if (::mkdir(path.c_str(), m) == 0 || errno == EEXIST) return Status::OK();
+  const size_t slash = path.find_last_of('/');
+  if (errno != ENOENT || slash == std::string::npos || slash == 0) {
+    return PosixError("mkdir", path, errno);
+  }
+  WIZQ_RETURN_IF_ERROR(CreateDirs(path.substr(0, slash), mode));
+  if (::mkdir(path.c_str(), m) == 0 || errno == EEXIST) return Status::OK();
+  return PosixError("mkdir", path, errno);
+}
+
+Status PosixEnv::OpenDescriptor(const std::string& path, int flags, int* fd) {
+  int raw = OpenRetry(path, flags | kOpenFlags);
+  if (raw < 0) return PosixError("open", path, errno);
+  if (raw <= STDERR_FILENO) {  // wizq was started with some of 0-2 closed
+    const int moved = ::fcntl(raw, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    const int err = errno;
+    ::close(raw);
+    if (moved < 0) return PosixError("dup", path, err);
+    raw = moved;
+  }
+  *fd = raw;
+  return Status::OK();
 }
 
 Status PosixEnv::CreateDir(const std::string& path, int mode) {

@@ -5,10 +5,15 @@
 // created in any directory. Locks are exclusive per path and released when
 // their FileLock is destroyed; waiting on a held lock cannot succeed in one
 // thread, so it fails (Busy) instead of blocking. The clock starts at a
-// fixed time and advances 1 ms per call.
+// fixed time and advances 1 ms per call. Every path is owned by the
+// process's effective uid. There are no symlinks (ReadUserFile is ReadFile)
+// and no descriptors (OpenDescriptor is NotSupported).
 #ifndef WIZQ_FUZZ_MEM_ENV_H_
 #define WIZQ_FUZZ_MEM_ENV_H_
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -55,8 +60,28 @@ class MemEnv : public Env {
     data->assign(offset < it->second.size() ? it->second.substr(offset) : "");
     return Status::OK();
   }
+  Status ReadFilePrefix(const std::string& path, size_t limit,
+                        std::string* data) override {
+    WIZQ_RETURN_IF_ERROR(ReadFileFrom(path, 0, data));
+    data->resize(std::min(limit, data->size()));
+    return Status::OK();
+  }
+  Status ReadUserFile(const std::string& path, std::string* data) override {
+    return ReadFileFrom(path, 0, data);
+  }
   bool FileExists(const std::string& path) override {
     return files_.count(path) > 0 || dirs_.count(path) > 0;
+  }
+  Status GetFileInfo(const std::string& path, FileInfo* info) override {
+    auto it = files_.find(path);
+    if (it == files_.end() && dirs_.count(path) == 0) {
+      return Status::NotFound(path + ": no such file");
+    }
+    *info = FileInfo();
+    info->type = it == files_.end() ? FileInfo::kDir : FileInfo::kFile;
+    info->size = it == files_.end() ? 0 : it->second.size();
+    info->uid = static_cast<uint32_t>(geteuid());
+    return Status::OK();
   }
   Status GetFileSize(const std::string& path, uint64_t* size) override {
     auto it = files_.find(path);
@@ -116,6 +141,12 @@ class MemEnv : public Env {
     dirs_.insert(path);
     return Status::OK();
   }
+  Status CreateDirs(const std::string& path, int mode) override {
+    if (dirs_.count(path) || DirName(path) == path) return Status::OK();
+    if (files_.count(path)) return Status::OK();  // the caller checks it
+    WIZQ_RETURN_IF_ERROR(CreateDirs(DirName(path), mode));
+    return CreateDir(path, mode);
+  }
   Status SyncDir(const std::string& path) override {
     if (dirs_.count(path) == 0) return Status::NotFound(path + ": no such dir");
     return Status::OK();
@@ -139,6 +170,10 @@ class MemEnv : public Env {
     held_.insert(path);
     lock->reset(new Lock(this, path));
     return Status::OK();
+  }
+  Status OpenDescriptor(const std::string& path, int, int*) override {
+    return Status::NotSupported("open " + path +
+                                ": an in-memory env has no descriptors");
   }
   uint64_t NowMicros() override { return now_us_ += 1000; }
 

@@ -1,6 +1,5 @@
 #include "queue/queue.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "queue/queue_impl.h"
@@ -59,10 +58,10 @@ Status DirQueue::PrepareDirectory() {
     return env_->CreateDir(path, 0700).Annotate("creating " + path + "/");
   };
   WIZQ_RETURN_IF_ERROR(create(dir_));
-  struct stat st;
-  if (lstat(dir_.c_str(), &st) == 0 && st.st_uid != geteuid()) {
+  FileInfo info;
+  if (env_->GetFileInfo(dir_, &info).ok() && info.uid != geteuid()) {
     return Status::IOError(dir_ + " belongs to another user (uid " +
-                           std::to_string(st.st_uid) +
+                           std::to_string(info.uid) +
                            "); wizq refuses to share its state with them");
   }
   if (options_.read_only) return Status::OK();

@@ -226,7 +226,9 @@ Status DirQueue::Transact(const std::function<Status(Txn&)>& fn) {
     Status r = fn(txn);
     if (r.ok()) r = stage_error_;
     if (!r.ok()) {
-      if (writer_->pending_events() > 0) ReloadAfterFailure();
+      // A failed reload poisons the queue, so every later call reports it;
+      // this one reports fn's error, the cause.
+      if (writer_->pending_events() > 0) ReloadAfterFailure().IgnoreError();
       return r;
     }
     WIZQ_RETURN_IF_ERROR(CommitStaged());

@@ -71,7 +71,9 @@ bool WorkerRegistry::IsAlive(const std::string& id) {
     std::unique_ptr<FileLock> lock;
     Status s = env_->LockFile(path, /*wait=*/false, &lock);
     alive = s.IsBusy() && !RecordedPidIsGone(path);
-    if (s.ok()) env_->RemoveFile(path);  // dead: tidy its entry away
+    // Dead: tidy its entry away. Best effort: a stale entry whose lock is
+    // free reads as dead again next time.
+    if (s.ok()) env_->RemoveFile(path).IgnoreError();
   }
   cache_[id] = alive;
   return alive;

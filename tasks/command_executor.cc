@@ -52,7 +52,8 @@ AttemptResult FromCommand(CommandResult c) {
 
 CommandExecutor::CommandExecutor(Env* env, std::string wizard_dir)
     : env_(env != nullptr ? env : Env::Posix()),
-      wizard_dir_(std::move(wizard_dir)) {}
+      wizard_dir_(std::move(wizard_dir)),
+      runner_(env_) {}
 
 CommandExecutor::~CommandExecutor() = default;
 
@@ -121,7 +122,7 @@ bool CommandExecutor::AttemptStarted(int64_t task_id, int attempt) const {
 
 Status CommandExecutor::ReapOrphans(int64_t task_id) {
   return wizq::ReapOrphans(AttemptFiles::TaskDir(wizard_dir_, task_id),
-                           kOrphanGraceSeconds, kOrphanMaxWaitSeconds);
+                           kOrphanGraceSeconds, kOrphanMaxWaitSeconds, env_);
 }
 
 std::string CommandExecutor::LastLine(const std::string& path) const {

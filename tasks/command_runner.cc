@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,10 +27,8 @@ using internal::CheckRealDir;
 using internal::FileHolders;
 using internal::FormatSeconds;
 using internal::kNever;
-using internal::MakeDirs;
 using internal::NowNs;
 using internal::OpenFile;
-using internal::ReadUpTo;
 using internal::ScopedFd;
 using internal::SecondsToNs;
 using internal::SignalOrphans;
@@ -85,23 +82,23 @@ struct ChildFds {
   ScopedFd in, out, err, lock;
 };
 
-Status OpenChildFds(const CommandSpec& spec, ChildFds* fds) {
+Status OpenChildFds(Env* env, const CommandSpec& spec, ChildFds* fds) {
   const AttemptFiles files =
       AttemptFiles::InTaskDir(spec.output_dir, spec.attempt);
   const std::string in_path = files.stdin_path();
-  WIZQ_RETURN_IF_ERROR(WriteSmallFile(in_path, spec.stdin_data));
-  WIZQ_RETURN_IF_ERROR(OpenFile(in_path, O_RDONLY, &fds->in));
+  WIZQ_RETURN_IF_ERROR(WriteSmallFile(env, in_path, spec.stdin_data));
+  WIZQ_RETURN_IF_ERROR(OpenFile(env, in_path, O_RDONLY, &fds->in));
   constexpr int kOut = O_WRONLY | O_CREAT | O_TRUNC;
-  WIZQ_RETURN_IF_ERROR(OpenFile(files.stdout_path(), kOut, &fds->out));
-  return OpenFile(files.stderr_path(), kOut, &fds->err);
+  WIZQ_RETURN_IF_ERROR(OpenFile(env, files.stdout_path(), kOut, &fds->out));
+  return OpenFile(env, files.stderr_path(), kOut, &fds->err);
 }
 
 // Opens and takes <output_dir>/running.lock. When an earlier process tree of
 // this directory still holds it, ends that tree first.
-Status LockOutputDir(const CommandSpec& spec, ScopedFd* lock) {
+Status LockOutputDir(Env* env, const CommandSpec& spec, ScopedFd* lock) {
   const std::string path = AttemptFiles::LockPath(spec.output_dir);
   for (int round = 0;; ++round) {
-    WIZQ_RETURN_IF_ERROR(OpenFile(path, O_RDWR | O_CREAT, lock));
+    WIZQ_RETURN_IF_ERROR(OpenFile(env, path, O_RDWR | O_CREAT, lock));
     bool locked = false;
     WIZQ_RETURN_IF_ERROR(TryLock(lock->get(), path, &locked));
     if (locked) return Status::OK();
@@ -112,7 +109,7 @@ Status LockOutputDir(const CommandSpec& spec, ScopedFd* lock) {
     }
     WIZQ_RETURN_IF_ERROR(
         ReapOrphans(spec.output_dir, spec.kill_grace_seconds,
-                    spec.kill_grace_seconds + kStartReapSlackSeconds));
+                    spec.kill_grace_seconds + kStartReapSlackSeconds, env));
   }
 }
 
@@ -204,9 +201,10 @@ struct CommandRunner::Child {
 
 namespace {
 
-void ReadStdout(const std::string& path, size_t max, CommandResult* result) {
+void ReadStdout(Env* env, const std::string& path, size_t max,
+                CommandResult* result) {
   const size_t limit = max == SIZE_MAX ? max : max + 1;
-  Status s = ReadUpTo(path, limit, &result->stdout_text);
+  Status s = env->ReadFilePrefix(path, limit, &result->stdout_text);
   if (!s.ok()) {
     if (result->error.empty()) result->error = s.ToString();
     return;
@@ -240,7 +238,7 @@ void DescribeStatus(int status, bool timed_out, double timeout,
 
 }  // namespace
 
-CommandRunner::CommandRunner() = default;
+CommandRunner::CommandRunner(Env* env) : env_(env) {}
 
 CommandRunner::~CommandRunner() { TerminateAll(0); }
 
@@ -267,11 +265,11 @@ Status CommandRunner::Start(const CommandSpec& spec, uint64_t token) {
                           " is already running");
     }
   }
-  WIZQ_RETURN_IF_ERROR(MakeDirs(spec.output_dir));
-  WIZQ_RETURN_IF_ERROR(CheckRealDir(spec.output_dir));
+  WIZQ_RETURN_IF_ERROR(env_->CreateDirs(spec.output_dir, 0700));
+  WIZQ_RETURN_IF_ERROR(CheckRealDir(env_, spec.output_dir));
   ChildFds fds;
-  WIZQ_RETURN_IF_ERROR(LockOutputDir(spec, &fds.lock));
-  WIZQ_RETURN_IF_ERROR(OpenChildFds(spec, &fds));
+  WIZQ_RETURN_IF_ERROR(LockOutputDir(env_, spec, &fds.lock));
+  WIZQ_RETURN_IF_ERROR(OpenChildFds(env_, spec, &fds));
   pid_t pid = -1;
   const int err = SpawnShell(spec, fds, &pid);
   if (err != 0) {
@@ -280,11 +278,14 @@ Status CommandRunner::Start(const CommandSpec& spec, uint64_t token) {
     result.error = std::string("cannot run ") + kShell + " -c in " +
                    (spec.cwd.empty() ? "." : spec.cwd) + ": " + strerror(err);
     result.seconds = NsToSeconds(NowNs() - start_ns);
-    WriteFd(fds.err.get(), "wizq: " + result.error + "\n", "stderr");
+    // Best effort: the result carries the same error; this copy is for a
+    // reader of the stderr file.
+    WriteFd(fds.err.get(), "wizq: " + result.error + "\n", "stderr")
+        .IgnoreError();
     spawn_failures_.emplace_back(token, std::move(result));
     return Status::OK();
   }
-  WriteLeaderRecord(spec.output_dir, pid);
+  WriteLeaderRecord(env_, spec.output_dir, pid);
   auto child = std::make_unique<Child>();
   child->token = token;
   child->pid = pid;
@@ -347,11 +348,11 @@ Status CommandRunner::PollChildren(int timeout_ms) {
 
 // A timed-out task's whole tree: its group, and whatever else still holds
 // its running.lock (a grandchild that left the group with setsid).
-static void SignalTimedOut(pid_t leader, const std::string& output_dir,
-                           int sig) {
+static void SignalTimedOut(Env* env, pid_t leader,
+                           const std::string& output_dir, int sig) {
   SignalTree(leader, sig);
-  struct stat lock;
-  if (stat(AttemptFiles::LockPath(output_dir).c_str(), &lock) == 0) {
+  FileInfo lock;
+  if (env->GetFileInfo(AttemptFiles::LockPath(output_dir), &lock).ok()) {
     SignalOrphans(FileHolders(lock), sig);
   }
 }
@@ -362,11 +363,11 @@ void CommandRunner::EnforceTimeouts() {
     if (c->exited) continue;
     if (!c->timed_out && now >= c->term_ns) {
       c->timed_out = true;
-      SignalTimedOut(c->pid, c->output_dir, SIGTERM);
+      SignalTimedOut(env_, c->pid, c->output_dir, SIGTERM);
       c->kill_ns = now + SecondsToNs(c->grace_seconds);
     }
     if (now >= c->kill_ns) {
-      SignalTimedOut(c->pid, c->output_dir, SIGKILL);
+      SignalTimedOut(env_, c->pid, c->output_dir, SIGKILL);
       c->kill_ns = kNever;
     }
   }
@@ -390,7 +391,7 @@ CommandResult CommandRunner::Reap(const Child& c) {
     return result;
   }
   DescribeStatus(status, c.timed_out, c.timeout_seconds, &result);
-  ReadStdout(c.stdout_path, c.max_stdout_bytes, &result);
+  ReadStdout(env_, c.stdout_path, c.max_stdout_bytes, &result);
   return result;
 }
 
@@ -431,7 +432,10 @@ void CommandRunner::TerminateAll(double grace_seconds) {
   Done dropped;
   while (!children_.empty() && NowNs() < kill_at) {
     const int64_t ms = (kill_at - NowNs() + 999'999) / 1'000'000;
-    PollChildren(static_cast<int>(std::min<int64_t>(ms, INT_MAX)));
+    // A failed poll only ends this wait early: the SIGKILL below and the
+    // blocking reap still end every child.
+    PollChildren(static_cast<int>(std::min<int64_t>(ms, INT_MAX)))
+        .IgnoreError();
     CollectExited(&dropped);
   }
   for (const auto& c : children_) {
@@ -442,7 +446,12 @@ void CommandRunner::TerminateAll(double grace_seconds) {
   // The leaders are reaped; wait until the rest of each tree (a child of
   // the shell still exiting, a process that left the group) lets go of its
   // lock, so that nothing of these tasks outlives this call.
-  for (const std::string& dir : dirs) ReapOrphans(dir, 0.2, 5.0);
+  // Best effort: this runs on interruption or destruction, with nobody to
+  // report to; a tree that outlives it is ended by the next Start or
+  // ReapOrphans of its directory.
+  for (const std::string& dir : dirs) {
+    ReapOrphans(dir, 0.2, 5.0, env_).IgnoreError();
+  }
 }
 
 }  // namespace wizq

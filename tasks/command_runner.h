@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "fs/env.h"
 #include "util/status.h"
 
 namespace wizq {
@@ -85,7 +86,9 @@ class CommandRunner {
  public:
   using Done = std::vector<std::pair<uint64_t, CommandResult>>;
 
-  CommandRunner();
+  // Every file of a task (its directory, stdio files, running.lock, pgid)
+  // is reached through `env`, which must outlive the runner.
+  explicit CommandRunner(Env* env = Env::Posix());
   // Kills (SIGKILL) and reaps whatever is still running.
   ~CommandRunner();
   CommandRunner(const CommandRunner&) = delete;
@@ -135,6 +138,7 @@ class CommandRunner {
   // Until the earliest of `deadline_ns` and the next due signal; -1 = never.
   int MillisToNextEvent(int64_t deadline_ns) const;
 
+  Env* const env_;
   std::vector<std::unique_ptr<Child>> children_;
   Done spawn_failures_;  // reported by the next Wait
   bool use_pidfd_ = true;
@@ -147,9 +151,10 @@ class CommandRunner {
 // grace_seconds, and waits until the lock is free. Returns OK when nothing
 // of an earlier attempt is running any more (or there never was one), an
 // IOError naming the directory and the pids when that takes longer than
-// max_wait_seconds. Quick (one open and one flock) when nothing runs.
+// max_wait_seconds. Quick (one open and one flock) when nothing runs. The
+// task's files are reached through `env`.
 Status ReapOrphans(const std::string& output_dir, double grace_seconds,
-                   double max_wait_seconds);
+                   double max_wait_seconds, Env* env = Env::Posix());
 
 }  // namespace wizq
 

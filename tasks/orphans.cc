@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,7 +24,7 @@ namespace wizq {
 using internal::FileHolders;
 using internal::FormatSeconds;
 using internal::NowNs;
-using internal::ReadUpTo;
+using internal::OpenFile;
 using internal::ScopedFd;
 using internal::SecondsToNs;
 using internal::SignalOrphans;
@@ -36,6 +37,32 @@ namespace {
 constexpr int kOrphanPollMs = 10;  // ReapOrphans: lock re-check period
 constexpr int64_t kOrphanResignalNs = 250'000'000;
 
+// /proc inspection (ReadProcFile, ReadProcStat, BootId, HoldsFile,
+// FileHolders) makes raw system calls on purpose (fs/env.h allows them): /proc
+// is the kernel's view of other processes, not a file wizq keeps, and a test
+// Env has nothing to inject there.
+
+// Reads at most `limit` bytes of a /proc file. Does not trust st_size (0 for
+// /proc files).
+bool ReadProcFile(const std::string& path, size_t limit, std::string* data) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  ScopedFd owner;
+  owner.reset(fd);
+  data->resize(std::min<size_t>(limit, 4096));
+  size_t got = 0;
+  while (got < limit) {
+    if (got == data->size()) data->resize(std::min(limit, got * 2));
+    const ssize_t n = read(fd, data->data() + got, data->size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  data->resize(got);
+  return true;
+}
+
 struct ProcStat {
   char state = '?';
   pid_t pgrp = 0;
@@ -46,7 +73,7 @@ bool ReadProcStat(pid_t pid, ProcStat* st) {
   char path[64];
   snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
   std::string text;
-  if (!ReadUpTo(path, 4096, &text).ok()) return false;
+  if (!ReadProcFile(path, 4096, &text)) return false;
   // "pid (comm) state ppid pgrp ... starttime(22nd) ..."; comm may hold
   // spaces and parentheses, so fields are counted after the last ')'.
   const size_t paren = text.rfind(')');
@@ -72,7 +99,7 @@ bool ReadProcStat(pid_t pid, ProcStat* st) {
 const std::string& BootId() {
   static const std::string* const boot_id = [] {
     auto* id = new std::string;
-    if (ReadUpTo("/proc/sys/kernel/random/boot_id", 64, id).ok()) {
+    if (ReadProcFile("/proc/sys/kernel/random/boot_id", 64, id)) {
       while (!id->empty() && id->back() == '\n') id->pop_back();
     }
     return id;
@@ -81,9 +108,12 @@ const std::string& BootId() {
 }
 
 // The recorded leader, if that very process is still alive (not a zombie).
-std::optional<pid_t> LiveLeader(const std::string& output_dir) {
+std::optional<pid_t> LiveLeader(Env* env, const std::string& output_dir) {
   std::string text;
-  if (!ReadUpTo(AttemptFiles::PgidPath(output_dir), 256, &text).ok()) return {};
+  if (!env->ReadFilePrefix(AttemptFiles::PgidPath(output_dir), 256, &text)
+           .ok()) {
+    return {};
+  }
   long pid = 0;
   unsigned long long start_time = 0;
   char boot[64] = {0};
@@ -99,7 +129,9 @@ std::optional<pid_t> LiveLeader(const std::string& output_dir) {
   return static_cast<pid_t>(pid);
 }
 
-bool HoldsFile(pid_t pid, const struct stat& file) {
+// Whether `pid` has a descriptor open on `file` (/proc inspection: raw
+// system calls on purpose, see above).
+bool HoldsFile(pid_t pid, const FileInfo& file) {
   const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
   const int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return false;
@@ -112,7 +144,8 @@ bool HoldsFile(pid_t pid, const struct stat& file) {
   while (dirent* e = readdir(d)) {
     struct stat st;
     if (e->d_name[0] != '.' && fstatat(dfd, e->d_name, &st, 0) == 0 &&
-        st.st_dev == file.st_dev && st.st_ino == file.st_ino) {
+        static_cast<uint64_t>(st.st_dev) == file.device &&
+        static_cast<uint64_t>(st.st_ino) == file.inode) {
       found = true;
       break;
     }
@@ -132,17 +165,19 @@ std::string PidList(const std::vector<pid_t>& pids) {
 
 namespace internal {
 
-void WriteLeaderRecord(const std::string& output_dir, pid_t pid) {
+void WriteLeaderRecord(Env* env, const std::string& output_dir, pid_t pid) {
   ProcStat st;
   if (!ReadProcStat(pid, &st)) return;
   const std::string record = std::to_string(pid) + " " +
                              std::to_string(st.start_time) + " " + BootId() +
                              "\n";
-  // Best effort: without it the lock holders are still found.
-  WriteSmallFile(AttemptFiles::PgidPath(output_dir), record);
+  // Best effort: without it the lock holders are still found (ReapOrphans
+  // signals every process holding running.lock).
+  WriteSmallFile(env, AttemptFiles::PgidPath(output_dir), record).IgnoreError();
 }
 
-std::vector<pid_t> FileHolders(const struct stat& file) {
+// Scans /proc: process inspection, raw on purpose (see the top of this file).
+std::vector<pid_t> FileHolders(const FileInfo& file) {
   std::vector<pid_t> pids;
   DIR* proc = opendir("/proc");
   if (proc == nullptr) return pids;
@@ -173,19 +208,21 @@ void SignalOrphans(const std::vector<pid_t>& pids, int sig) {
 // --- ReapOrphans -------------------------------------------------------------
 
 Status ReapOrphans(const std::string& output_dir, double grace_seconds,
-                   double max_wait_seconds) {
+                   double max_wait_seconds, Env* env) {
   const std::string path = AttemptFiles::LockPath(output_dir);
-  const int raw = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (raw < 0) {
-    if (errno == ENOENT) return Status::OK();  // never ran here
-    return Status::IOErrorFromErrno("cannot open", path, errno);
-  }
   ScopedFd lock;
-  lock.reset(raw);
-  struct stat lock_stat;
-  if (fstat(lock.get(), &lock_stat) != 0) {
+  Status s = OpenFile(env, path, O_RDWR, &lock);
+  if (s.IsNotFound()) return Status::OK();  // never ran here
+  WIZQ_RETURN_IF_ERROR(s);
+  // fstat of the descriptor the Env gave (fs/env.h allows it): the very
+  // file whose flock is tested below, even if the path were replaced.
+  struct stat st;
+  if (fstat(lock.get(), &st) != 0) {
     return Status::IOErrorFromErrno("cannot stat", path, errno);
   }
+  FileInfo lock_file;
+  lock_file.device = static_cast<uint64_t>(st.st_dev);
+  lock_file.inode = static_cast<uint64_t>(st.st_ino);
   const int64_t start = NowNs();
   const int64_t kill_at = start + SecondsToNs(grace_seconds);
   const int64_t give_up = start + SecondsToNs(max_wait_seconds);
@@ -194,12 +231,12 @@ Status ReapOrphans(const std::string& output_dir, double grace_seconds,
   for (;;) {
     bool free = false;
     WIZQ_RETURN_IF_ERROR(TryLock(lock.get(), path, &free));
-    const std::optional<pid_t> leader = LiveLeader(output_dir);
+    const std::optional<pid_t> leader = LiveLeader(env, output_dir);
     if (free && !leader) return Status::OK();
     const int64_t now = NowNs();
     if (now >= next_signal || now >= give_up) {
       std::vector<pid_t> orphans;
-      if (!free) orphans = FileHolders(lock_stat);
+      if (!free) orphans = FileHolders(lock_file);
       if (leader) orphans.push_back(*leader);
       if (now >= give_up) {
         return Status::IOError("an earlier attempt in " + output_dir +

@@ -9,24 +9,31 @@
 // that still holds the lock (a /proc scan). ReapOrphans, declared in
 // tasks/command_runner.h next to CommandRunner, is defined in orphans.cc.
 //
+// The task's files (running.lock, pgid) are reached through an Env; the
+// /proc scan is process inspection (the kernel's view of other processes,
+// not wizq's files) and stays raw system calls, as fs/env.h allows.
+//
 // Internal to tasks/: used by command_runner.cc and orphans.cc.
 #ifndef WIZQ_TASKS_ORPHANS_H_
 #define WIZQ_TASKS_ORPHANS_H_
 
-#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <string>
 #include <vector>
 
+#include "fs/env.h"
+
 namespace wizq::internal {
 
 // Records the leader as "<pid> <start time> <boot id>", so that a later
-// ReapOrphans never signals a process that merely reuses the pid.
-void WriteLeaderRecord(const std::string& output_dir, pid_t pid);
+// ReapOrphans never signals a process that merely reuses the pid. Best
+// effort: without the record the lock holders are still found.
+void WriteLeaderRecord(Env* env, const std::string& output_dir, pid_t pid);
 
-// Other processes with a descriptor open on `file` (scans /proc).
-std::vector<pid_t> FileHolders(const struct stat& file);
+// Other processes with a descriptor open on `file` (its device and inode;
+// scans /proc).
+std::vector<pid_t> FileHolders(const FileInfo& file);
 
 // Signals each process and its process group (never wizq's own group: a
 // task could only be in it by moving there itself).

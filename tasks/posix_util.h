@@ -2,10 +2,12 @@
 // the orphan reaper (orphans.cc): an owning file descriptor, the small files
 // of a task's directory, its flock, and the monotonic clock.
 //
-// Files are opened O_CLOEXEC, so that no descriptor leaks into a command
-// except those passed on deliberately, and O_NOFOLLOW, so that a symlink
-// planted in a task's directory is refused, never followed. open, read,
-// write and flock are retried on EINTR. Errors are IOErrors naming the
+// Every file is reached through an Env (fs/env.h), so that a test Env can
+// fail it; only system calls on a descriptor the Env handed out (write,
+// flock) are made here. The POSIX Env opens files O_CLOEXEC, so that no
+// descriptor leaks into a command except those passed on deliberately, and
+// O_NOFOLLOW, so that a symlink planted in a task's directory is refused,
+// never followed. write and flock are retried on EINTR. Errors name the
 // operation and the path.
 #ifndef WIZQ_TASKS_POSIX_UTIL_H_
 #define WIZQ_TASKS_POSIX_UTIL_H_
@@ -17,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "fs/env.h"
 #include "util/status.h"
 
 namespace wizq::internal {
@@ -49,27 +52,21 @@ class ScopedFd {
   int fd_ = -1;
 };
 
-// open(2) with O_CLOEXEC and O_NOFOLLOW (mode 0600 when created): a symlink
-// planted in a task's directory is refused, never followed. The descriptor
-// is moved above 2 so that it cannot collide with the child's stdin/stdout/
-// stderr when wizq was started with some of its own closed.
-Status OpenFile(const std::string& path, int flags, ScopedFd* fd);
+// Env::OpenDescriptor into *fd: O_CLOEXEC and O_NOFOLLOW (mode 0600 when
+// created), above 2 so that it cannot collide with the child's stdin/
+// stdout/stderr when wizq was started with some of its own closed.
+Status OpenFile(Env* env, const std::string& path, int flags, ScopedFd* fd);
 
-// Writes all of `data`; `path` only names the file in errors.
+// Writes all of `data` to a descriptor from OpenFile; `path` only names the
+// file in errors.
 Status WriteFd(int fd, std::string_view data, const std::string& path);
 
 // Creates or truncates `path` (0600) and writes `data`; no fsync.
-Status WriteSmallFile(const std::string& path, std::string_view data);
-
-// Reads at most `limit` bytes. Does not trust st_size (0 for /proc files).
-Status ReadUpTo(const std::string& path, size_t limit, std::string* data);
+Status WriteSmallFile(Env* env, const std::string& path, std::string_view data);
 
 // The task's own directory must be a real directory, not a symlink planted
 // to make wizq write elsewhere.
-Status CheckRealDir(const std::string& path);
-
-// mkdir -p; missing components are created 0700.
-Status MakeDirs(const std::string& path);
+Status CheckRealDir(Env* env, const std::string& path);
 
 // Takes the exclusive flock if it is free; an error only for failures other
 // than "held by someone else".

@@ -32,8 +32,10 @@
 namespace wizq::test {
 
 // The POSIX Env without real syncs, counting writes, syncs and renames.
-class NoSyncEnv : public Env {
+class NoSyncEnv : public EnvWrapper {
  public:
+  NoSyncEnv() : EnvWrapper(Env::Posix()) {}
+
   // Operations of `kind` so far (kSync counts file and directory syncs,
   // kAny all three kinds).
   int64_t count(FaultInjectionEnv::OpKind kind) const {
@@ -52,64 +54,35 @@ class NoSyncEnv : public Env {
   Status NewAppendableFile(const std::string& path,
                            std::unique_ptr<WritableFile>* result) override {
     std::unique_ptr<WritableFile> f;
-    WIZQ_RETURN_IF_ERROR(base_->NewAppendableFile(path, &f));
+    WIZQ_RETURN_IF_ERROR(target()->NewAppendableFile(path, &f));
     *result = std::make_unique<File>(this, std::move(f));
     return Status::OK();
   }
   Status NewRandomRWFile(const std::string& path,
                          std::unique_ptr<RandomRWFile>* result) override {
     std::unique_ptr<RandomRWFile> f;
-    WIZQ_RETURN_IF_ERROR(base_->NewRandomRWFile(path, &f));
+    WIZQ_RETURN_IF_ERROR(target()->NewRandomRWFile(path, &f));
     *result = std::make_unique<RWFile>(this, std::move(f));
     return Status::OK();
   }
   Status NewWritableFile(const std::string& path,
                          std::unique_ptr<WritableFile>* result) override {
     std::unique_ptr<WritableFile> f;
-    WIZQ_RETURN_IF_ERROR(base_->NewWritableFile(path, &f));
+    WIZQ_RETURN_IF_ERROR(target()->NewWritableFile(path, &f));
     *result = std::make_unique<File>(this, std::move(f));
     return Status::OK();
   }
-  Status ReadFile(const std::string& p, std::string* d) override {
-    return base_->ReadFile(p, d);
-  }
-  Status ReadFileFrom(const std::string& p, uint64_t o,
-                      std::string* d) override {
-    return base_->ReadFileFrom(p, o, d);
-  }
-  bool FileExists(const std::string& p) override {
-    return base_->FileExists(p);
-  }
-  Status GetFileSize(const std::string& p, uint64_t* s) override {
-    return base_->GetFileSize(p, s);
-  }
-  Status TruncateFile(const std::string& p, uint64_t s) override {
-    return base_->TruncateFile(p, s);
-  }
   Status RenameFile(const std::string& f, const std::string& t) override {
     renames_++;
-    return base_->RenameFile(f, t);
-  }
-  Status RemoveFile(const std::string& p) override {
-    return base_->RemoveFile(p);
-  }
-  Status CreateDir(const std::string& p, int m) override {
-    return base_->CreateDir(p, m);
+    return target()->RenameFile(f, t);
   }
   Status SyncDir(const std::string& p) override {
     syncs_++;
-    return FileExists(p) ? Status::OK() : base_->SyncDir(p);
+    return FileExists(p) ? Status::OK() : target()->SyncDir(p);
   }
-  Status ListDir(const std::string& p, std::vector<std::string>* n) override {
-    return base_->ListDir(p, n);
-  }
-  Status LockFile(const std::string& p, bool w,
-                  std::unique_ptr<FileLock>* l) override {
-    return base_->LockFile(p, w, l);
-  }
-  uint64_t NowMicros() override { return base_->NowMicros(); }
 
  private:
+  // Counts appends and syncs; Sync does nothing.
   class File : public WritableFile {
    public:
     File(NoSyncEnv* env, std::unique_ptr<WritableFile> base)
@@ -131,6 +104,7 @@ class NoSyncEnv : public Env {
     std::unique_ptr<WritableFile> base_;
   };
 
+  // Counts writes and syncs; Sync does nothing.
   class RWFile : public RandomRWFile {
    public:
     RWFile(NoSyncEnv* env, std::unique_ptr<RandomRWFile> base)
@@ -156,7 +130,6 @@ class NoSyncEnv : public Env {
     std::unique_ptr<RandomRWFile> base_;
   };
 
-  Env* const base_ = Env::Posix();
   int64_t writes_ = 0, syncs_ = 0, renames_ = 0;
 };
 

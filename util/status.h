@@ -3,6 +3,11 @@
 // A Status is either OK or carries a code and a message. Messages name the
 // file (and byte offset, field or task) involved and, where it helps, what
 // the user can do about it. Status is cheap to copy when OK.
+//
+// Status is [[nodiscard]]: a caller handles or returns every Status. One
+// that is dropped on purpose (a best-effort cleanup whose failure changes
+// nothing) says so with IgnoreError() and a comment giving the reason, so
+// that `git grep IgnoreError` lists every dropped error with its reason.
 #ifndef WIZQ_UTIL_STATUS_H_
 #define WIZQ_UTIL_STATUS_H_
 
@@ -11,7 +16,7 @@
 
 namespace wizq {
 
-class Status {
+class [[nodiscard]] Status {
  public:
   enum Code {
     kOk = 0,
@@ -51,6 +56,10 @@ class Status {
   bool IsBusy() const { return code_ == kBusy; }
   bool IsNotSupported() const { return code_ == kNotSupported; }
   bool IsConflict() const { return code_ == kConflict; }
+
+  // Drops this status on purpose. REQUIRES: a comment at the call site
+  // saying why ignoring a failure here is right.
+  void IgnoreError() const {}
 
   // "IO error: ..." etc.
   std::string ToString() const;
