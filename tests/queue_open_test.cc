@@ -217,10 +217,12 @@ TEST_F(QueueTest, NewerFormatIsRefusedAndNothingIsTouched) {
   const auto before = Tree(Wizard());
   ASSERT_FALSE(fs::is_empty(Wizard() + "/workers"));  // the dead worker
   for (const char* run : {"run-A", "run-B"}) {
-    for (bool fresh : {false, true}) {
-      SCOPED_TRACE(std::string(run) + (fresh ? " fresh" : ""));
+    for (OpenMode mode :
+         {OpenMode::kRun, OpenMode::kFresh, OpenMode::kAttach}) {
+      SCOPED_TRACE(std::string(run) + " mode " +
+                   std::to_string(static_cast<int>(mode)));
       QueueOptions o = Options(run);
-      o.mode = fresh ? OpenMode::kFresh : OpenMode::kRun;
+      o.mode = mode;
       std::unique_ptr<Queue> q;
       Status s = Queue::Open(o, &q, nullptr);
       EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
