@@ -50,8 +50,9 @@ enum class OpenMode {
   // `wizq agent`, `wizq answer`: work on whatever run is in the directory,
   // whatever its run_id, as one more worker (worker_joined), without
   // starting, resuming or archiving it. NotFound when there is no run,
-  // NotSupported for a newer or older format. A finished run is opened as
-  // in kRun (kFinished, nothing written, no transactions).
+  // NotSupported for a newer or older format (nothing is touched). A
+  // finished run is reported as kFinished: nothing is written and
+  // Transact is refused.
   kAttach,
   // Load and look only: no worker, no writes (`wizq status`, `wizq log`).
   kReadOnly,
