@@ -76,7 +76,7 @@ void StatusJson(const QueueState& s) {
 Status OpenReadOnly(const std::string& dir, std::unique_ptr<Queue>* q) {
   QueueOptions o;
   o.install_dir = dir;
-  o.read_only = true;
+  o.mode = OpenMode::kReadOnly;
   return Queue::Open(o, q, nullptr);
 }
 

@@ -36,6 +36,8 @@ const char* ActionName(OpenAction a) {
       return "finished";
     case OpenAction::kReadOnly:
       return "read_only";
+    case OpenAction::kAttached:
+      return "attached";
   }
   return "?";
 }
@@ -85,6 +87,7 @@ class Printer : public RunObserver {
              "; nothing runs again (use --fresh to start over)");
         break;
       case OpenAction::kReadOnly:
+      case OpenAction::kAttached:
         break;
     }
   }

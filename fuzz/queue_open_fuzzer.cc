@@ -105,7 +105,7 @@ bool ReadState(fuzz::MemEnv& env, const std::string& install_dir,
   QueueOptions options;
   options.env = &env;
   options.install_dir = install_dir;
-  options.read_only = true;
+  options.mode = OpenMode::kReadOnly;
   std::unique_ptr<Queue> q;
   OpenReport report;
   const auto before = FilesWithoutLocks(env, install_dir);
@@ -256,7 +256,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (s.ok() && report.action == OpenAction::kFinished) {
       // A finished run: start over (--fresh), which archives it.
       q.reset();
-      options.fresh = true;
+      options.mode = OpenMode::kFresh;
       s = Queue::Open(options, &q, &report);
       FUZZ_CHECK(!s.ok() || report.action == OpenAction::kStartedFresh,
                  "--fresh did not start a fresh run");

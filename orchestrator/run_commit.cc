@@ -124,13 +124,8 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
                             int want, std::map<std::string, int>& per_step,
                             CommitResult* r) {
   int64_t reset = 0, lost = 0;
-  const std::vector<int64_t> held(txn.state().in_progress().begin(),
-                                  txn.state().in_progress().end());
   WIZQ_RETURN_IF_ERROR(txn.ResetDeadWorkers(&reset, &lost));
-  for (int64_t id : held) {
-    if (txn.state().Find(id)->state == TaskState::kFailed)
-      r->lost.push_back(id);
-  }
+  r->lost = txn.reclaimed().lost;
   if (reset + lost > 0) {
     r->notes.push_back("put back " + std::to_string(reset) +
                        " task(s) of a dead worker; " + std::to_string(lost) +

@@ -44,7 +44,7 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   qo.run_id = config_.run_id;
   qo.workflow_json = workflow_->frozen_json();
   qo.entry_input = config_.input;
-  qo.fresh = config_.fresh;
+  qo.mode = config_.fresh ? OpenMode::kFresh : OpenMode::kRun;
   qo.wizq_version = config_.wizq_version;
   // A claim whose attempt never started (claimed ahead) does not count when
   // its worker died.

@@ -48,7 +48,9 @@ DirQueue::DirQueue(const QueueOptions& options, Env* env)
 DirQueue::~DirQueue() = default;
 
 Status DirQueue::PrepareDirectory() {
-  if (options_.read_only && !env_->FileExists(dir_)) {
+  const bool must_exist = options_.mode == OpenMode::kReadOnly ||
+                          options_.mode == OpenMode::kAttach;
+  if (must_exist && !env_->FileExists(dir_)) {
     return Status::NotFound("no wizq run in " + options_.install_dir +
                             " (it has no .wizard directory)");
   }
@@ -64,7 +66,7 @@ Status DirQueue::PrepareDirectory() {
                            std::to_string(info.uid) +
                            "); wizq refuses to share its state with them");
   }
-  if (options_.read_only) return Status::OK();
+  if (options_.mode == OpenMode::kReadOnly) return Status::OK();
   WIZQ_RETURN_IF_ERROR(create(dir_ + "/workers"));
   return create(dir_ + "/tasks");
 }
@@ -75,8 +77,9 @@ Status DirQueue::OpenLocked(OpenReport* report) {
   Status s = [&]() -> Status {
     SnapshotHeader header;
     bool have_snapshot = false;
+    const OpenMode mode = options_.mode;
     WIZQ_RETURN_IF_ERROR(
-        LoadState(!options_.read_only, &header, &have_snapshot));
+        LoadState(mode != OpenMode::kReadOnly, &header, &have_snapshot));
     report->torn_tail_path = torn_tail_path_;
     const int version =
         have_snapshot ? header.version : state_->run().format_version;
@@ -87,9 +90,13 @@ Status DirQueue::OpenLocked(OpenReport* report) {
           std::to_string(kSnapshotVersion) +
           "). Upgrade wizq; the files were left untouched");
     }
-    if (options_.read_only) {
+    if (mode == OpenMode::kReadOnly) {
       report->action = OpenAction::kReadOnly;
       return Status::OK();
+    }
+    if (mode == OpenMode::kAttach) {
+      WIZQ_RETURN_IF_ERROR(CheckAttachable(have_snapshot, version));
+      return AttachRun(report);
     }
     if (!state_->started() && (!have_snapshot || version == kSnapshotVersion)) {
       return StartFresh(report);
@@ -102,7 +109,7 @@ Status DirQueue::OpenLocked(OpenReport* report) {
     } else if (state_->run().install_dir != options_.install_dir) {
       reason = "recorded for another install_dir (" +
                state_->run().install_dir + ")";
-    } else if (options_.fresh) {
+    } else if (mode == OpenMode::kFresh) {
       reason = "--fresh";
     }
     if (reason.empty()) return ResumeRun(report);
@@ -112,6 +119,23 @@ Status DirQueue::OpenLocked(OpenReport* report) {
   }();
   dir_lock_.reset();
   return s;
+}
+
+// Attach takes whatever run is there, but never archives: a run this wizq
+// would archive (an older format) cannot be attached to.
+Status DirQueue::CheckAttachable(bool have_snapshot, int version) const {
+  if (version < kSnapshotVersion && (have_snapshot || state_->started())) {
+    return Status::NotSupported(
+        dir_ + " holds a run of an older format version " +
+        std::to_string(version) + " (this wizq reads version " +
+        std::to_string(kSnapshotVersion) +
+        "); it cannot be attached to. The files were left untouched");
+  }
+  if (!state_->started()) {
+    return Status::NotFound("no wizq run in " + options_.install_dir +
+                            " to attach to (start one with wizq run)");
+  }
+  return Status::OK();
 }
 
 Status DirQueue::RefuseIfLive() {

@@ -1,14 +1,16 @@
 // Queue: the durable state of one run in `<install_dir>/.wizard/`.
 //
 // Open() takes the directory lock, loads queue.json, replays the audit
-// events after it and decides (SPEC §5): start a fresh run, resume a
-// matching one, join it if other workers are alive, archive a foreign or
-// older one, or refuse (a newer format, a foreign run with live workers).
+// events after it and, by QueueOptions::mode, decides (SPEC §5): start a
+// fresh run, resume a matching one, join it if other workers are alive,
+// archive a foreign or older one, or refuse (a newer format, a foreign run
+// with live workers); or attach to whatever run is there; or only look.
 //
 // Every change is made inside Transact(): under the lock, the state is first
-// caught up with what other processes appended, then the callback stages
-// transitions through a Txn, and the batch is made durable (one write, one
-// fdatasync) before Transact returns. Several processes may hold a Queue on
+// caught up with what other processes appended, the claims of lost holders
+// are put back (claim_holder.h), then the callback stages transitions
+// through a Txn, and the batch is made durable (one write, one fdatasync)
+// before Transact returns. Several processes may hold a Queue on
 // the same directory at once; none ever loses another's transition or
 // claims a task another holds.
 //
@@ -36,6 +38,26 @@ namespace wizq {
 class Env;
 class Txn;
 
+// How Open() treats the run it finds.
+enum class OpenMode {
+  // `wizq run`: start a fresh run if there is none; resume (or join, when
+  // other workers are alive) a run of the same run_id and install_dir;
+  // archive a foreign or older one (refused while it has live workers).
+  kRun,
+  // `wizq run --fresh`: as kRun, but archive even a matching run and start
+  // over.
+  kFresh,
+  // `wizq agent`, `wizq answer`: work on whatever run is in the directory,
+  // whatever its run_id, as one more worker (worker_joined), without
+  // starting, resuming or archiving it. NotFound when there is no run,
+  // NotSupported for a newer or older format (nothing is touched). A
+  // finished run is reported as kFinished: nothing is written and
+  // Transact is refused.
+  kAttach,
+  // Load and look only: no worker, no writes (`wizq status`, `wizq log`).
+  kReadOnly,
+};
+
 struct QueueOptions {
   Env* env = nullptr;       // nullptr: Env::Posix()
   std::string install_dir;  // absolute and canonical
@@ -43,8 +65,7 @@ struct QueueOptions {
   std::string workflow_json;           // frozen into a fresh run
   std::string entry_input = "null";    // recorded with a fresh run
   std::vector<NewTask> initial_tasks;  // submitted with a fresh run
-  bool fresh = false;      // archive even a matching run and start over
-  bool read_only = false;  // load and look only: no worker, no writes
+  OpenMode mode = OpenMode::kRun;
   std::string wizq_version;
   // The snapshot is rewritten once the log has grown by more than
   // max(size of the snapshot, this) since the last one.
@@ -60,7 +81,8 @@ enum class OpenAction {
   kResumed,       // the same run, no other live worker: resumed
   kJoined,        // the same run, other workers alive: joined as one more
   kFinished,      // the same run, already completed or failed: nothing to do
-  kReadOnly,      // opened with read_only
+  kReadOnly,      // opened with OpenMode::kReadOnly
+  kAttached,      // OpenMode::kAttach on a run that is not finished
 };
 
 struct OpenReport {
@@ -74,6 +96,12 @@ struct OpenReport {
   int64_t tasks_lost = 0;   // stale tasks failed with worker_lost
 };
 
+// What the reclaim of lost claims at the start of a transaction did.
+struct Reclaimed {
+  std::vector<int64_t> reset;  // put back to pending (task_reset)
+  std::vector<int64_t> lost;   // no attempt left: failed (worker_lost)
+};
+
 class Queue {
  public:
   static Status Open(const QueueOptions& options, std::unique_ptr<Queue>* queue,
@@ -85,9 +113,11 @@ class Queue {
   // Logs worker_left, writes a snapshot and removes this worker's entry.
   virtual Status Close() = 0;
 
-  // Runs `fn` under the lock on the caught-up state; what it stages is
-  // committed as one durable batch before this returns. If `fn` fails, what
-  // it staged is discarded and its status returned. After an I/O error
+  // Runs `fn` under the lock on the caught-up state, after putting back
+  // the tasks whose holder is lost (Txn::reclaimed() says which); what it
+  // stages is committed as one durable batch, with that reclaim, before
+  // this returns. If `fn` fails, what it staged is discarded, the reclaim
+  // too, and its status returned. After an I/O error
   // every later call fails (the process should stop; a new Open resumes
   // from the last durable state).
   virtual Status Transact(const std::function<Status(Txn&)>& fn) = 0;
@@ -109,6 +139,11 @@ class Txn {
   virtual ~Txn() = default;
   virtual const QueueState& state() const = 0;
   virtual int64_t now_ms() const = 0;
+  // The tasks this transaction put back before its callback ran, because
+  // their holder was lost (a dead worker, a lapsed lease): pending if
+  // attempts remain, else failed with worker_lost. The caller ends what the
+  // lost attempts may have left running.
+  virtual const Reclaimed& reclaimed() const = 0;
 
   // Submits a task unless one with the same <type, canonical inputs> exists
   // (a finally hook: unless its owner already has one), in which case the
@@ -133,8 +168,8 @@ class Txn {
   // Gives back a task this worker holds but stopped before it finished
   // (wizq was interrupted): pending again, and the attempt does not count.
   virtual Status Release(int64_t id, std::string_view reason) = 0;
-  // Puts back the in_progress tasks of workers that are dead: pending if
-  // attempts remain, else failed with worker_lost.
+  // DEPRECATED: every transaction now puts back lost claims itself. Sets
+  // the counts of reclaimed() and writes nothing.
   virtual Status ResetDeadWorkers(int64_t* reset, int64_t* lost) = 0;
   // Records run_finished with the status and counts.
   virtual Status FinishRun(RunStatus status, int64_t duration_ms) = 0;

@@ -8,6 +8,8 @@
 
 #include "audit/log.h"
 #include "fs/env.h"
+#include "queue/claim_holder.h"
+#include "queue/events.h"
 #include "queue/queue.h"
 #include "queue/snapshot.h"
 #include "queue/workers.h"
@@ -30,9 +32,17 @@ class DirQueue : public Queue {
   // Open() in steps; see queue.cc.
   Status OpenLocked(OpenReport* report);
 
-  // Used by the Txn: stages one event (built by `fill`) and applies it.
-  Status Stage(std::string_view event,
-               const std::function<void(JsonWriter&)>& fill);
+  // Used by the Txn: stages one event (queue/events.h) and applies its
+  // line to the state, as a reader of the log would.
+  template <typename E>
+  Status Stage(const E& event) {
+    event.EncodeTo(writer_->BeginEvent(E::kName, NowMs()));
+    return ApplyStaged(E::kName);
+  }
+  // Puts back the in_progress tasks whose holder is lost (staged, not
+  // committed): pending if attempts remain, else failed with worker_lost.
+  // REQUIRES: lock held, state caught up, a writer.
+  Status ReclaimLostClaims(Reclaimed* out);
   WorkerRegistry& workers() { return workers_; }
   Env* env() const { return env_; }
   const QueueOptions& options() const { return options_; }
@@ -50,6 +60,11 @@ class DirQueue : public Queue {
   Status ArchiveRun(const std::string& reason, OpenReport* report);
   Status StartFresh(OpenReport* report);
   Status ResumeRun(OpenReport* report);
+  Status AttachRun(OpenReport* report);
+  Status CheckAttachable(bool have_snapshot, int version) const;
+  Status ApplyStaged(std::string_view event);
+  bool HolderLost(const ClaimHolder& holder, int64_t now_ms);
+  Status PutBack(const Task& t, Reclaimed* out);
   Status CommitStaged();
   Status MaybeCheckpoint();
   Status WriteCheckpointLocked();
@@ -69,7 +84,8 @@ class DirQueue : public Queue {
   WorkerRegistry workers_;
   std::string torn_tail_path_;
   Status poisoned_;
-  Status stage_error_;  // a Stage() in the current Transact failed
+  Status stage_error_;   // a Stage() in the current Transact failed
+  Reclaimed reclaimed_;  // by the current (or last) Transact
   bool closed_ = false;
 };
 

@@ -5,7 +5,6 @@
 #include "queue/queue_impl.h"
 #include "queue/txn_impl.h"
 #include "util/crash_point.h"
-#include "util/json_writer.h"
 
 namespace wizq {
 namespace {
@@ -74,26 +73,22 @@ Status DirQueue::StartFresh(OpenReport* report) {
   WIZQ_RETURN_IF_ERROR(
       LogWriter::Open(env_, Path(kLogFile), log_end_, 1, &writer_));
   WIZQ_RETURN_IF_ERROR(workers_.Register(options_.run_id, NowMs()));
-  WIZQ_RETURN_IF_ERROR(Stage("run_started", [&](JsonWriter& w) {
-    w.Key("format").Int(kSnapshotVersion);
-    w.Field("run_id", options_.run_id);
-    w.Field("install_dir", options_.install_dir);
-    w.Field("wizq_version", options_.wizq_version);
-    w.Key("pid").Int(getpid());
-    w.Key("input").RawValue(options_.entry_input);
-    w.Key("workflow").RawValue(options_.workflow_json);
-  }));
+  RunStarted started;
+  started.format = kSnapshotVersion;
+  started.run_id = options_.run_id;
+  started.install_dir = options_.install_dir;
+  started.wizq_version = options_.wizq_version;
+  started.pid = getpid();
+  started.input = options_.entry_input;
+  started.workflow = options_.workflow_json;
+  WIZQ_RETURN_IF_ERROR(Stage(started));
   if (!report->archived_to.empty()) {
-    WIZQ_RETURN_IF_ERROR(Stage("queue_archived", [&](JsonWriter& w) {
-      w.Field("reason", report->archive_reason);
-      w.Field("path", report->archived_to);
-    }));
+    WIZQ_RETURN_IF_ERROR(
+        Stage(QueueArchived{report->archive_reason, report->archived_to}));
   }
-  WIZQ_RETURN_IF_ERROR(Stage("worker_joined", [&](JsonWriter& w) {
-    w.Field("worker", workers_.self());
-    w.Key("pid").Int(getpid());
-  }));
-  TxnImpl txn(this);
+  WIZQ_RETURN_IF_ERROR(Stage(WorkerJoined{workers_.self(), getpid()}));
+  reclaimed_ = Reclaimed();
+  TxnImpl txn(this, &reclaimed_);
   for (const NewTask& t : options_.initial_tasks) {
     int64_t id = 0;
     bool dup = false;
@@ -129,31 +124,49 @@ Status DirQueue::ResumeRun(OpenReport* report) {
   WIZQ_RETURN_IF_ERROR(LogWriter::Open(env_, Path(kLogFile), log_end_,
                                        state_->last_seq() + 1, &writer_));
   WIZQ_RETURN_IF_ERROR(workers_.Register(options_.run_id, NowMs()));
-  TxnImpl txn(this);
-  WIZQ_RETURN_IF_ERROR(
-      txn.ResetDeadWorkers(&report->tasks_reset, &report->tasks_lost));
+  WIZQ_RETURN_IF_ERROR(ReclaimLostClaims(&reclaimed_));
+  report->tasks_reset = static_cast<int64_t>(reclaimed_.reset.size());
+  report->tasks_lost = static_cast<int64_t>(reclaimed_.lost.size());
   report->tasks_pending = state_->count(TaskState::kPending);
   if (!join) {
-    WIZQ_RETURN_IF_ERROR(Stage("run_resumed", [&](JsonWriter& w) {
-      w.Key("tasks_pending").Int(report->tasks_pending);
-      w.Key("tasks_done").Int(report->tasks_done);
-      w.Key("tasks_reset").Int(report->tasks_reset);
-      w.Key("tasks_lost").Int(report->tasks_lost);
-    }));
+    RunResumed resumed;
+    resumed.tasks_pending = report->tasks_pending;
+    resumed.tasks_done = report->tasks_done;
+    resumed.tasks_reset = report->tasks_reset;
+    resumed.tasks_lost = report->tasks_lost;
+    WIZQ_RETURN_IF_ERROR(Stage(resumed));
   }
-  WIZQ_RETURN_IF_ERROR(Stage("worker_joined", [&](JsonWriter& w) {
-    w.Field("worker", workers_.self());
-    w.Key("pid").Int(getpid());
-  }));
+  WIZQ_RETURN_IF_ERROR(Stage(WorkerJoined{workers_.self(), getpid()}));
   WIZQ_RETURN_IF_ERROR(CommitStaged());
   report->action = join ? OpenAction::kJoined : OpenAction::kResumed;
   return Status::OK();
 }
 
-Status DirQueue::Stage(std::string_view event,
-                       const std::function<void(JsonWriter&)>& fill) {
-  JsonWriter& w = writer_->BeginEvent(event, NowMs());
-  fill(w);
+// Attaching never starts, resumes or archives: the run goes on as it was,
+// with one more worker (which puts back what lost holders held, as any
+// transaction does).
+Status DirQueue::AttachRun(OpenReport* report) {
+  report->tasks_pending = state_->count(TaskState::kPending);
+  report->tasks_done = state_->count(TaskState::kDone);
+  if (state_->run().status == RunStatus::kCompleted ||
+      state_->run().status == RunStatus::kFailed) {
+    report->action = OpenAction::kFinished;
+    return Status::OK();
+  }
+  WIZQ_RETURN_IF_ERROR(LogWriter::Open(env_, Path(kLogFile), log_end_,
+                                       state_->last_seq() + 1, &writer_));
+  WIZQ_RETURN_IF_ERROR(workers_.Register(state_->run().run_id, NowMs()));
+  WIZQ_RETURN_IF_ERROR(ReclaimLostClaims(&reclaimed_));
+  report->tasks_reset = static_cast<int64_t>(reclaimed_.reset.size());
+  report->tasks_lost = static_cast<int64_t>(reclaimed_.lost.size());
+  report->tasks_pending = state_->count(TaskState::kPending);
+  WIZQ_RETURN_IF_ERROR(Stage(WorkerJoined{workers_.self(), getpid()}));
+  WIZQ_RETURN_IF_ERROR(CommitStaged());
+  report->action = OpenAction::kAttached;
+  return Status::OK();
+}
+
+Status DirQueue::ApplyStaged(std::string_view event) {
   const std::string& line = writer_->EndEvent();
   Status s = state_->ApplyEvent(line);
   if (!s.ok()) {
@@ -221,9 +234,10 @@ Status DirQueue::Transact(const std::function<Status(Txn&)>& fn) {
   Status s = [&]() -> Status {
     Status c = CatchUp();
     if (!c.ok()) return Poison(c);
-    TxnImpl txn(this);
     stage_error_ = Status::OK();
-    Status r = fn(txn);
+    Status r = ReclaimLostClaims(&reclaimed_);
+    TxnImpl txn(this, &reclaimed_);
+    if (r.ok()) r = fn(txn);
     if (r.ok()) r = stage_error_;
     if (!r.ok()) {
       // A failed reload poisons the queue, so every later call reports it;
@@ -242,7 +256,8 @@ Status DirQueue::Refresh() {
   std::lock_guard<std::mutex> guard(mu_);
   if (!poisoned_.ok()) return poisoned_;
   WIZQ_RETURN_IF_ERROR(env_->LockFile(Path("lock"), true, &dir_lock_));
-  Status s = options_.read_only ? ReadLogTail(false) : CatchUp();
+  Status s =
+      options_.mode == OpenMode::kReadOnly ? ReadLogTail(false) : CatchUp();
   dir_lock_.reset();
   return s;
 }
@@ -268,8 +283,7 @@ Status DirQueue::Close() {
   WIZQ_RETURN_IF_ERROR(env_->LockFile(Path("lock"), true, &dir_lock_));
   Status s = CatchUp();
   if (s.ok()) {
-    s = Stage("worker_left",
-              [&](JsonWriter& w) { w.Field("worker", workers_.self()); });
+    s = Stage(WorkerLeft{workers_.self()});
   }
   if (s.ok()) s = CommitStaged();
   if (s.ok() && log_end_ != snapshot_offset_) s = WriteCheckpointLocked();

@@ -1,10 +1,9 @@
 #include "queue/state.h"
 
-#include <simdjson.h>
-
 #include <limits>
+#include <variant>
 
-#include "queue/json_util.h"
+#include "queue/events.h"
 #include "util/canonical_json.h"
 
 namespace wizq {
@@ -44,20 +43,7 @@ bool ParseRunStatus(std::string_view n, RunStatus* s) {
   return ParseName(kRunStatusNames, n, s);
 }
 
-// The fields any event may carry; which ones matter depends on `event`.
-struct QueueState::Event {
-  int64_t seq = 0, ts = 0;
-  std::string_view event;
-  int64_t id = 0, parent_id = 0, attempt = 0, max_attempts = 0;
-  int64_t finally_for = 0, retry_at = 0, format = 0, started = 0;
-  std::string_view type, inputs, origin, dedup_key, worker, reason, message;
-  std::string_view run_id, install_dir, workflow, entry_input, status, version;
-  bool will_retry = false, has_finally = false, refund = false;
-};
-
 namespace {
-
-using simdjson::ondemand::value;
 
 // A task's inputs, kept as text. RawJson checks only the structure of an
 // object or array (simdjson's On-Demand API skips over its values), so the
@@ -70,146 +56,62 @@ bool AttemptsInRange(int64_t n) {
   return n >= 0 && n < std::numeric_limits<int>::max();
 }
 
-// Reads the fields of one event line into *e. String views point into the
-// parser's buffers and live until the next parse.
-template <typename Event>
-simdjson::error_code ReadEventFields(simdjson::ondemand::object obj, Event* e) {
-  for (auto field : obj) {
-    std::string_view key;
-    auto err = KeyView(field, &key);
-    if (err) return err;
-    value v = field.value();
-    if (key == "seq")
-      err = v.get_int64().get(e->seq);
-    else if (key == "ts")
-      err = v.get_int64().get(e->ts);
-    else if (key == "event")
-      err = StringView(v, &e->event);
-    else if (key == "id")
-      err = v.get_int64().get(e->id);
-    else if (key == "parent_id")
-      err = IntOrNull(v, &e->parent_id);
-    else if (key == "attempt")
-      err = v.get_int64().get(e->attempt);
-    else if (key == "max_attempts")
-      err = v.get_int64().get(e->max_attempts);
-    else if (key == "finally_for")
-      err = IntOrNull(v, &e->finally_for);
-    else if (key == "retry_at")
-      err = v.get_int64().get(e->retry_at);
-    else if (key == "format")
-      err = v.get_int64().get(e->format);
-    else if (key == "type")
-      err = StringView(v, &e->type);
-    else if (key == "inputs")
-      err = RawJson(v, &e->inputs);
-    else if (key == "origin")
-      err = StringView(v, &e->origin);
-    else if (key == "dedup_key")
-      err = StringView(v, &e->dedup_key);
-    else if (key == "worker")
-      err = StringView(v, &e->worker);
-    else if (key == "reason")
-      err = StringView(v, &e->reason);
-    else if (key == "message")
-      err = StringView(v, &e->message);
-    else if (key == "run_id")
-      err = StringView(v, &e->run_id);
-    else if (key == "install_dir")
-      err = StringView(v, &e->install_dir);
-    else if (key == "workflow")
-      err = RawJson(v, &e->workflow);
-    else if (key == "input")
-      err = RawJson(v, &e->entry_input);
-    else if (key == "status")
-      err = StringView(v, &e->status);
-    else if (key == "wizq_version")
-      err = StringView(v, &e->version);
-    else if (key == "will_retry")
-      err = v.get_bool().get(e->will_retry);
-    else if (key == "has_finally")
-      err = v.get_bool().get(e->has_finally);
-    else if (key == "refund")
-      err = v.get_bool().get(e->refund);
-    // Other fields (counts, spawned ids, crc, commit...) are informational.
-    if (err) return err;
-  }
-  return simdjson::SUCCESS;
-}
-
 }  // namespace
 
 Status QueueState::ApplyEvent(std::string_view line) {
-  static thread_local simdjson::ondemand::parser parser;
-  simdjson::padded_string padded(line);
-  simdjson::ondemand::document doc;
-  simdjson::ondemand::object obj;
+  static thread_local EventDecoder decoder;
+  EventHeader h;
   Event e;
-  auto err = parser.iterate(padded).get(doc);
-  if (!err) err = doc.get_object().get(obj);
-  if (!err) err = ReadEventFields(obj, &e);
-  if (err) {
-    return Status::Corruption(std::string("audit event does not parse: ") +
-                              simdjson::error_message(err));
-  }
-  if (e.seq < 1 || e.seq == std::numeric_limits<int64_t>::max()) {
-    return Status::Corruption("audit event seq " + std::to_string(e.seq) +
+  WIZQ_RETURN_IF_ERROR(decoder.Decode(line, &h, &e));
+  if (h.seq < 1 || h.seq == std::numeric_limits<int64_t>::max()) {
+    return Status::Corruption("audit event seq " + std::to_string(h.seq) +
                               " is out of range");
   }
-  if (e.seq != last_seq_ + 1 && last_seq_ != 0) {
-    return Status::Corruption("audit event seq " + std::to_string(e.seq) +
+  if (h.seq != last_seq_ + 1 && last_seq_ != 0) {
+    return Status::Corruption("audit event seq " + std::to_string(h.seq) +
                               " does not follow " + std::to_string(last_seq_));
   }
-  Status s;
-  if (e.event == "task_submitted")
-    s = ApplySubmitted(e);
-  else if (e.event == "task_claimed")
-    s = ApplyClaimed(e);
-  else if (e.event == "task_completed")
-    s = ApplyCompleted(e);
-  else if (e.event == "task_failed")
-    s = ApplyFailed(e);
-  else if (e.event == "task_reset")
-    s = ApplyReset(e);
-  else if (e.event == "run_started")
-    s = ApplyRunStarted(e);
-  else if (e.event == "run_finished")
-    s = ApplyRunFinished(e);
-  else if (e.event == "run_resumed")
-    s = ApplyRunResumed();
-  // task_deduplicated, queue_archived, worker_joined, worker_left and
-  // unknown (newer) informational events change no task.
+  Status s = std::visit([&](const auto& ev) { return Apply(ev, h.ts); }, e);
   if (!s.ok()) {
-    return s.Annotate("audit event seq " + std::to_string(e.seq) + " (" +
-                      std::string(e.event) + ")");
+    return s.Annotate("audit event seq " + std::to_string(h.seq) + " (" +
+                      std::string(h.name) + ")");
   }
-  last_seq_ = e.seq;
+  last_seq_ = h.seq;
   return Status::OK();
 }
 
-Status QueueState::ApplyRunStarted(const Event& e) {
+// Informational events (and unknown, newer ones) change no task.
+Status QueueState::Apply(const UnknownEvent&, int64_t) { return Status::OK(); }
+Status QueueState::Apply(const QueueArchived&, int64_t) { return Status::OK(); }
+Status QueueState::Apply(const WorkerJoined&, int64_t) { return Status::OK(); }
+Status QueueState::Apply(const WorkerLeft&, int64_t) { return Status::OK(); }
+Status QueueState::Apply(const TaskDeduplicated&, int64_t) {
+  return Status::OK();
+}
+
+Status QueueState::Apply(const RunStarted& e, int64_t ts) {
   if (started()) return Status::Corruption("a second run_started");
   run_.format_version = static_cast<int>(e.format);
   run_.run_id = e.run_id;
   run_.install_dir = e.install_dir;
   run_.workflow = e.workflow;
-  run_.entry_input = e.entry_input;
-  run_.wizq_version = e.version;
-  run_.started_ms = e.ts;
+  run_.entry_input = e.input;
+  run_.wizq_version = e.wizq_version;
+  run_.started_ms = ts;
   run_.status = RunStatus::kRunning;
   return Status::OK();
 }
 
-Status QueueState::ApplyRunFinished(const Event& e) {
+Status QueueState::Apply(const RunFinished& e, int64_t ts) {
   if (!ParseRunStatus(e.status, &run_.status)) {
     return Status::Corruption("unknown run status '" + std::string(e.status) +
                               "'");
   }
-  run_.finished_ms = e.ts;
+  run_.finished_ms = ts;
   return Status::OK();
 }
 
-Status QueueState::ApplySubmitted(const Event& e) {
+Status QueueState::Apply(const TaskSubmitted& e, int64_t ts) {
   // What the snapshot decoder requires of a task (a state that cannot be
   // checkpointed and read back must not be accepted).
   if (e.type.empty() || e.inputs.empty()) {
@@ -236,7 +138,7 @@ Status QueueState::ApplySubmitted(const Event& e) {
   t.dedup_key = e.dedup_key;
   t.has_finally = e.has_finally;
   t.finally_for = e.finally_for;
-  t.created_ms = t.updated_ms = e.ts;
+  t.created_ms = t.updated_ms = ts;
   if (!ParseOrigin(e.origin, &t.origin)) {
     return Status::Corruption("unknown origin '" + std::string(e.origin) + "'");
   }
@@ -265,7 +167,7 @@ Status QueueState::RequireState(const Task* t, int64_t id, TaskState s,
   return Status::OK();
 }
 
-Status QueueState::ApplyClaimed(const Event& e) {
+Status QueueState::Apply(const TaskClaimed& e, int64_t ts) {
   Task* t = MutableFind(e.id);
   WIZQ_RETURN_IF_ERROR(RequireState(t, e.id, TaskState::kPending, "claim"));
   if (!AttemptsInRange(e.attempt)) {
@@ -274,42 +176,42 @@ Status QueueState::ApplyClaimed(const Event& e) {
   }
   t->attempts = static_cast<int>(e.attempt);
   t->claimed_by = e.worker;
-  t->updated_ms = e.ts;
+  t->updated_ms = ts;
   SetState(t, TaskState::kInProgress);
   return Status::OK();
 }
 
-Status QueueState::ApplyCompleted(const Event& e) {
+Status QueueState::Apply(const TaskCompleted& e, int64_t ts) {
   Task* t = MutableFind(e.id);
   WIZQ_RETURN_IF_ERROR(
       RequireState(t, e.id, TaskState::kInProgress, "completion"));
-  t->updated_ms = e.ts;
+  t->updated_ms = ts;
   SetState(t, TaskState::kDone);
   Settle(t);
   return Status::OK();
 }
 
-Status QueueState::ApplyFailed(const Event& e) {
+Status QueueState::Apply(const TaskFailed& e, int64_t ts) {
   Task* t = MutableFind(e.id);
   WIZQ_RETURN_IF_ERROR(
       RequireState(t, e.id, TaskState::kInProgress, "failure"));
   if (e.reason.empty()) return Status::Corruption("a failure needs a reason");
   t->error_reason = e.reason;
   t->error_message = e.message;
-  t->updated_ms = e.ts;
+  t->updated_ms = ts;
   t->retry_at_ms = e.will_retry ? e.retry_at : 0;
   SetState(t, e.will_retry ? TaskState::kPending : TaskState::kFailed);
   if (!e.will_retry) Settle(t);
   return Status::OK();
 }
 
-Status QueueState::ApplyReset(const Event& e) {
+Status QueueState::Apply(const TaskReset& e, int64_t ts) {
   Task* t = MutableFind(e.id);
   WIZQ_RETURN_IF_ERROR(RequireState(t, e.id, TaskState::kInProgress, "reset"));
   if (e.reason.empty()) return Status::Corruption("a reset needs a reason");
   t->error_reason = e.reason;
   t->error_message = e.message;
-  t->updated_ms = e.ts;
+  t->updated_ms = ts;
   if (e.refund && t->attempts > 0) t->attempts--;
   SetState(t, TaskState::kPending);
   return Status::OK();
@@ -396,7 +298,7 @@ void QueueState::Settle(Task* t) {
   }
 }
 
-Status QueueState::ApplyRunResumed() {
+Status QueueState::Apply(const RunResumed&, int64_t) {
   // The count stays within what a snapshot may hold (0 .. 2^31-2).
   if (run_.resumes >= std::numeric_limits<int>::max() - 1) {
     return Status::Corruption("run_resumed after " +

@@ -3,9 +3,10 @@
 //
 // Every change goes through ApplyEvent with the event's JSON line, both when
 // a process makes a transition and when it replays what it or others wrote,
-// so the live state and the recovered state cannot drift apart. An event
-// that does not fit the state (a claim of a task that is not pending, an
-// unknown id) is reported as Corruption.
+// so the live state and the recovered state cannot drift apart. The line is
+// decoded by its event's codec (queue/events.h) and applied by one Apply
+// overload per event kind. An event that does not fit the state (a claim of
+// a task that is not pending, an unknown id) is reported as Corruption.
 //
 // Not thread-safe; the Queue serialises access.
 #ifndef WIZQ_QUEUE_STATE_H_
@@ -24,6 +25,21 @@
 #include "util/status.h"
 
 namespace wizq {
+
+// The event kinds (queue/events.h).
+struct UnknownEvent;
+struct RunStarted;
+struct RunResumed;
+struct QueueArchived;
+struct WorkerJoined;
+struct WorkerLeft;
+struct TaskSubmitted;
+struct TaskDeduplicated;
+struct TaskClaimed;
+struct TaskCompleted;
+struct TaskFailed;
+struct TaskReset;
+struct RunFinished;
 
 enum class RunStatus { kRunning, kPaused, kCompleted, kFailed };
 const char* RunStatusName(RunStatus s);
@@ -49,7 +65,9 @@ class QueueState {
   QueueState(const QueueState&) = delete;
   QueueState& operator=(const QueueState&) = delete;
 
-  // Applies one event (a JSON object with at least seq and event).
+  // Applies one event (a JSON object with at least seq and event). Nothing
+  // changes when it fails, except by an event that fails half-way through
+  // (a corrupt log: the caller drops the state).
   Status ApplyEvent(std::string_view line);
 
   bool started() const { return !run_.run_id.empty(); }
@@ -83,15 +101,21 @@ class QueueState {
   void Rebuild();
 
  private:
-  struct Event;
-  Status ApplySubmitted(const Event& e);
-  Status ApplyClaimed(const Event& e);
-  Status ApplyCompleted(const Event& e);
-  Status ApplyFailed(const Event& e);
-  Status ApplyReset(const Event& e);
-  Status ApplyRunStarted(const Event& e);
-  Status ApplyRunFinished(const Event& e);
-  Status ApplyRunResumed();
+  // One per event kind; `ts` is the event's time. Informational kinds
+  // (worker_joined, task_deduplicated, ...) change nothing.
+  Status Apply(const UnknownEvent& e, int64_t ts);
+  Status Apply(const RunStarted& e, int64_t ts);
+  Status Apply(const RunResumed& e, int64_t ts);
+  Status Apply(const QueueArchived& e, int64_t ts);
+  Status Apply(const WorkerJoined& e, int64_t ts);
+  Status Apply(const WorkerLeft& e, int64_t ts);
+  Status Apply(const TaskSubmitted& e, int64_t ts);
+  Status Apply(const TaskDeduplicated& e, int64_t ts);
+  Status Apply(const TaskClaimed& e, int64_t ts);
+  Status Apply(const TaskCompleted& e, int64_t ts);
+  Status Apply(const TaskFailed& e, int64_t ts);
+  Status Apply(const TaskReset& e, int64_t ts);
+  Status Apply(const RunFinished& e, int64_t ts);
   Status AddLiveTask(Task t);
   Task* MutableFind(int64_t id);
   Status RequireState(const Task* t, int64_t id, TaskState s,

@@ -11,10 +11,13 @@ struct Task;
 
 class TxnImpl : public Txn {
  public:
-  explicit TxnImpl(DirQueue* queue) : q_(queue) {}
+  // `reclaimed`: what the transaction's reclaim did; outlives the Txn.
+  TxnImpl(DirQueue* queue, const Reclaimed* reclaimed)
+      : q_(queue), reclaimed_(reclaimed) {}
 
   const QueueState& state() const override;
   int64_t now_ms() const override;
+  const Reclaimed& reclaimed() const override { return *reclaimed_; }
   Status Submit(const NewTask& task, int64_t* id, bool* deduplicated) override;
   Status ClaimNext(const std::function<bool(const Task&)>& accept,
                    int64_t* id) override;
@@ -30,6 +33,7 @@ class TxnImpl : public Txn {
  private:
   Status RequireHeld(int64_t id, const Task** task) const;
   DirQueue* q_;
+  const Reclaimed* reclaimed_;
 };
 
 }  // namespace wizq

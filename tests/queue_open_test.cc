@@ -217,10 +217,12 @@ TEST_F(QueueTest, NewerFormatIsRefusedAndNothingIsTouched) {
   const auto before = Tree(Wizard());
   ASSERT_FALSE(fs::is_empty(Wizard() + "/workers"));  // the dead worker
   for (const char* run : {"run-A", "run-B"}) {
-    for (bool fresh : {false, true}) {
-      SCOPED_TRACE(std::string(run) + (fresh ? " fresh" : ""));
+    for (OpenMode mode :
+         {OpenMode::kRun, OpenMode::kFresh, OpenMode::kAttach}) {
+      SCOPED_TRACE(std::string(run) + " mode " +
+                   std::to_string(static_cast<int>(mode)));
       QueueOptions o = Options(run);
-      o.fresh = fresh;
+      o.mode = mode;
       std::unique_ptr<Queue> q;
       Status s = Queue::Open(o, &q, nullptr);
       EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
@@ -263,7 +265,7 @@ TEST_F(QueueTest, ForeignRunWithLiveWorkerIsBusyAndNothingChanges) {
   const auto before = Tree(Wizard());
   for (bool fresh : {false, true}) {
     QueueOptions o = Options("run-B");
-    o.fresh = fresh;
+    o.mode = fresh ? OpenMode::kFresh : OpenMode::kRun;
     std::unique_ptr<Queue> b;
     Status s = Queue::Open(o, &b, nullptr);
     ASSERT_TRUE(s.IsBusy()) << s.ToString();
@@ -274,7 +276,7 @@ TEST_F(QueueTest, ForeignRunWithLiveWorkerIsBusyAndNothingChanges) {
   }
   // --fresh on the same run while a worker of it is alive: refused too.
   QueueOptions o = Options("run-A");
-  o.fresh = true;
+  o.mode = OpenMode::kFresh;
   std::unique_ptr<Queue> b;
   Status s = Queue::Open(o, &b, nullptr);
   ASSERT_TRUE(s.IsBusy()) << s.ToString();
@@ -321,7 +323,7 @@ TEST_F(QueueTest, CompletedRunIsFinishedAndNothingIsWritten) {
     q.reset();
     EXPECT_EQ(Tree(Wizard()), before);
     // --fresh starts it over, archiving it.
-    o.fresh = true;
+    o.mode = OpenMode::kFresh;
     q = OpenOk(o, &report);
     EXPECT_EQ(report.action, OpenAction::kStartedFresh);
     ASSERT_NE(report.archived_to, "");
@@ -338,7 +340,7 @@ TEST_F(QueueTest, FreshArchivesAMatchingRun) {
   ASSERT_TRUE(q->Close().ok());
   const std::string old_log = ReadAll(LogPath());
   QueueOptions o = Options();
-  o.fresh = true;
+  o.mode = OpenMode::kFresh;
   OpenReport report;
   q = OpenOk(o, &report);
   ASSERT_TRUE(q);
@@ -405,7 +407,7 @@ TEST_F(QueueTest, CorruptSnapshotIsAnErrorNamingItAndNothingIsTouched) {
     const auto before = Tree(Wizard());
     for (bool fresh : {false, true}) {
       QueueOptions o = Options();
-      o.fresh = fresh;
+      o.mode = fresh ? OpenMode::kFresh : OpenMode::kRun;
       std::unique_ptr<Queue> q;
       Status s = Queue::Open(o, &q, nullptr);
       ASSERT_TRUE(s.IsCorruption()) << s.ToString();
@@ -486,7 +488,7 @@ TEST_F(QueueTest, WizardSymlinkIsRefused) {
   fs::create_directory_symlink(elsewhere, Wizard());
   for (bool read_only : {false, true}) {
     QueueOptions o = Options();
-    o.read_only = read_only;
+    o.mode = read_only ? OpenMode::kReadOnly : OpenMode::kRun;
     std::unique_ptr<Queue> q;
     Status s = Queue::Open(o, &q, nullptr);
     EXPECT_FALSE(s.ok());
@@ -529,7 +531,7 @@ TEST_F(QueueTest, ReadOnlyOpenWritesNothing) {
   LeaveCrashedRun(Options());
   const auto before = Tree(Wizard());
   QueueOptions o = Options("some-other-run");
-  o.read_only = true;
+  o.mode = OpenMode::kReadOnly;
   OpenReport report;
   auto q = OpenOk(o, &report);
   ASSERT_TRUE(q);

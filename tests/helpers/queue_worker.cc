@@ -5,7 +5,8 @@
 //                [--hold-count K] [--ledger F] [--go-file G]
 //
 // Opens the run in D (the test seeds it first, so this joins or resumes
-// it), then loops: Transact{ResetDeadWorkers; ClaimNext}; "does the work"
+// it), then loops: Transact{ClaimNext} (each
+// transaction first puts back the claims of dead workers); "does the work"
 // by appending "<task_id> <pid>\n" to the ledger (D/ledger.txt unless
 // --ledger) with O_APPEND and sleeping 0-2 ms; then Transact{Complete}.
 // A task of type "Fan" spawns children (see FanChildren); a "Leaf" spawns
@@ -158,8 +159,6 @@ int Run(const Args& args) {
     int64_t id = 0;
     bool finished = false;
     s = queue->Transact([&](Txn& txn) {
-      int64_t reset = 0, lost = 0;
-      WIZQ_RETURN_IF_ERROR(txn.ResetDeadWorkers(&reset, &lost));
       WIZQ_RETURN_IF_ERROR(txn.ClaimNext(nullptr, &id));
       finished = id == 0 && txn.state().pending().empty() &&
                  txn.state().in_progress().empty();

@@ -1,0 +1,258 @@
+// The audit events of `.wizard/audit.jsonl`: one struct per kind, each
+// encoding and decoding itself (LevelDB's VersionEdit::EncodeTo/DecodeFrom).
+// The line format, the commit and crc fields and the free space are in
+// docs/FORMAT.md and audit/log_format.h; this header owns what each event
+// carries. Internal to queue/.
+//
+// A line is {"seq":N,"ts":MS,"event":"<kName>",<fields>} (+ "commit", "crc",
+// added by the LogWriter). EncodeTo writes <fields>, always in the order
+// below: the bytes are the format (existing logs and the fuzz corpora hold
+// them). DecodeField reads one field; fields it does not know (crc, commit,
+// a newer wizq's additions) are skipped. A field of the wrong JSON type is a
+// simdjson error ("audit event does not parse"); what the values mean is
+// checked when QueueState applies the event (queue/state.cc), with messages
+// that name the seq and the event.
+//
+// Strings are views: into the caller's strings when encoding, into the line
+// (or the parser's buffer, for a string with escapes) when decoding. An
+// event lives no longer than what it views.
+//
+// Adding an event kind (e.g. lease_renewed):
+//   1. a struct here with kName, its fields (the format doc line as a
+//      comment), EncodeTo, DecodeField and operator== (events.cc);
+//   2. the struct in the `Event` variant below (an event is known by its
+//      kName, docs/FORMAT.md lists it);
+//   3. `Status Apply(const NewEvent&, int64_t ts)` in QueueState (state.h;
+//      std::visit refuses to compile without it) — a purely informational
+//      event applies nothing;
+//   4. where a transition writes it, `DirQueue::Stage(NewEvent{...})`;
+//   5. a golden line in tests/queue_events_test.cc.
+// Older wizq versions skip an event kind they do not know.
+#ifndef WIZQ_QUEUE_EVENTS_H_
+#define WIZQ_QUEUE_EVENTS_H_
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "util/json_writer.h"
+#include "util/status.h"
+
+namespace wizq {
+
+using EventValue = simdjson::ondemand::value;
+using EventError = simdjson::error_code;
+
+// Fields of every line, written by LogWriter::BeginEvent.
+struct EventHeader {
+  int64_t seq = 0;        // rises by exactly 1 per line, from 1
+  int64_t ts = 0;         // ms since the Unix epoch
+  std::string_view name;  // "event"
+};
+
+// A run begins: the first line of every log.
+struct RunStarted {
+  static constexpr std::string_view kName = "run_started";
+  int64_t format = 0;  // format version of the files (kSnapshotVersion)
+  std::string_view run_id;
+  std::string_view install_dir;
+  std::string_view wizq_version;
+  int64_t pid = 0;
+  std::string_view input;     // entry input, JSON text
+  std::string_view workflow;  // the frozen workflow, JSON text
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const RunStarted& o) const;
+};
+
+// A stopped run is taken up again (no other worker was alive).
+struct RunResumed {
+  static constexpr std::string_view kName = "run_resumed";
+  int64_t tasks_pending = 0;
+  int64_t tasks_done = 0;
+  int64_t tasks_reset = 0;  // in_progress tasks put back to pending
+  int64_t tasks_lost = 0;   // in_progress tasks failed with worker_lost
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const RunResumed& o) const;
+};
+
+// The previous run was archived (the second event of the new run).
+struct QueueArchived {
+  static constexpr std::string_view kName = "queue_archived";
+  std::string_view reason;
+  std::string_view path;  // the archive directory
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const QueueArchived& o) const;
+};
+
+// A worker process starts working on the run.
+struct WorkerJoined {
+  static constexpr std::string_view kName = "worker_joined";
+  std::string_view worker;  // its id, "w<pid>-<hex>"
+  int64_t pid = 0;
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const WorkerJoined& o) const;
+};
+
+// A worker process stops in order (Queue::Close).
+struct WorkerLeft {
+  static constexpr std::string_view kName = "worker_left";
+  std::string_view worker;
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const WorkerLeft& o) const;
+};
+
+// A new task, pending.
+struct TaskSubmitted {
+  static constexpr std::string_view kName = "task_submitted";
+  int64_t id = 0;
+  std::string_view type;
+  std::string_view inputs;  // JSON text
+  int64_t parent_id = 0;    // 0 (null): a root
+  std::string_view origin;  // OriginName(): Initial, Spawned, Retry, Finally
+  std::string_view dedup_key;
+  int64_t max_attempts = 0;
+  bool has_finally = false;
+  int64_t finally_for = 0;  // the owner of a finally hook, 0 (null) if none
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const TaskSubmitted& o) const;
+};
+
+// A submission folded into an existing task with the same dedup key.
+struct TaskDeduplicated {
+  static constexpr std::string_view kName = "task_deduplicated";
+  std::string_view type;
+  std::string_view dedup_key;
+  int64_t existing_id = 0;
+  int64_t parent_id = 0;  // 0 (null): a root
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const TaskDeduplicated& o) const;
+};
+
+// pending -> in_progress; attempts are counted at claim.
+struct TaskClaimed {
+  static constexpr std::string_view kName = "task_claimed";
+  int64_t id = 0;
+  std::string_view type;
+  std::string_view worker;  // the holder (ClaimHolder::kWorker)
+  int64_t attempt = 0;
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const TaskClaimed& o) const;
+};
+
+// in_progress -> done, with the ids its response spawned in the same batch.
+struct TaskCompleted {
+  static constexpr std::string_view kName = "task_completed";
+  int64_t id = 0;
+  std::string_view worker;
+  std::vector<int64_t> spawned;       // new task ids
+  std::vector<int64_t> deduplicated;  // existing ids a child was folded into
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const TaskCompleted& o) const;
+};
+
+// in_progress -> failed, or pending again (a retry, not before retry_at).
+struct TaskFailed {
+  static constexpr std::string_view kName = "task_failed";
+  int64_t id = 0;
+  std::string_view worker;
+  std::string_view reason;  // exit_code, timeout, invalid_response, worker_lost
+  std::string_view message;
+  int64_t attempt = 0;
+  bool will_retry = false;
+  int64_t retry_at = 0;  // ms; written only when will_retry
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const TaskFailed& o) const;
+};
+
+// in_progress -> pending: its worker died, or was interrupted.
+struct TaskReset {
+  static constexpr std::string_view kName = "task_reset";
+  int64_t id = 0;
+  std::string_view worker;  // the one that held it
+  std::string_view reason;  // worker_lost, interrupted
+  std::string_view message;
+  int64_t attempt = 0;
+  bool refund = false;  // the attempt does not count; written only when true
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const TaskReset& o) const;
+};
+
+// Every task settled: the run is over.
+struct RunFinished {
+  static constexpr std::string_view kName = "run_finished";
+  std::string_view status;  // RunStatusName(): completed, failed
+  bool resumed = false;
+  int64_t tasks_total = 0;
+  int64_t tasks_done = 0;
+  int64_t tasks_failed = 0;
+  int64_t duration_ms = 0;
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const RunFinished& o) const;
+};
+
+// An event this wizq does not know (a newer one's): skipped.
+struct UnknownEvent {
+  void EncodeTo(JsonWriter&) const {}
+  EventError DecodeField(std::string_view, EventValue) {
+    return simdjson::SUCCESS;
+  }
+  bool operator==(const UnknownEvent&) const { return true; }
+};
+
+// Every kind, known by kName. UnknownEvent must stay the first (the
+// default) alternative.
+using Event = std::variant<UnknownEvent, RunStarted, RunResumed, QueueArchived,
+                           WorkerJoined, WorkerLeft, TaskSubmitted,
+                           TaskDeduplicated, TaskClaimed, TaskCompleted,
+                           TaskFailed, TaskReset, RunFinished>;
+
+// The name of the event held (the header's name for an UnknownEvent).
+std::string_view EventName(const Event& e);
+
+// Parses one line into its header and event. Errors (a line that is not a
+// JSON object, a field of the wrong type) are Corruption "audit event does
+// not parse: ...". The event views the line or `parser`'s buffers and lives
+// until `parser` parses again; `line` must outlive it too.
+class EventDecoder {
+ public:
+  Status Decode(std::string_view line, EventHeader* header, Event* event);
+
+ private:
+  simdjson::ondemand::parser parser_;
+  std::string buffer_;  // the line and simdjson's padding, reused
+};
+
+// The whole line as LogWriter writes it before commit and crc:
+// {"seq":..,"ts":..,"event":"..",<fields>}. For tests and tools.
+template <typename E>
+std::string EncodeEventLine(int64_t seq, int64_t ts, const E& e) {
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("seq").Int(seq);
+  w.Key("ts").Int(ts);
+  w.Key("event").String(E::kName);
+  e.EncodeTo(w);
+  w.EndObject();
+  return out;
+}
+
+}  // namespace wizq
+
+#endif  // WIZQ_QUEUE_EVENTS_H_

@@ -1,0 +1,80 @@
+// DirQueue: putting back the claims of lost holders (queue/claim_holder.h),
+// at the start of every transaction and when a run is resumed or attached.
+#include "queue/queue_impl.h"
+
+namespace wizq {
+
+bool DirQueue::HolderLost(const ClaimHolder& holder, int64_t now_ms) {
+  switch (holder.kind) {
+    case ClaimHolder::Kind::kWorker:
+      return !workers_.IsAlive(holder.worker);
+    case ClaimHolder::Kind::kLease:
+      return holder.LeaseLapsed(now_ms);
+  }
+  return false;
+}
+
+// A lost attempt that started counts (pending again if attempts remain,
+// else failed); one that never started (claimed ahead, see
+// QueueOptions::attempt_started) does not, and the task goes back.
+Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
+  const auto& started = options_.attempt_started;
+  const std::string worker = t.claimed_by;
+  const int attempt = t.attempts;
+  const bool ran = !started || started(t);
+  const bool again = !ran || t.attempts < t.max_attempts;
+  const std::string message =
+      ran ? "worker " + worker +
+                " died while the task was in progress (attempt " +
+                std::to_string(attempt) + " of " +
+                std::to_string(t.max_attempts) + ")"
+          : "worker " + worker +
+                " died after claiming the task but before starting it; the "
+                "attempt does not count";
+  const int64_t id = t.id;
+  if (again) {
+    out->reset.push_back(id);
+    TaskReset e;
+    e.id = id;
+    e.worker = worker;
+    e.reason = kReasonWorkerLost;
+    e.message = message;
+    e.attempt = attempt;
+    e.refund = !ran;
+    return Stage(e);
+  }
+  out->lost.push_back(id);
+  TaskFailed e;
+  e.id = id;
+  e.worker = worker;
+  e.reason = kReasonWorkerLost;
+  e.message = message;
+  e.attempt = attempt;
+  e.will_retry = false;
+  return Stage(e);
+}
+
+// Cheap when nothing is held by another holder: one pass over the
+// in_progress set, no file touched. Otherwise each other worker's liveness
+// is checked once (its lock, as ListLive does), afresh in every
+// transaction, so a worker that died since the last one is seen at once.
+Status DirQueue::ReclaimLostClaims(Reclaimed* out) {
+  out->reset.clear();
+  out->lost.clear();
+  const std::string& self = workers_.self();
+  std::vector<int64_t> others;
+  for (int64_t id : state_->in_progress()) {
+    if (state_->Find(id)->claimed_by != self) others.push_back(id);
+  }
+  if (others.empty()) return Status::OK();
+  workers_.ForgetCache();
+  const int64_t now = NowMs();
+  for (int64_t id : others) {
+    const Task* t = state_->Find(id);
+    if (!HolderLost(HolderOf(*t), now)) continue;
+    WIZQ_RETURN_IF_ERROR(PutBack(*t, out));
+  }
+  return Status::OK();
+}
+
+}  // namespace wizq
