@@ -123,9 +123,11 @@ CommitResult RunLoop::Commit(std::vector<Outcome> outcomes, int want,
 Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
                             int want, std::map<std::string, int>& per_step,
                             CommitResult* r) {
-  int64_t reset = 0, lost = 0;
-  WIZQ_RETURN_IF_ERROR(txn.ResetDeadWorkers(&reset, &lost));
-  r->lost = txn.reclaimed().lost;
+  // The transaction has already put back what dead workers held; their
+  // lost attempts' process trees are ended by the main thread (Harvest).
+  const Reclaimed& reclaimed = txn.reclaimed();
+  r->lost = reclaimed.lost;
+  const size_t reset = reclaimed.reset.size(), lost = reclaimed.lost.size();
   if (reset + lost > 0) {
     r->notes.push_back("put back " + std::to_string(reset) +
                        " task(s) of a dead worker; " + std::to_string(lost) +

@@ -168,9 +168,6 @@ class Txn {
   // Gives back a task this worker holds but stopped before it finished
   // (wizq was interrupted): pending again, and the attempt does not count.
   virtual Status Release(int64_t id, std::string_view reason) = 0;
-  // DEPRECATED: every transaction now puts back lost claims itself. Sets
-  // the counts of reclaimed() and writes nothing.
-  virtual Status ResetDeadWorkers(int64_t* reset, int64_t* lost) = 0;
   // Records run_finished with the status and counts.
   virtual Status FinishRun(RunStatus status, int64_t duration_ms) = 0;
 };

@@ -122,12 +122,6 @@ Status TxnImpl::Release(int64_t id, std::string_view reason) {
   return q_->Stage(e);
 }
 
-Status TxnImpl::ResetDeadWorkers(int64_t* reset, int64_t* lost) {
-  *reset = static_cast<int64_t>(reclaimed().reset.size());
-  *lost = static_cast<int64_t>(reclaimed().lost.size());
-  return Status::OK();
-}
-
 Status TxnImpl::FinishRun(RunStatus status, int64_t duration_ms) {
   const QueueState& s = state();
   RunFinished e;

@@ -27,7 +27,6 @@ class TxnImpl : public Txn {
               bool retryable, int64_t retry_delay_ms,
               bool* will_retry) override;
   Status Release(int64_t id, std::string_view reason) override;
-  Status ResetDeadWorkers(int64_t* reset, int64_t* lost) override;
   Status FinishRun(RunStatus status, int64_t duration_ms) override;
 
  private:

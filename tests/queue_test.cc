@@ -436,7 +436,7 @@ TEST_F(QueueTest, OnlyTheHolderCanCompleteOrFail) {
   EXPECT_TRUE(q2->state().AllSettled());
 }
 
-TEST_F(QueueTest, ResetDeadWorkersPutsBackOnlyDeadClaims) {
+TEST_F(QueueTest, EveryTransactionPutsBackOnlyDeadClaims) {
   QueueOptions o = Options();
   o.initial_tasks = {MakeTask("A", "1", 0, 2, Origin::kInitial),
                      MakeTask("B", "2", 0, 1, Origin::kInitial),
@@ -449,8 +449,11 @@ TEST_F(QueueTest, ResetDeadWorkersPutsBackOnlyDeadClaims) {
   int64_t reset = -1, lost = -1;
   auto reset_dead = [&](Queue* q) {
     reset = lost = 0;
-    Status s = q->Transact(
-        [&](Txn& txn) { return txn.ResetDeadWorkers(&reset, &lost); });
+    Status s = q->Transact([&](Txn& txn) {
+      reset = static_cast<int64_t>(txn.reclaimed().reset.size());
+      lost = static_cast<int64_t>(txn.reclaimed().lost.size());
+      return Status::OK();
+    });
     EXPECT_TRUE(s.ok()) << s.ToString();
   };
   reset_dead(q1.get());  // q2 is alive: nothing to do
