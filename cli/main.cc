@@ -46,9 +46,9 @@ int DoRun(RunArgs& a) {
     // Follows symlinks, unlike wizq's own files: the user named this file.
     Status s = Env::Posix()->ReadUserFile(a.input_file, &a.options.input_json);
     if (!s.ok()) {
-      // The message names the file: "open in.json: No such file or ...".
-      std::fprintf(stderr, "wizq run: cannot read --input-file: %s\n",
-                   s.message().c_str());
+      // s names the file too: "open in.json: No such file or directory".
+      std::fprintf(stderr, "wizq run: cannot read --input-file %s: %s\n",
+                   a.input_file.c_str(), s.message().c_str());
       return kExitInvalid;
     }
   }

@@ -19,7 +19,10 @@
 //    FileLock::fd()): dup2 into a child, flock, fstat, write of a last
 //    message to a child's stderr;
 //  - inspection of processes through /proc (tasks/orphans.cc), which reads
-//    the kernel's view of other processes, not wizq's files.
+//    the kernel's view of other processes, not wizq's files;
+//  - realpath(3) of a directory the user named (the install directory in
+//    orchestrator/run.cc, the workflow's directory in tasks/workflow.cc):
+//    path resolution that opens and changes nothing.
 // Test Envs that change a few operations derive from EnvWrapper, which
 // forwards everything else.
 //
@@ -131,9 +134,10 @@ class Env {
   // much larger: a task's stdout). No read slack is promised.
   virtual Status ReadFilePrefix(const std::string& path, size_t limit,
                                 std::string* data) = 0;
-  // Reads the whole file like ReadFile, but follows symlinks: only for a
-  // file the user names on the command line (--input-file), never for
-  // wizq's own files.
+  // Reads the whole file like ReadFile, but follows symlinks and reads
+  // sequentially to EOF, so a pipe or FIFO works (`--input-file <(...)`):
+  // only for a file the user names on the command line (--input-file),
+  // never for wizq's own files. No read slack is promised.
   virtual Status ReadUserFile(const std::string& path, std::string* data) = 0;
   virtual bool FileExists(const std::string& path) = 0;
   // lstat(2) of `path`. NotFound if it does not exist.

@@ -299,10 +299,24 @@ class PosixEnv final : public Env {
   Status ReadFilePrefix(const std::string& path, size_t limit,
                         std::string* data) override;
 
+  // Sequential read() to EOF, not pread: the user's file may be a pipe, a
+  // FIFO or /dev/stdin (`--input-file <(...)`).
   Status ReadUserFile(const std::string& path, std::string* data) override {
     const int fd = OpenRetry(path, O_RDONLY | O_CLOEXEC);  // follows symlinks
     if (fd < 0) return PosixError("open", path, errno);
-    Status s = ReadFd(fd, path, 0, data);
+    data->clear();
+    char buf[64 * 1024];
+    Status s;
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        s = PosixError("read", path, errno);
+        break;
+      }
+      if (n == 0) break;
+      data->append(buf, static_cast<size_t>(n));
+    }
     ::close(fd);
     return s;
   }

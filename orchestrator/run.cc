@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include <atomic>
-#include <filesystem>
 
+#include "fs/env.h"
 #include "orchestrator/run_loop.h"
 #include "tasks/command_executor.h"
 #include "tasks/response.h"
@@ -25,13 +25,11 @@ int ExitCodeFor(const Status& s) {
 }
 
 // Creates the install directory if needed and returns its canonical path.
-Status CanonicalInstallDir(const std::string& dir, std::string* out) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return Status::IOError("cannot create install directory " + dir + ": " +
-                           ec.message());
-  }
+Status CanonicalInstallDir(Env* env, const std::string& dir, std::string* out) {
+  Status s = env->CreateDirs(dir, 0777);  // as mkdir -p: the umask applies
+  if (!s.ok()) return s.Annotate("cannot create install directory " + dir);
+  // Path resolution only (no file is opened or changed): allowed raw, see
+  // the rule in fs/env.h.
   char buf[PATH_MAX];
   if (realpath(dir.c_str(), buf) == nullptr) {
     return Status::IOErrorFromErrno("resolving", dir, errno);
@@ -86,7 +84,8 @@ int RunWorkflow(const RunOptions& options, RunObserver* observer,
   config.run_id = options.run_id.empty()
                       ? DeriveRunId(workflow->frozen_json(), input)
                       : options.run_id;
-  s = CanonicalInstallDir(options.install_dir, &config.install_dir);
+  s = CanonicalInstallDir(options.env ? options.env : Env::Posix(),
+                          options.install_dir, &config.install_dir);
   if (!s.ok()) {
     *error = s.message();
     return kExitEnvironment;

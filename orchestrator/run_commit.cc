@@ -201,8 +201,10 @@ Status RunLoop::StopAndRelease(const std::string& reason) {
   Status s = Harvest(/*block=*/true);
   for (const Task& t : ready_) running_[t.id] = t;
   for (const Outcome& o : outcomes_) running_.erase(o.id);
+  std::vector<int64_t> lost;  // dead workers' tasks this commit failed
   if (s.ok()) {
     s = queue_->Transact([&](Txn& txn) {
+      lost = txn.reclaimed().lost;
       for (const Outcome& o : outcomes_) {
         const Task* t = txn.state().Find(o.id);
         Status rs = o.success
@@ -218,6 +220,7 @@ Status RunLoop::StopAndRelease(const std::string& reason) {
       return Status::OK();
     });
   }
+  if (s.ok()) ReapLostOrphans(lost);
   running_.clear();
   ready_.clear();
   outcomes_.clear();

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fs/env.h"
@@ -83,6 +84,19 @@ TEST_F(EnvIoTest, ReadUserFileFollowsSymlinks) {
   EXPECT_TRUE(s.IsNotFound()) << s.ToString();
   EXPECT_NE(std::string::npos, s.message().find(Path("missing")));
   EXPECT_FALSE(env_->ReadUserFile(dir_.path(), &data).ok());  // a directory
+}
+
+// --input-file <(...) and /dev/stdin are pipes: no pread, no size.
+TEST_F(EnvIoTest, ReadUserFileReadsAFifo) {
+  const std::string fifo = Path("fifo");
+  ASSERT_EQ(0, ::mkfifo(fifo.c_str(), 0600));
+  const std::string text(200000, 'y');  // more than one pipe buffer
+  std::thread writer([&] { WriteAll(fifo, text); });
+  std::string data;
+  Status s = env_->ReadUserFile(fifo, &data);
+  writer.join();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(text, data);
 }
 
 TEST_F(EnvIoTest, CreateDirsMakesMissingParents) {
