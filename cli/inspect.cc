@@ -113,7 +113,7 @@ int PrintStatus(const std::string& install_dir, bool json) {
 }
 
 int PrintLog(const std::string& install_dir, int64_t task_id, bool json) {
-  const std::string path = install_dir + "/.wizard/audit.jsonl";
+  const std::string path = WizardDir(install_dir) + "/audit.jsonl";
   std::string data;
   Status s = Env::Posix()->ReadFile(path, &data);
   if (s.IsNotFound()) {

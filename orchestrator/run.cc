@@ -96,7 +96,7 @@ int RunWorkflow(const RunOptions& options, RunObserver* observer,
   config.wizq_version = options.wizq_version;
   config.env = options.env;
   config.workflow_path = options.workflow_path;
-  CommandExecutor executor(options.env, config.install_dir + "/.wizard");
+  CommandExecutor executor(options.env, WizardDir(config.install_dir));
   config.executor = &executor;
   RunLoop loop(config, std::move(workflow), observer);
   int code = kExitCompleted;

@@ -9,7 +9,7 @@
 namespace wizq {
 namespace {
 
-constexpr size_t kMaxResponseBytes = 16 << 20;
+constexpr size_t kMaxResponseBytes = kDefaultMaxResponseBytes;
 
 }  // namespace
 

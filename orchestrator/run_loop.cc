@@ -51,7 +51,6 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   qo.attempt_started = [this](const Task& t) {
     return executor_->AttemptStarted(t.id, t.attempts);
   };
-  wizard_dir_ = config_.install_dir + "/.wizard";
   qo.initial_tasks.push_back(RootTask(*workflow_, config_.input));
   OpenReport report;
   WIZQ_RETURN_IF_ERROR(Queue::Open(qo, &queue_, &report));
@@ -83,7 +82,7 @@ Status RunLoop::UseFrozenWorkflow() {
   Status s =
       Workflow::Parse(frozen, config_.workflow_path + " (frozen copy)", &wf);
   if (!s.ok()) {
-    return Status::Corruption("the workflow frozen in " + wizard_dir_ +
+    return Status::Corruption("the workflow frozen in " + queue_->wizard_dir() +
                               "/queue.json no longer parses: " + s.message());
   }
   wf->set_base_dir(workflow_->base_dir());

@@ -130,7 +130,6 @@ class RunLoop {
   std::unique_ptr<Workflow> workflow_;
   RunObserver* observer_;
   std::unique_ptr<Queue> queue_;
-  std::string wizard_dir_;
   Executor* const executor_;
   int jobs_ = 1;
   int64_t start_ms_ = 0;

@@ -41,7 +41,7 @@ Status Queue::Open(const QueueOptions& options, std::unique_ptr<Queue>* queue,
 DirQueue::DirQueue(const QueueOptions& options, Env* env)
     : options_(options),
       env_(env),
-      dir_(options.install_dir + "/.wizard"),
+      dir_(WizardDir(options.install_dir)),
       state_(std::make_unique<QueueState>()),
       workers_(env, dir_ + "/workers") {}
 

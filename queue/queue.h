@@ -172,6 +172,12 @@ class Txn {
   virtual Status FinishRun(RunStatus status, int64_t duration_ms) = 0;
 };
 
+// Where the directory store keeps a run: `<install_dir>/.wizard`. The one
+// place that spells the name (docs/FORMAT.md, "Folder layout").
+inline std::string WizardDir(const std::string& install_dir) {
+  return install_dir + "/.wizard";
+}
+
 // The key <type, inputs> dedup compares (a hash of the step and the
 // canonical inputs). InvalidArgument if `inputs` is not JSON.
 Status DedupKey(std::string_view type, std::string_view inputs,

@@ -31,25 +31,24 @@ Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
           : "worker " + worker +
                 " died after claiming the task but before starting it; the "
                 "attempt does not count";
-  const int64_t id = t.id;
+  // task_reset and task_failed share these fields.
+  auto fill = [&](auto* e) {
+    e->id = t.id;
+    e->worker = worker;
+    e->reason = kReasonWorkerLost;
+    e->message = message;
+    e->attempt = attempt;
+  };
   if (again) {
-    out->reset.push_back(id);
+    out->reset.push_back(t.id);
     TaskReset e;
-    e.id = id;
-    e.worker = worker;
-    e.reason = kReasonWorkerLost;
-    e.message = message;
-    e.attempt = attempt;
+    fill(&e);
     e.refund = !ran;
     return Stage(e);
   }
-  out->lost.push_back(id);
+  out->lost.push_back(t.id);
   TaskFailed e;
-  e.id = id;
-  e.worker = worker;
-  e.reason = kReasonWorkerLost;
-  e.message = message;
-  e.attempt = attempt;
+  fill(&e);
   e.will_retry = false;
   return Stage(e);
 }

@@ -29,6 +29,9 @@
 
 namespace wizq {
 
+// How much of a response is read back unless an Attempt says otherwise.
+constexpr size_t kDefaultMaxResponseBytes = 16 << 20;
+
 // One claimed attempt of a task: everything a body may be told about it.
 struct Attempt {
   int64_t task_id = 0;
@@ -45,7 +48,7 @@ struct Attempt {
   // Stable across the attempts and resumes of one task of one run.
   std::string idempotency_key;
   std::optional<double> timeout_seconds;  // unset: no limit
-  size_t max_response_bytes = 16 << 20;
+  size_t max_response_bytes = kDefaultMaxResponseBytes;
 };
 
 // How an attempt ended. A Command's exit code 0 with its stdout, an agent's
