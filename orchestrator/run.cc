@@ -59,7 +59,7 @@ static Status PrepareRun(const RunOptions& options,
                          std::string* input) {
   std::vector<Finding> findings;
   WIZQ_RETURN_IF_ERROR(
-      Workflow::Load(options.workflow_path, workflow, &findings));
+      Workflow::Load(options.workflow_path, workflow, &findings, options.env));
   const std::string raw =
       options.input_json.empty() ? "{}" : options.input_json;
   // Validated in canonical form (1.0 is the integer 1, as JSON Schema

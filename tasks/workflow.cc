@@ -587,10 +587,11 @@ Status Workflow::Parse(std::string_view text, const std::string& source,
 }
 
 Status Workflow::Load(const std::string& path, std::unique_ptr<Workflow>* out,
-                      std::vector<Finding>* findings) {
+                      std::vector<Finding>* findings, Env* env) {
   if (findings) findings->clear();
+  if (env == nullptr) env = Env::Posix();
   std::string text;
-  WIZQ_RETURN_IF_ERROR(Env::Posix()->ReadFile(path, &text));
+  WIZQ_RETURN_IF_ERROR(env->ReadFile(path, &text));
   std::string dir = DirName(path);
   char* real = realpath(dir.c_str(), nullptr);
   if (!real) return Status::IOErrorFromErrno("realpath", dir, errno);

@@ -67,6 +67,7 @@
 
 namespace wizq {
 
+class Env;
 class ValueSchema;
 
 // Resolved options of one step: step override > top-level > default.
@@ -130,9 +131,11 @@ class Workflow {
 
   // Reads `path` and parses it; base_dir becomes the canonical absolute
   // directory of the file. A file that cannot be read is NotFound/IOError
-  // (no findings); an invalid one is as for Parse.
+  // (no findings); an invalid one is as for Parse. Reads through `env`
+  // (nullptr: Env::Posix()).
   static Status Load(const std::string& path, std::unique_ptr<Workflow>* out,
-                     std::vector<Finding>* findings = nullptr);
+                     std::vector<Finding>* findings = nullptr,
+                     Env* env = nullptr);
 
   const std::string& entrypoint() const;
   // In file order.
