@@ -8,6 +8,7 @@
 #include "fs/env.h"
 #include "orchestrator/run_loop.h"
 #include "tasks/command_executor.h"
+#include "tasks/executor_set.h"
 #include "tasks/response.h"
 #include "tasks/workflow.h"
 #include "util/canonical_json.h"
@@ -96,7 +97,9 @@ int RunWorkflow(const RunOptions& options, RunObserver* observer,
   config.wizq_version = options.wizq_version;
   config.env = options.env;
   config.workflow_path = options.workflow_path;
-  CommandExecutor executor(options.env, WizardDir(config.install_dir));
+  // One executor per action kind (tasks/executor_set.h).
+  CommandExecutor commands(options.env, WizardDir(config.install_dir));
+  ExecutorSet executor({&commands});
   config.executor = &executor;
   RunLoop loop(config, std::move(workflow), observer);
   int code = kExitCompleted;

@@ -1,0 +1,57 @@
+// ExecutorSet: one Executor made of several, one per kind of action. The
+// run loop talks to a single Executor (orchestrator/run_loop.h); `wizq run`
+// gives it a set holding the CommandExecutor and, as they are enabled, the
+// executors of other action kinds (Pool agents started by `--agent`, Prompt
+// steps, Function handlers). Each attempt goes to the first member whose
+// CanRun accepts its action; everything else is the union of the members.
+//
+// Thread-safety: as Executor's. The members are not owned and must outlive
+// the set.
+#ifndef WIZQ_TASKS_EXECUTOR_SET_H_
+#define WIZQ_TASKS_EXECUTOR_SET_H_
+
+#include <map>
+#include <vector>
+
+#include "tasks/executor.h"
+
+namespace wizq {
+
+class ExecutorSet : public Executor {
+ public:
+  ExecutorSet() = default;
+  explicit ExecutorSet(std::vector<Executor*> members)
+      : members_(std::move(members)) {}
+
+  // Adds a member, asked after the ones added before it.
+  void Add(Executor* member) { members_.push_back(member); }
+
+  bool CanRun(const Action& action) const override;
+  // InvalidArgument when no member can run the attempt's action (the loop
+  // claims only what CanRun accepts, so this is a bug in the caller).
+  Status Start(const Attempt& attempt) override;
+  // Waits on every member that has attempts running. With one busy member
+  // this is its Wait; with several it looks at each in turn, sleeping in
+  // short slices (kSliceMs) on one of them, so a result of any member is
+  // seen within a slice.
+  Status Wait(int timeout_ms, Done* done) override;
+  size_t running() const override;
+  bool FindByProcess(int pid, int64_t* task_id) const override;
+  void TerminateAll(double grace_seconds) override;
+  bool AttemptStarted(int64_t task_id, int attempt) const override;
+  // Asks every member: an orphan of any kind is ended.
+  Status ReapOrphans(int64_t task_id) override;
+
+  static constexpr int kSliceMs = 5;
+
+ private:
+  Executor* MemberFor(const Action& action) const;
+  Status Collect(Executor* member, int timeout_ms, Done* done);
+
+  std::vector<Executor*> members_;
+  std::map<int64_t, Executor*> owner_;  // running attempts, by task id
+};
+
+}  // namespace wizq
+
+#endif  // WIZQ_TASKS_EXECUTOR_SET_H_
