@@ -1,0 +1,74 @@
+// AgentService: the agent protocol of SPEC §9 on one install directory —
+// take a ready Pool task under a lease, renew the lease, complete or fail
+// the attempt — as plain calls. `wizq agent take|heartbeat|done|fail`
+// (cli/), `wizq agent serve`, `wizq run --agent` and the MCP server
+// (`wizq mcp`, mcp/) are all clients of it, so they answer the same way,
+// with the same JSON and the same messages.
+//
+// Every call opens the run's queue for the call only (no daemon; a lease,
+// not a worker lock, holds the claim between calls) and is safe to make
+// from any number of processes at once.
+//
+// Thread-safety: an AgentService may be used from one thread at a time.
+#ifndef WIZQ_AGENT_AGENT_SERVICE_H_
+#define WIZQ_AGENT_AGENT_SERVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace wizq {
+
+class Env;
+
+// What a call amounts to, exactly as the CLI reports it.
+struct AgentReply {
+  // SPEC §7: 0 done; 1 the response was invalid (the attempt failed, retry
+  // policy applied); 2 bad arguments; 3 lease lost or unknown, or the
+  // environment failed; 5 nothing to take (`json` says idle or finished).
+  int exit_code = 0;
+  // The JSON object the CLI prints on stdout (take's payload, {"status":
+  // "idle"}, the run status, ...); empty when there is none.
+  std::string json;
+  // The message the CLI prints on stderr (without the "wizq agent done: "
+  // prefix); empty on success.
+  std::string message;
+};
+
+struct TakeRequest {
+  std::vector<std::string> steps;  // empty: any Pool step
+  double wait_seconds = 0;         // how long to wait for a ready task
+  std::string agent;               // the agent's name, for status (optional)
+};
+
+class AgentService {
+ public:
+  virtual ~AgentService() = default;
+
+  // The service on `install_dir` (its .wizard/ run). `env` nullptr:
+  // Env::Posix(). Never fails: a directory without a run answers each
+  // call with the documented refusal.
+  static std::unique_ptr<AgentService> Open(const std::string& install_dir,
+                                            Env* env = nullptr);
+
+  // Claims the lowest-id ready Pool task (of `steps`) under a new lease and
+  // returns its payload (SPEC §9) in `json`; exit 5 with {"status":"idle"}
+  // or {"status":"finished","run_status":...} when there is none.
+  virtual AgentReply Take(const TakeRequest& request) = 0;
+  // Renews the lease; exit 3 when it lapsed or is unknown.
+  virtual AgentReply Heartbeat(int64_t task_id, const std::string& lease) = 0;
+  // Completes the attempt with `response_json` (a JSON array of next
+  // tasks), validated exactly as a Command's stdout.
+  virtual AgentReply Done(int64_t task_id, const std::string& lease,
+                          const std::string& response_json) = 0;
+  // Fails the attempt (`agent_failed`); the retry policy applies.
+  virtual AgentReply Fail(int64_t task_id, const std::string& lease,
+                          const std::string& message) = 0;
+  // The run's status as JSON (the object `wizq status --json` prints).
+  virtual AgentReply RunStatus() = 0;
+};
+
+}  // namespace wizq
+
+#endif  // WIZQ_AGENT_AGENT_SERVICE_H_
