@@ -135,8 +135,9 @@ Status SnapshotTree(const std::string& root,
   if (ec) return FsError("cannot read", root, ec);
   for (; it != end; it.increment(ec)) {
     if (ec) return FsError("cannot read", root, ec);
-    const std::string rel = fs::relative(it->path(), root, ec).generic_string();
-    if (ec) return FsError("cannot read", it->path().string(), ec);
+    // Lexically: fs::relative would resolve a symlink to its target.
+    const std::string rel =
+        it->path().lexically_relative(root).generic_string();
     if ((it.depth() == 0 && rel == WizardName()) || Ignored(rel, ignore)) {
       if (it->is_directory(ec) && !it->is_symlink(ec)) {
         it.disable_recursion_pending();

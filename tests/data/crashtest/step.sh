@@ -1,0 +1,36 @@
+#!/bin/sh
+# A step of the crashtest fixtures (tests/crashtest_test.cc):
+#   step.sh NAME NEXT [write|append|stamp]
+# records NAME in the install directory and prints a task of step NEXT
+# ("" ends the chain).
+#   write   writes <install>/NAME.done whole (temp file + rename): safe to
+#           re-run, the second run writes the same bytes;
+#   append  appends NAME to <install>/steps.log: NOT safe to re-run, each
+#           run adds a line;
+#   stamp   writes the current time into <install>/NAME.stamp: differs in
+#           every run, re-run or not;
+#   chmod   writes NAME.done like `write`, mode 0644 on the first attempt
+#           and 0600 on a later one: a re-run changes only the mode.
+set -eu
+cat > /dev/null
+name=$1
+next=$2
+mode=${3:-write}
+case "$mode" in
+  write)
+    printf '%s\n' "$name" > "$WIZQ_INSTALL_DIR/$name.tmp"
+    mv "$WIZQ_INSTALL_DIR/$name.tmp" "$WIZQ_INSTALL_DIR/$name.done" ;;
+  append)
+    echo "$name" >> "$WIZQ_INSTALL_DIR/steps.log" ;;
+  stamp)
+    date +%s%N > "$WIZQ_INSTALL_DIR/$name.stamp" ;;
+  chmod)
+    printf '%s\n' "$name" > "$WIZQ_INSTALL_DIR/$name.done"
+    if [ "$WIZQ_ATTEMPT" = 1 ]; then mode=644; else mode=600; fi
+    chmod "$mode" "$WIZQ_INSTALL_DIR/$name.done" ;;
+esac
+if [ -n "$next" ]; then
+  printf '[{"kind":"%s","value":{}}]\n' "$next"
+else
+  echo '[]'
+fi
