@@ -231,6 +231,23 @@ TEST_F(CrashtestTest, TemplateIsCopiedAndKeepLeavesTheRuns) {
   }
 }
 
+// The installer example's steps are written to be safe to re-run (see the
+// comments in examples/installer/steps/); a few of its 50-odd kill points,
+// with tasks in parallel, keep it that way (`make crashtest-example`, or
+// the command below without --kills, tests them all).
+TEST_F(CrashtestTest, InstallerExampleIsSafeToReRun) {
+  const std::string wf =
+      test::SourceDir() + "/examples/installer/workflow.jsonc";
+  test::SpawnOptions o;
+  o.env = {{"TMPDIR", tmp_.path()}};
+  test::WizqProcess p({"wizq", "crashtest", wf, "--input", R"({"delay":0.05})",
+                       "--kills", "3", "--json"},
+                      o);
+  const WizqResult r = p.Wait(std::chrono::seconds(240));
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_EQ(Report(r)["ok"], true);
+}
+
 TEST_F(CrashtestTest, BadArgumentsExit2AndRunNothing) {
   const std::string bad =
       test::SourceDir() + "/tests/data/cli/invalid_workflow.jsonc";
