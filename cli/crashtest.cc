@@ -172,15 +172,20 @@ int Crashtest::Undisturbed() {
   report_.undisturbed_ms = NowMs() - start;
   crashtest::KillDescendants();  // what a task left running
   if (r.interrupted) return kExitInterrupted;
+  std::vector<Commit> log;
   if (!r.exited || r.code != 0) {
+    std::string why = LastLine(scratch_ + "/wizq.err");
+    if (crashtest::ReadCommits(install_, &log).ok()) {
+      for (const std::string& t : crashtest::EndOf(log).failed) {
+        why += (why.empty() ? "failed: " : ", ") + t;
+      }
+    }
     std::fprintf(stderr,
                  "wizq crashtest: the undisturbed run did not complete (%s): "
                  "%s\n",
-                 r.Describe().c_str(),
-                 LastLine(scratch_ + "/wizq.err").c_str());
+                 r.Describe().c_str(), why.c_str());
     return r.exited && r.code != 0 ? r.code : kExitEnvironment;
   }
-  std::vector<Commit> log;
   s = crashtest::ReadCommits(install_, &log);
   if (s.ok()) s = crashtest::SnapshotTree(install_, o_.ignore, &want_);
   if (s.ok()) s = Retire("undisturbed");
@@ -270,9 +275,10 @@ int Crashtest::Run() {
     if (crashtest::Interrupted()) code = kExitInterrupted;
     Progress(std::to_string(i + 1) + "/" +
              std::to_string(report_.cases.size()) + " " + c.point.name + ": " +
-             (!c.error.empty() ? "error"
-              : c.matches      ? "same"
-                               : "DIFFERENT"));
+             (code != 0          ? "interrupted"
+              : !c.error.empty() ? "error"
+              : c.matches        ? "same"
+                                 : "DIFFERENT"));
   }
   crashtest::KillDescendants();
   if (o_.keep) {
@@ -304,8 +310,7 @@ CLI::App* AddCrashtestCommand(CLI::App* app, CrashtestOptions* o) {
   cmd->add_option("WORKFLOW", o->workflow, "Workflow file")->required();
   auto* input = cmd->add_option("--input", o->input, "Entry input (JSON)");
   cmd->add_option("--input-file", o->input_file,
-                  "Read the entry input from "
-                  "a file")
+                  "Read the entry input from a file")
       ->excludes(input);
   cmd->add_option("--template", o->template_dir,
                   "Directory each run starts from (default: an empty one)");
@@ -318,7 +323,8 @@ CLI::App* AddCrashtestCommand(CLI::App* app, CrashtestOptions* o) {
                 "Kill wizq alone; its task trees run on")
       ->excludes(cut);
   cmd->add_option("--ignore", o->ignore,
-                  "Skip paths matching GLOB when comparing (repeatable)");
+                  "Skip paths matching GLOB when comparing (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_flag("--keep", o->keep, "Keep the scratch directories");
   cmd->add_flag("--json", o->json, "One JSON object on stdout");
   cmd->add_option("--jobs,-j", o->jobs, "Passed to wizq run")

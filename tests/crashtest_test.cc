@@ -248,6 +248,16 @@ TEST_F(CrashtestTest, InstallerExampleIsSafeToReRun) {
   EXPECT_EQ(Report(r)["ok"], true);
 }
 
+TEST_F(CrashtestTest, AFailingUndisturbedRunStopsWithItsExitCode) {
+  const WizqResult r = Crashtest("fail");
+  EXPECT_TRUE(r.exited && r.code == 1) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "the undisturbed run did not complete (exit 1)"))
+      << r.err;
+  EXPECT_TRUE(Contains(r.err, "Broken#1 (exit_code)")) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(Leftovers().empty());
+}
+
 TEST_F(CrashtestTest, BadArgumentsExit2AndRunNothing) {
   const std::string bad =
       test::SourceDir() + "/tests/data/cli/invalid_workflow.jsonc";
