@@ -258,6 +258,34 @@ TEST_F(CrashtestTest, AFailingUndisturbedRunStopsWithItsExitCode) {
   EXPECT_TRUE(Leftovers().empty());
 }
 
+// SIGTERM (or Ctrl+C) mid-way: every wizq and task process is killed, the
+// scratch directory removed, exit 130.
+TEST_F(CrashtestTest, InterruptedCleansUp) {
+  test::SpawnOptions o;
+  o.env = {{"TMPDIR", tmp_.path()}};
+  test::WizqProcess p({"wizq", "crashtest", Fixture("fanout")}, o);
+  // Until the run of kill point 6 is under way (Slow runs in it).
+  const auto deadline = test::Clock::now() + std::chrono::seconds(60);
+  while (!Contains(p.Stderr(), "5/9") && test::Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  p.Kill(SIGTERM);
+  const WizqResult r = p.Wait();
+  EXPECT_TRUE(r.exited && r.code == 130) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "interrupted")) << r.err;
+  EXPECT_TRUE(Leftovers().empty());
+  // Nothing of it is left running: a wizq run has its --dir under TMPDIR in
+  // its command line, a task its WIZQ_INSTALL_DIR in its environment.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  test::ReapStrays();
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string cmd = test::ReadAll(e.path().string() + "/cmdline");
+    const std::string env = test::ReadAll(e.path().string() + "/environ");
+    EXPECT_FALSE(Contains(cmd + env, tmp_.path() + "/wizq-crashtest-"))
+        << "left running: " << e.path() << " " << cmd;
+  }
+}
+
 TEST_F(CrashtestTest, BadArgumentsExit2AndRunNothing) {
   const std::string bad =
       test::SourceDir() + "/tests/data/cli/invalid_workflow.jsonc";
