@@ -238,6 +238,7 @@ CaseResult Crashtest::KillAt(const KillPoint& point, size_t n) {
   Status s = CopyTemplate(o_.template_dir, install_);
   if (!s.ok()) {
     c.error = s.message();
+    crashtest::RemoveTree(install_).IgnoreError();  // the next case's place
     return c;
   }
   ChildResult r = RunWizq(point.crash_at, deadline_ms_);
