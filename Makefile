@@ -152,3 +152,9 @@ torture: configure
 	  $(BUILD)/torture-multi.out; \
 	if [ -n "$$failed" ]; then echo "torture: FAILED:$$failed"; exit 1; fi; \
 	echo "torture: passed"
+
+# `wizq crashtest` of the installer example at every kill point (power cut):
+# a few minutes; `make test` runs 3 of them (tests/crashtest_test.cc).
+.PHONY: crashtest-example
+crashtest-example: bin
+	$(BUILD)/wizq crashtest examples/installer/workflow.jsonc

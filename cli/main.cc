@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "cli/crashtest.h"
 #include "cli/inspect.h"
 #include "cli/progress.h"
 #include "fs/env.h"
@@ -170,6 +171,11 @@ int Main(int argc, char** argv) {
   agent_cmd->allow_extras();
   agent_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
 
+  CrashtestOptions crashtest;
+  CLI::App* crashtest_cmd = AddCrashtestCommand(&app, &crashtest);
+  crashtest_cmd->set_version_flag("--version",
+                                  std::string("wizq ") + WIZQ_VERSION);
+
   // CLI11 reports an unknown command as "A subcommand is required"; name it.
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
@@ -197,6 +203,7 @@ int Main(int argc, char** argv) {
   if (*status_cmd) return PrintStatus(dir, json);
   if (*log_cmd) return PrintLog(dir, task_id, json);
   if (*validate_cmd) return DoValidate(workflow);
+  if (*crashtest_cmd) return RunCrashtest(crashtest);
   std::fprintf(stderr,
                "wizq agent: Pool steps and the agent protocol are not "
                "available in this version\n");

@@ -1,0 +1,184 @@
+#include "cli/crashtest_audit.h"
+
+#include <algorithm>
+#include <set>
+#include <string_view>
+
+#include "fs/env.h"
+#include "queue/queue.h"
+
+namespace wizq::crashtest {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string Str(const Json& e, const char* key) {
+  auto it = e.find(key);
+  return it != e.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+int64_t Int(const Json& e, const char* key) {
+  auto it = e.find(key);
+  return it != e.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
+bool IsResult(const Json& e) {
+  const std::string ev = Str(e, "event");
+  return ev == "task_completed" ||
+         (ev == "task_failed" && Str(e, "reason") != "worker_lost");
+}
+
+// "claim Download#2 #3; done ReadManifest#1": the tasks of a commit, by
+// what happened to them, each step named once per group.
+std::string Describe(const Commit& c,
+                     const std::map<int64_t, std::string>& steps) {
+  static const std::pair<const char*, const char*> kVerbs[] = {
+      {"run_started", "start"},   {"task_completed", "done"},
+      {"task_failed", "fail"},    {"task_reset", "reset"},
+      {"task_adopted", "adopt"},  {"task_claimed", "claim"},
+      {"run_finished", "finish"}, {"worker_left", "worker left"}};
+  std::string out;
+  for (const auto& [event, verb] : kVerbs) {
+    std::string group, last_step;
+    for (const Json& e : c) {
+      if (Str(e, "event") != event) continue;
+      const int64_t id = Int(e, "id");
+      if (id == 0) {
+        group = verb;
+        continue;
+      }
+      auto it = steps.find(id);
+      const std::string step = it == steps.end() ? "?" : it->second;
+      if (group.empty()) group = verb;
+      group += step == last_step ? " #" : " " + step + "#";
+      group += std::to_string(id);
+      last_step = step;
+    }
+    if (!group.empty()) out += (out.empty() ? "" : "; ") + group;
+  }
+  return out.empty() ? "(no task)" : out;
+}
+
+// Updates `steps` (task id -> step) with the submissions of `c`.
+void NoteSteps(const Commit& c, std::map<int64_t, std::string>* steps) {
+  for (const Json& e : c) {
+    if (Str(e, "event") == "task_submitted") {
+      (*steps)[Int(e, "id")] = Str(e, "type");
+    }
+  }
+}
+
+}  // namespace
+
+Status ReadCommits(const std::string& install_dir, std::vector<Commit>* out) {
+  out->clear();
+  const std::string path = WizardDir(install_dir) + "/audit.jsonl";
+  std::string data;
+  Status s = Env::Posix()->ReadFile(path, &data);
+  if (!s.ok()) return s;
+  Commit batch;
+  size_t pos = 0;
+  while (pos < data.size()) {
+    size_t nl = data.find('\n', pos);
+    if (nl == std::string::npos) break;  // a torn last line
+    std::string_view line(data.data() + pos, nl - pos);
+    pos = nl + 1;
+    if (line.find_first_not_of(std::string_view("\0", 1)) ==
+        std::string_view::npos) {
+      continue;  // free space
+    }
+    Json e = Json::parse(line, nullptr, false);
+    if (e.is_discarded() || !e.is_object()) break;  // a torn tail
+    const bool commit = e.value("commit", false);
+    batch.push_back(std::move(e));
+    if (commit) {
+      out->push_back(std::move(batch));
+      batch.clear();
+    }
+  }
+  return Status::OK();
+}
+
+std::vector<KillPoint> KillPointsOf(const std::vector<Commit>& commits) {
+  std::vector<KillPoint> out;
+  std::map<int64_t, std::string> steps;
+  int results = 0;
+  for (size_t i = 0; i < commits.size(); i++) {
+    const Commit& c = commits[i];
+    NoteSteps(c, &steps);
+    const std::string n = std::to_string(i + 1);
+    if (std::any_of(c.begin(), c.end(), IsResult)) {
+      Commit finished;
+      for (const Json& e : c) {
+        if (IsResult(e)) finished.push_back(e);
+      }
+      out.push_back({"run.before_result_commit:" + std::to_string(++results),
+                     "before commit " + n,
+                     "finished, not durable: " + Describe(finished, steps)});
+    }
+    out.push_back(
+        {"log.after_sync:" + n, "after commit " + n, Describe(c, steps)});
+  }
+  return out;
+}
+
+std::vector<KillPoint> Sample(const std::vector<KillPoint>& all, int n) {
+  if (n <= 0 || static_cast<size_t>(n) >= all.size()) return all;
+  std::vector<KillPoint> out;
+  for (int k = 0; k < n; k++) {
+    const size_t i =
+        static_cast<size_t>((k + 0.5) * static_cast<double>(all.size()) / n);
+    out.push_back(all[std::min(i, all.size() - 1)]);
+  }
+  return out;
+}
+
+std::map<std::string, TaskRuns> ExecutionsOf(const std::vector<Commit>& log) {
+  std::map<int64_t, std::string> key_of;
+  std::map<int64_t, std::set<int64_t>> attempts;
+  std::map<int64_t, int64_t> last_claim;
+  std::map<std::string, TaskRuns> out;
+  for (const Commit& c : log) {
+    for (const Json& e : c) {
+      const std::string ev = Str(e, "event");
+      const int64_t id = Int(e, "id");
+      if (ev == "task_submitted") {
+        const std::string key = Str(e, "type") + " " + Str(e, "dedup_key");
+        key_of[id] = key;
+        out[key].name = Str(e, "type") + "#" + std::to_string(id);
+        out[key].step = Str(e, "type");
+      } else if (ev == "task_claimed") {
+        attempts[id].insert(Int(e, "attempt"));
+        last_claim[id] = Int(e, "attempt");
+      } else if (ev == "task_adopted" && last_claim[id] > Int(e, "attempt")) {
+        attempts[id].erase(last_claim[id]);  // that claim ran nothing
+      }
+    }
+  }
+  for (const auto& [id, set] : attempts) {
+    auto it = key_of.find(id);
+    if (it != key_of.end())
+      out[it->second].executions = static_cast<int>(set.size());
+  }
+  return out;
+}
+
+RunEnd EndOf(const std::vector<Commit>& log) {
+  RunEnd end;
+  std::map<int64_t, std::string> steps;
+  for (const Commit& c : log) {
+    NoteSteps(c, &steps);
+    for (const nlohmann::json& e : c) {
+      const std::string ev = Str(e, "event");
+      if (ev == "run_finished") end.status = Str(e, "status");
+      if (ev == "task_failed" && !e.value("will_retry", false)) {
+        const int64_t id = Int(e, "id");
+        end.failed.push_back(steps[id] + "#" + std::to_string(id) + " (" +
+                             Str(e, "reason") + ")");
+      }
+    }
+  }
+  return end;
+}
+
+}  // namespace wizq::crashtest
