@@ -157,8 +157,8 @@ class Printer : public RunObserver {
         w.Key("duration_ms").Int(p.elapsed_ms);
       });
     }
-    Line(std::string("run ") + RunStatusName(status) + ": " + Counts(p) +
-         "; " + std::to_string(p.reused) + " reused, " +
+    Line(std::string("run ") + RunStatusName(status) + ": " + Counts(p) + "; " +
+         std::to_string(p.reused) + " reused, " +
          std::to_string(p.done + p.failed - p.reused) + " ran");
   }
 

@@ -112,9 +112,9 @@ const PreviousRun::Done* Reuser::Match(const QueueState& s,
   if (t.origin != Origin::kFinally) return prev_->ByKey(t.dedup_key);
   const Task* owner = s.Find(t.finally_for);
   if (owner == nullptr) return nullptr;
-  const PreviousRun::Done* o =
-      owner->reused_from != 0 ? prev_->Find(owner->reused_from)
-                              : prev_->ByKey(owner->dedup_key);
+  const PreviousRun::Done* o = owner->reused_from != 0
+                                   ? prev_->Find(owner->reused_from)
+                                   : prev_->ByKey(owner->dedup_key);
   return o == nullptr || o->hook == 0 ? nullptr : prev_->Find(o->hook);
 }
 

@@ -89,9 +89,9 @@ class PreviousRun {
 class Reuser {
  public:
   struct Options {
-    bool enabled = true;                // false: --no-reuse
-    std::set<std::string> from_steps;   // --from STEP
-    std::set<int64_t> from_ids;         // --from ID (previous run's ids)
+    bool enabled = true;               // false: --no-reuse
+    std::set<std::string> from_steps;  // --from STEP
+    std::set<int64_t> from_ids;        // --from ID (previous run's ids)
   };
 
   // All pointers must outlive the Reuser; `previous` may be null (then
@@ -117,8 +117,8 @@ class Reuser {
   const DefHasher* hasher_;
   const PreviousRun* prev_;
   Options options_;
-  int64_t examined_ = 0;                 // highest task id decided
-  std::unordered_map<int64_t, bool> forced_;  // by task id
+  int64_t examined_ = 0;                       // highest task id decided
+  std::unordered_map<int64_t, bool> forced_;   // by task id
   std::map<std::string, std::string> hashes_;  // this pass's, by step
   std::set<std::string> noted_;  // steps already reported unhashable
 };

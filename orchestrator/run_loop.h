@@ -71,8 +71,8 @@ struct CommitResult {
   std::vector<Task> finished;  // the outcomes' tasks after the commit
   std::vector<int64_t> lost;   // dead workers' tasks failed as worker_lost
   std::vector<std::string> notes;
-  std::vector<int64_t> reused_ids;  // completed from the previous run
-  std::vector<Task> reused;         // their copies after the commit
+  std::vector<int64_t> reused_ids;        // completed from the previous run
+  std::vector<Task> reused;               // their copies after the commit
   std::map<int64_t, int> reused_spawned;  // children each one submitted
   RunStatus run_status = RunStatus::kRunning;
   Progress progress;

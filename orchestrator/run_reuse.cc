@@ -41,15 +41,17 @@ void RunLoop::OpenReuse() {
   } else if (opts.enabled) {
     Status s = PreviousRun::Load(config_.env, prev_dir, &previous_);
     if (!s.ok()) {
-      observer_->OnNote("nothing is reused: the previous run's log cannot "
-                        "be read (" + s.message() + ")");
+      observer_->OnNote(
+          "nothing is reused: the previous run's log cannot "
+          "be read (" +
+          s.message() + ")");
       previous_.reset();
     } else if (previous_->with_def_hash() == 0) {
-      observer_->OnNote(
-          "nothing is reused: the previous run (" + prev_dir + ") " +
-          (previous_->completed() == 0
-               ? "completed no task"
-               : "was recorded before def_hash existed"));
+      observer_->OnNote("nothing is reused: the previous run (" + prev_dir +
+                        ") " +
+                        (previous_->completed() == 0
+                             ? "completed no task"
+                             : "was recorded before def_hash existed"));
       previous_.reset();
     } else {
       for (int64_t id : opts.from_ids) {

@@ -64,9 +64,9 @@ Status DirQueue::ArchiveRun(const std::string& reason, OpenReport* report) {
                            .Annotate("creating " + Path("tasks") + "/"));
   report->archived_to = target;
   report->archive_reason = reason;
-  report->archived_unfinished =
-      state_->started() && state_->run().status != RunStatus::kCompleted &&
-      state_->run().status != RunStatus::kFailed;
+  report->archived_unfinished = state_->started() &&
+                                state_->run().status != RunStatus::kCompleted &&
+                                state_->run().status != RunStatus::kFailed;
   state_ = std::make_unique<QueueState>();
   log_end_ = snapshot_offset_ = snapshot_size_ = 0;
   return Status::OK();

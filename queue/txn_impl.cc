@@ -87,10 +87,9 @@ Status TxnImpl::CompleteWith(int64_t id, const std::vector<NewTask>& children,
   if (info.reused_id != 0) {
     t = state().Find(id);
     if (t == nullptr || t->state != TaskState::kPending || t->attempts != 0) {
-      return Status::Conflict("task " + std::to_string(id) +
-                              " can no longer be reused (it is " +
-                              (t ? TaskStateName(t->state) : "unknown") +
-                              " or already ran)");
+      return Status::Conflict(
+          "task " + std::to_string(id) + " can no longer be reused (it is " +
+          (t ? TaskStateName(t->state) : "unknown") + " or already ran)");
     }
   } else {
     WIZQ_RETURN_IF_ERROR(RequireHeld(id, &t));

@@ -168,8 +168,7 @@ class Collector {
   bool matched_any_ = false;
 };
 
-Json EffectiveOptions(const Json& top, const Json& step,
-                      const StepOptions& o) {
+Json EffectiveOptions(const Json& top, const Json& step, const StepOptions& o) {
   Json merged = top.is_object() ? top : Json::object();
   if (step.is_object()) {
     for (auto& [k, v] : step.items()) merged[k] = v;
@@ -189,9 +188,8 @@ Json EffectiveOptions(const Json& top, const Json& step,
 DefHasher::DefHasher(const Workflow& wf, Env* env)
     : wf_(wf), env_(env ? env : Env::Posix()) {
   const Json root = Json::parse(wf.frozen_json(), nullptr, false);
-  const Json top = root.is_object() && root.contains("options")
-                       ? root["options"]
-                       : Json();
+  const Json top =
+      root.is_object() && root.contains("options") ? root["options"] : Json();
   if (!root.is_object() || !root.contains("steps")) return;
   for (const Json& js : root["steps"]) {
     const Step* step = wf.FindStep(js.value("name", std::string()));

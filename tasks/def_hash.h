@@ -65,8 +65,8 @@ class DefHasher {
 
  private:
   struct StepDef {
-    std::string canonical;  // item 2
-    std::string scripts;    // the action's and hook's scripts
+    std::string canonical;         // item 2
+    std::string scripts;           // the action's and hook's scripts
     std::string reuse_files_json;  // the effective reuse_files, JSON array
   };
   Status CollectFiles(const StepDef& def,

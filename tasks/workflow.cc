@@ -270,10 +270,11 @@ class WorkflowChecker {
       Add(path, "must be an object of options, " + Got(*opts));
       return;
     }
-    CheckFields(*opts, path,
-                {"max_retries", "timeout", "max_concurrency",
-                 "retry_on_timeout", "retry_on_invalid_response", "reuse_files"},
-                "options");
+    CheckFields(
+        *opts, path,
+        {"max_retries", "timeout", "max_concurrency", "retry_on_timeout",
+         "retry_on_invalid_response", "reuse_files"},
+        "options");
     for (auto& [key, v] : opts->items()) {
       ParseOption(key, v, KeyPath(path, key), out);
     }

@@ -107,12 +107,11 @@ TEST(QueueEventsTest, ReuseAndRetryEventsEncodeToTheirGoldenLines) {
   TaskCompleted reused = live;
   reused.reused_run_id = "r9";
   reused.reused_id = 7;
-  ExpectCodec(reused,
-              std::string(kHead) +
-                  "\"task_completed\",\"id\":4,\"worker\":\"w1\","
-                  "\"spawned\":[5],\"deduplicated\":[],"
-                  "\"def_hash\":\"0123abcd\","
-                  "\"reused\":{\"run_id\":\"r9\",\"id\":7}}");
+  ExpectCodec(reused, std::string(kHead) +
+                          "\"task_completed\",\"id\":4,\"worker\":\"w1\","
+                          "\"spawned\":[5],\"deduplicated\":[],"
+                          "\"def_hash\":\"0123abcd\","
+                          "\"reused\":{\"run_id\":\"r9\",\"id\":7}}");
   ExpectCodec(TaskRetried{4, "retry_failed", "exit_code", 4},
               std::string(kHead) +
                   "\"task_retried\",\"id\":4,\"reason\":\"retry_failed\","

@@ -62,14 +62,15 @@ class ReuseTest : public ::testing::Test {
     Script("root.sh", "root",
            "printf '%s' \"$in\" | jq -c '[(.value.items[] | {kind: \"Work\", "
            "value: {i: .}}), {kind: \"Cfg\", value: {tag: .value.tag}}]'");
-    Script("work.sh", "work",
-           "i=$(printf '%s' \"$in\" | jq .value.i)\n"
-           "[ -e \"$WIZQ_INSTALL_DIR/fail-$i\" ] && exit 3\n"
-           "if [ -e \"$WIZQ_INSTALL_DIR/withv\" ]; then\n"
-           "  echo \"[{\\\"kind\\\":\\\"Leaf\\\",\\\"value\\\":{\\\"k\\\":$((i % "
-           "2)),\\\"v\\\":1}}]\"\nelse\n"
-           "  echo \"[{\\\"kind\\\":\\\"Leaf\\\",\\\"value\\\":{\\\"k\\\":$((i % "
-           "2))}}]\"\nfi");
+    Script(
+        "work.sh", "work",
+        "i=$(printf '%s' \"$in\" | jq .value.i)\n"
+        "[ -e \"$WIZQ_INSTALL_DIR/fail-$i\" ] && exit 3\n"
+        "if [ -e \"$WIZQ_INSTALL_DIR/withv\" ]; then\n"
+        "  echo \"[{\\\"kind\\\":\\\"Leaf\\\",\\\"value\\\":{\\\"k\\\":$((i % "
+        "2)),\\\"v\\\":1}}]\"\nelse\n"
+        "  echo \"[{\\\"kind\\\":\\\"Leaf\\\",\\\"value\\\":{\\\"k\\\":$((i % "
+        "2))}}]\"\nfi");
     Script("leaf.sh", "leaf", "echo '[]'");
     Script("cfg.sh", "cfg", "echo '[]'");
     Script("hook.sh", "hook", "echo '[]'");
@@ -97,11 +98,13 @@ class ReuseTest : public ::testing::Test {
 
   WizqResult Run(std::vector<std::string> flags,
                  const std::string& items = "[1,2,3]") {
-    std::vector<std::string> args = {"wizq",    "run",
+    std::vector<std::string> args = {"wizq",
+                                     "run",
                                      wf_dir_ + "/wf.json",
-                                     "--dir",   dir_,
-                                     "--input", R"({"items":)" + items +
-                                                    R"(,"tag":"t"})"};
+                                     "--dir",
+                                     dir_,
+                                     "--input",
+                                     R"({"items":)" + items + R"(,"tag":"t"})"};
     args.insert(args.end(), flags.begin(), flags.end());
     return test::RunWizq(args);
   }
@@ -159,8 +162,9 @@ TEST_F(ReuseTest, NothingChangedEverythingReusedNothingRuns) {
   ASSERT_EQ(r.code, 0) << r.Describe();
   EXPECT_EQ(TakeLedger(), (std::map<std::string, int>{}));
   ExpectCounts(r, 0);
-  EXPECT_TRUE(test::Contains(r.err, "task 1 Root reused (task 1 of the "
-                                    "previous run)"))
+  EXPECT_TRUE(test::Contains(r.err,
+                             "task 1 Root reused (task 1 of the "
+                             "previous run)"))
       << r.err;
   int reused_events = 0;
   for (const Json& e : test::ParseJsonLines(r.out)) {
@@ -299,18 +303,21 @@ TEST_F(ReuseTest, UnhashableStepRunsLiveWithANote) {
   const WizqResult r = Run({});
   ASSERT_EQ(r.code, 0) << r.Describe();
   EXPECT_TRUE(test::Contains(r.err, "step Cfg cannot be hashed")) << r.err;
-  EXPECT_EQ(TakeLedger(), (std::map<std::string, int>{{"cfg", 1}, {"hook", 1}}));
+  EXPECT_EQ(TakeLedger(),
+            (std::map<std::string, int>{{"cfg", 1}, {"hook", 1}}));
   // Once the glob matches, the file's content is part of the hash: the
   // next run reuses Cfg, and a change of the file runs it again.
   fs::create_directories(wf_dir_ + "/data");
   test::WriteAll(wf_dir_ + "/data/a.csv", "1\n");
   ASSERT_EQ(Run({"--fresh"}).code, 0);
-  EXPECT_EQ(TakeLedger(), (std::map<std::string, int>{{"cfg", 1}, {"hook", 1}}));
+  EXPECT_EQ(TakeLedger(),
+            (std::map<std::string, int>{{"cfg", 1}, {"hook", 1}}));
   ASSERT_EQ(Run({"--fresh"}).code, 0);
   EXPECT_EQ(TakeLedger(), (std::map<std::string, int>{}));
   test::WriteAll(wf_dir_ + "/data/a.csv", "2\n");
   ASSERT_EQ(Run({"--fresh"}).code, 0);
-  EXPECT_EQ(TakeLedger(), (std::map<std::string, int>{{"cfg", 1}, {"hook", 1}}));
+  EXPECT_EQ(TakeLedger(),
+            (std::map<std::string, int>{{"cfg", 1}, {"hook", 1}}));
 }
 
 TEST_F(ReuseTest, KillNineInAReusingRunThenResume) {
@@ -332,7 +339,7 @@ TEST_F(ReuseTest, KillNineInAReusingRunThenResume) {
   p.Kill(SIGKILL);
   p.Wait(std::chrono::seconds(10));
   Script("leaf.sh", "leaf", "echo '[]'");  // finish quickly now
-  const WizqResult r = Run({});  // resume, as a user would
+  const WizqResult r = Run({});            // resume, as a user would
   ASSERT_EQ(r.code, 0) << r.Describe();
   const std::map<std::string, int> ran = TakeLedger();
   EXPECT_EQ(ran.count("root") + ran.count("work") + ran.count("cfg"), 0u);
