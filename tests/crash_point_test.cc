@@ -478,9 +478,12 @@ TEST(CrashPointArchive, ResumeWithoutFreshKeepsTheOldRun) {
   EXPECT_EQ(st["status"], "completed");
   EXPECT_EQ(st["counts"]["done"], static_cast<int>(ExpectedTasks().size()) + 1);
 
-  // --fresh now archives the rest of the old run and starts a new one.
+  // --fresh now archives the rest of the old run and starts a new one
+  // (--no-reuse: every task runs again, as VerifyRun checks).
   fs::rename(dir + "/ledger", dir + "/ledger.first");
-  r = test::RunWizq(RunArgs(dir, true), CrashEnv(""));
+  std::vector<std::string> fresh_args = RunArgs(dir, true);
+  fresh_args.push_back("--no-reuse");
+  r = test::RunWizq(fresh_args, CrashEnv(""));
   EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
   VerifyRun(dir, 0);
   VerifyArchivedFirstRun(dir);
