@@ -357,6 +357,40 @@ TEST_F(ReuseTest, KillNineInAReusingRunThenResume) {
   EXPECT_EQ(reused, 6);
 }
 
+TEST_F(ReuseTest, UnfinishedRunArchivedIsAnnouncedEvenQuietAndReused) {
+  Script("leaf.sh", "leaf", "sleep 30; echo '[]'");
+  test::WizqProcess p({"wizq", "run", wf_dir_ + "/wf.json", "--dir", dir_,
+                       "--input", R"({"items":[1,2,3],"tag":"t"})", "--quiet",
+                       "--jobs", "8"});
+  // Killed once everything but the (slow) Leaves has completed: the
+  // Leaves run, so Root, the Works and Cfg are durably done.
+  ASSERT_TRUE(test::WaitFor(
+      [&] {
+        if (!fs::exists(dir_ + "/ledger")) return false;
+        const std::string l = test::ReadAll(dir_ + "/ledger");
+        return l.find("leaf {\"k\":0}") != std::string::npos &&
+               l.find("leaf {\"k\":1}") != std::string::npos &&
+               l.find("cfg") != std::string::npos;
+      },
+      std::chrono::seconds(30)));
+  p.Kill(SIGKILL);
+  p.Wait(std::chrono::seconds(10));
+  TakeLedger();
+  Script("leaf.sh", "leaf", "echo '[]'");
+  // Another input: the unfinished run is archived, said under --quiet.
+  const WizqResult r = Run({"--quiet"}, "[1,2,4]");
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  EXPECT_TRUE(test::Contains(r.err, "the previous run had not finished"))
+      << r.err;
+  // What it completed is reused: Works 1 and 2 and Cfg (Root's input
+  // changed, Work 4 is new, the Leaves had not finished).
+  const std::map<std::string, int> ran = TakeLedger();
+  EXPECT_EQ(ran.count("cfg"), 0u);
+  EXPECT_EQ(ran.at("work"), 1);  // Work 4
+  EXPECT_EQ(ran.at("root"), 1);
+  EXPECT_EQ(ran.at("leaf"), 2);
+}
+
 TEST_F(ReuseTest, RetryFailedRunsOnlyTheFailedTasksThenTheirChildren) {
   test::WriteAll(dir_ + "/fail-2", "");
   WizqResult r = Run({});
