@@ -2,6 +2,8 @@
 // run being resumed go back to pending with a fresh attempt budget, one
 // task_retried event each, in the batch that resumes the run; a finished
 // run with failed tasks is resumed for it (a completed one is not).
+#include <algorithm>
+
 #include "queue/events.h"
 #include "queue/queue_impl.h"
 #include "util/crash_point.h"
