@@ -391,6 +391,21 @@ TEST_F(ReuseTest, UnfinishedRunArchivedIsAnnouncedEvenQuietAndReused) {
   EXPECT_EQ(ran.at("leaf"), 2);
 }
 
+TEST_F(ReuseTest, RunRecordedBeforeDefHashReusesNothingWithANote) {
+  // A log written by a wizq without def_hash (a fuzz corpus log): it is
+  // archived as another run, and nothing of it is reused.
+  fs::create_directories(dir_ + "/.wizard");
+  fs::copy_file(
+      test::SourceDir() + "/fuzz/corpus/audit_log_fuzzer/basic3.audit.jsonl",
+      dir_ + "/.wizard/audit.jsonl");
+  const WizqResult r = Run({});
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  EXPECT_TRUE(test::Contains(r.err, "recorded before def_hash existed"))
+      << r.err;
+  EXPECT_EQ(Total(TakeLedger()), 11);
+  ExpectCounts(r, 11);
+}
+
 TEST_F(ReuseTest, RetryFailedRunsOnlyTheFailedTasksThenTheirChildren) {
   test::WriteAll(dir_ + "/fail-2", "");
   WizqResult r = Run({});
