@@ -56,6 +56,7 @@ tsan: deps
 bench: build
 	$(BUILD)/queue_bench
 	bash bench/process_bench.sh $(BUILD)/wizq
+	bash bench/reuse_bench.sh $(BUILD)/wizq
 
 # Builds only the binary and runs the installer example into a fresh
 # temporary install directory.

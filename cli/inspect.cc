@@ -29,6 +29,10 @@ void PrintTree(const QueueState& s, const Task& t, int depth) {
   line += "#" + std::to_string(t.id) + " " + t.type;
   if (t.origin == Origin::kFinally) line += " (finally)";
   line += std::string("  ") + TaskStateName(t.state);
+  if (t.reused_from != 0) {
+    line += " (reused: task " + std::to_string(t.reused_from) +
+            " of the previous run)";
+  }
   line += "  attempts " + std::to_string(t.attempts) + "/" +
           std::to_string(t.max_attempts);
   if (!t.error_reason.empty()) {
@@ -50,7 +54,10 @@ void StatusJson(const QueueState& s) {
                        TaskState::kDone, TaskState::kFailed}) {
     w.Key(TaskStateName(st)).Int(s.count(st));
   }
-  w.EndObject().Key("tasks").BeginArray();
+  w.EndObject();
+  w.Key("reused").Int(s.reused());
+  if (!r.previous_run.empty()) w.Field("previous_run", r.previous_run);
+  w.Key("tasks").BeginArray();
   for (const Task& t : s.tasks()) {
     w.BeginObject().Key("id").Int(t.id).Field("type", t.type);
     w.Field("state", TaskStateName(t.state)).Key("attempts").Int(t.attempts);
@@ -63,6 +70,7 @@ void StatusJson(const QueueState& s) {
     }
     w.Field("origin", OriginName(t.origin));
     w.Key("inputs").RawValue(t.inputs);
+    if (t.reused_from != 0) w.Key("reused_from").Int(t.reused_from);
     if (!t.error_reason.empty()) {
       w.Key("error").BeginObject().Field("reason", t.error_reason);
       w.Field("message", t.error_message).EndObject();
@@ -106,6 +114,10 @@ int PrintStatus(const std::string& install_dir, bool json) {
       static_cast<long long>(st.count(TaskState::kInProgress)),
       static_cast<long long>(st.count(TaskState::kPending)),
       static_cast<long long>(st.count(TaskState::kFailed)));
+  if (st.reused() > 0) {
+    std::printf("reused: %lld task(s) completed from the previous run (%s)\n\n",
+                static_cast<long long>(st.reused()), r.previous_run.c_str());
+  }
   for (const Task& t : st.tasks()) {
     if (t.parent_id == 0) PrintTree(st, t, 0);
   }

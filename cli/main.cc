@@ -14,6 +14,7 @@
 #include "cli/crashtest.h"
 #include "cli/inspect.h"
 #include "cli/progress.h"
+#include "cli/reuse_flags.h"
 #include "fs/env.h"
 #include "orchestrator/run.h"
 #include "tasks/workflow.h"
@@ -140,6 +141,7 @@ int Main(int argc, char** argv) {
   run_cmd->add_flag("--fresh", run.options.fresh,
                     "Archive an existing run and start over");
   run_cmd->add_flag("--json", run.json, "NDJSON events on stdout");
+  AddReuseFlags(run_cmd, &run.options);
   run_cmd->add_flag("--quiet,-q", run.quiet, "No progress output");
 
   std::string dir = ".";

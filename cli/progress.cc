@@ -57,9 +57,16 @@ class Printer : public RunObserver {
         w.Key("tasks_done").Int(r.tasks_done);
         w.Key("tasks_reset").Int(r.tasks_reset);
         if (!r.archived_to.empty()) w.Field("archived_to", r.archived_to);
+        if (r.archived_unfinished) w.Field("archived_unfinished", true);
+        if (r.tasks_retried) w.Key("tasks_retried").Int(r.tasks_retried);
       });
     }
-    if (!r.archived_to.empty()) {
+    if (r.archived_unfinished) {
+      // Work is set aside, not lost: said even under --quiet.
+      Always("the previous run had not finished; it was archived (" +
+             r.archive_reason + ") to " + r.archived_to +
+             "; its completed tasks are reused where they still match");
+    } else if (!r.archived_to.empty()) {
       Line("archived the previous run (" + r.archive_reason + ") to " +
            r.archived_to);
     }
@@ -77,7 +84,10 @@ class Printer : public RunObserver {
              std::to_string(r.tasks_reset) + " reset" +
              (r.tasks_lost ? ", " + std::to_string(r.tasks_lost) +
                                  " failed (worker_lost)"
-                           : ""));
+                           : "") +
+             (r.tasks_retried ? ", " + std::to_string(r.tasks_retried) +
+                                    " failed task(s) retried (--retry-failed)"
+                              : ""));
         break;
       case OpenAction::kJoined:
         Line("joined live run " + run_id + " as another worker: " + Counts(p));
@@ -113,6 +123,7 @@ class Printer : public RunObserver {
         w.Field("type", t.type);
         w.Field("state", TaskStateName(t.state));
         w.Key("attempt").Int(t.attempts);
+        if (t.reused_from != 0) w.Key("reused_from").Int(t.reused_from);
         if (!reason.empty()) {
           w.Field("reason", reason);
           w.Field("message", message);
@@ -121,7 +132,11 @@ class Printer : public RunObserver {
         w.Key("spawned").Int(spawned);
       });
     }
-    if (reason.empty()) {
+    if (reason.empty() && t.reused_from != 0) {
+      Plain(TaskLabel(t) + " reused (task " + std::to_string(t.reused_from) +
+            " of the previous run)" +
+            (spawned ? " (+" + std::to_string(spawned) + " tasks)" : ""));
+    } else if (reason.empty()) {
       Plain(TaskLabel(t) + " done" +
             (spawned ? " (+" + std::to_string(spawned) + " tasks)" : ""));
     } else {
@@ -137,10 +152,14 @@ class Printer : public RunObserver {
         w.Field("status", RunStatusName(status));
         w.Key("done").Int(p.done);
         w.Key("failed").Int(p.failed);
+        w.Key("reused").Int(p.reused);
+        w.Key("live").Int(p.done + p.failed - p.reused);
         w.Key("duration_ms").Int(p.elapsed_ms);
       });
     }
-    Line(std::string("run ") + RunStatusName(status) + ": " + Counts(p));
+    Line(std::string("run ") + RunStatusName(status) + ": " + Counts(p) + "; " +
+         std::to_string(p.reused) + " reused, " +
+         std::to_string(p.done + p.failed - p.reused) + " ran");
   }
 
   void OnNote(const std::string& message) override {
@@ -165,6 +184,11 @@ class Printer : public RunObserver {
   // A line shown in every mode but --quiet.
   void Line(const std::string& s) {
     if (o_.quiet) return;
+    EndLiveLine();
+    std::fprintf(stderr, "wizq: %s\n", s.c_str());
+  }
+  // A line shown in every mode, --quiet included.
+  void Always(const std::string& s) {
     EndLiveLine();
     std::fprintf(stderr, "wizq: %s\n", s.c_str());
   }

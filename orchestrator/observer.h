@@ -12,6 +12,7 @@ namespace wizq {
 
 struct Progress {
   int64_t pending = 0, running = 0, done = 0, failed = 0, total = 0;
+  int64_t reused = 0;  // of `done`: completed from a previous run's result
   int64_t elapsed_ms = 0;
 };
 

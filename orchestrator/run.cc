@@ -53,6 +53,22 @@ std::string DeriveRunId(const std::string& frozen_workflow,
   return "r" + Hash128Hex(frozen_workflow + "\n" + input_json).substr(0, 16);
 }
 
+// --from STEP|ID: a step of the workflow, or a task id (of the previous
+// run: checked when it is read).
+static Status CheckFromFlags(const Workflow& wf,
+                             const std::vector<std::string>& from) {
+  for (const std::string& f : from) {
+    const bool id = !f.empty() && f.size() <= 18 &&
+                    f.find_first_not_of("0123456789") == std::string::npos;
+    if (!id && wf.FindStep(f) == nullptr) {
+      return Status::InvalidArgument(
+          "--from " + f +
+          ": not a step of the workflow, nor a task id (a number)");
+    }
+  }
+  return Status::OK();
+}
+
 // Loads what a run needs before touching the install directory: the
 // workflow and the entry input. Anything wrong here is exit 2.
 static Status PrepareRun(const RunOptions& options,
@@ -69,7 +85,7 @@ static Status PrepareRun(const RunOptions& options,
   Status v = ValidateEntryInput(**workflow, c.ok() ? *input : raw);
   if (!v.ok()) return v.Annotate("--input");
   if (!c.ok()) return c.Annotate("--input");
-  return Status::OK();
+  return CheckFromFlags(**workflow, options.from);
 }
 
 int RunWorkflow(const RunOptions& options, RunObserver* observer,
@@ -97,6 +113,9 @@ int RunWorkflow(const RunOptions& options, RunObserver* observer,
   config.wizq_version = options.wizq_version;
   config.env = options.env;
   config.workflow_path = options.workflow_path;
+  config.no_reuse = options.no_reuse;
+  config.from = options.from;
+  config.retry_failed = options.retry_failed;
   // One executor per action kind (tasks/executor_set.h).
   CommandExecutor commands(options.env, WizardDir(config.install_dir));
   ExecutorSet executor({&commands});

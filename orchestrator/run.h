@@ -13,6 +13,7 @@
 #define WIZQ_ORCHESTRATOR_RUN_H_
 
 #include <string>
+#include <vector>
 
 #include "orchestrator/observer.h"
 
@@ -39,6 +40,10 @@ struct RunOptions {
   bool fresh = false;
   std::string wizq_version;
   Env* env = nullptr;  // nullptr: Env::Posix()
+  // Incremental re-runs (orchestrator/reuse.h, SPEC §11).
+  bool no_reuse = false;          // --no-reuse: everything runs live
+  std::vector<std::string> from;  // --from STEP|ID: forced live, and below
+  bool retry_failed = false;      // --retry-failed
 };
 
 // Runs (or resumes, or joins) the run and returns its exit code. Errors are

@@ -53,6 +53,10 @@ Status RunLoop::Harvest(bool block) {
                               done ? static_cast<int>(t.children.size()) : 0,
                               CurrentProgress());
   }
+  for (const Task& t : r.reused) {
+    observer_->OnTaskFinished(t, "", "", false, r.reused_spawned[t.id],
+                              CurrentProgress());
+  }
   for (Task& t : r.claimed) ready_.push_back(std::move(t));
   ReapLostOrphans(r.lost);
   const int asked_and_missed = r.claimed.empty() ? 1 : 0;
@@ -111,12 +115,14 @@ CommitResult RunLoop::Commit(std::vector<Outcome> outcomes, int want,
   if (!r.status.ok()) return r;
   const QueueState& s = queue_->state();
   for (const Outcome& o : outcomes) r.finished.push_back(*s.Find(o.id));
+  for (int64_t id : r.reused_ids) r.reused.push_back(*s.Find(id));
   r.run_status = s.run().status;
   r.progress.pending = s.count(TaskState::kPending);
   r.progress.running = s.count(TaskState::kInProgress);
   r.progress.done = s.count(TaskState::kDone);
   r.progress.failed = s.count(TaskState::kFailed);
   r.progress.total = s.total();
+  r.progress.reused = s.reused();
   return r;
 }
 
@@ -136,7 +142,7 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
   for (const Outcome& o : outcomes) {
     Status s;
     if (o.success) {
-      s = txn.Complete(o.id, o.children, nullptr);
+      s = txn.CompleteWith(o.id, o.children, {o.def_hash, "", 0}, nullptr);
     } else {
       const Task* t = txn.state().Find(o.id);
       s = txn.Fail(o.id, o.reason, o.message, o.retryable,
@@ -149,6 +155,7 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
     WIZQ_RETURN_IF_ERROR(s);
   }
   WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn));
+  WIZQ_RETURN_IF_ERROR(ReuseInTxn(txn, r));
   const QueueState& st = txn.state();
   if (st.run().status == RunStatus::kRunning && st.AllSettled()) {
     CrashPoint("run.before_finish");
@@ -208,7 +215,8 @@ Status RunLoop::StopAndRelease(const std::string& reason) {
       for (const Outcome& o : outcomes_) {
         const Task* t = txn.state().Find(o.id);
         Status rs = o.success
-                        ? txn.Complete(o.id, o.children, nullptr)
+                        ? txn.CompleteWith(o.id, o.children,
+                                           {o.def_hash, "", 0}, nullptr)
                         : txn.Fail(o.id, o.reason, o.message, o.retryable,
                                    BackoffMs(t ? t->attempts : 1), nullptr);
         if (!rs.ok() && !rs.IsConflict()) return rs;

@@ -3,6 +3,7 @@
 // results into Outcomes for the next commit, and has the executor reap what
 // dead workers' tasks left running.
 #include "orchestrator/run_loop.h"
+#include "tasks/def_hash.h"
 #include "tasks/response.h"
 #include "util/crash_point.h"
 
@@ -40,6 +41,9 @@ Status RunLoop::CollectResults() {
     const double ms = result.seconds * 1000;
     task_ms_ = task_ms_ == 0 ? ms : 0.8 * task_ms_ + 0.2 * ms;
     outcomes_.push_back(Judge(it->second, result));
+    if (outcomes_.back().success) {
+      outcomes_.back().def_hash = FinishedDefHash(it->second);
+    }
     running_.erase(it);
   }
   return Status::OK();
@@ -74,6 +78,7 @@ Status RunLoop::StartTask(const Task& task) {
                       "-" + std::to_string(task.id);
   a.timeout_seconds = step->options.timeout_seconds;
   a.max_response_bytes = kMaxResponseBytes;
+  if (hasher_) start_hash_[task.id] = hasher_->Hash(task.type, nullptr);
   Status s = executor_->Start(a);
   if (!s.ok()) return s.Annotate("starting task " + std::to_string(task.id));
   running_[task.id] = task;

@@ -11,7 +11,9 @@
 #include <thread>
 
 #include "fs/env.h"
+#include "orchestrator/reuse.h"
 #include "orchestrator/run.h"
+#include "tasks/def_hash.h"
 #include "tasks/response.h"
 
 namespace wizq {
@@ -52,6 +54,11 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
     return executor_->AttemptStarted(t.id, t.attempts);
   };
   qo.initial_tasks.push_back(RootTask(*workflow_, config_.input));
+  qo.retry_failed = config_.retry_failed;
+  qo.retry_budget = [this](const Task& t) {
+    const Step* step = workflow_->FindStep(t.type);
+    return step ? step->options.max_attempts() : t.max_attempts;
+  };
   OpenReport report;
   WIZQ_RETURN_IF_ERROR(Queue::Open(qo, &queue_, &report));
   WIZQ_RETURN_IF_ERROR(UseFrozenWorkflow());
@@ -65,6 +72,7 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   ReapLostOrphans(lost);
   progress_ = CurrentProgress();
   observer_->OnOpened(config_.run_id, report, progress_);
+  if (report.action != OpenAction::kFinished) OpenReuse();
   *finished = report.action == OpenAction::kFinished;
   if (*finished) {
     *exit_code = queue_->state().run().status == RunStatus::kCompleted
@@ -110,6 +118,7 @@ Progress RunLoop::CurrentProgress() const {
     p.done = s.count(TaskState::kDone);
     p.failed = s.count(TaskState::kFailed);
     p.total = s.total();
+    p.reused = s.reused();
   }
   p.elapsed_ms = ElapsedMs();
   return p;

@@ -46,6 +46,9 @@
 namespace wizq {
 
 class Env;
+class DefHasher;
+class PreviousRun;
+class Reuser;
 
 bool StopRequested();
 int StopSender();
@@ -58,6 +61,7 @@ struct Outcome {
   std::string reason;  // on failure
   std::string message;
   bool retryable = false;
+  std::string def_hash;  // on success: the step's, if it held still
 };
 
 // What one commit did, for the main thread.
@@ -67,6 +71,9 @@ struct CommitResult {
   std::vector<Task> finished;  // the outcomes' tasks after the commit
   std::vector<int64_t> lost;   // dead workers' tasks failed as worker_lost
   std::vector<std::string> notes;
+  std::vector<int64_t> reused_ids;        // completed from the previous run
+  std::vector<Task> reused;               // their copies after the commit
+  std::map<int64_t, int> reused_spawned;  // children each one submitted
   RunStatus run_status = RunStatus::kRunning;
   Progress progress;
 };
@@ -80,6 +87,10 @@ class RunLoop {
     Env* env = nullptr;
     // Runs the attempts; required, must outlive the RunLoop.
     Executor* executor = nullptr;
+    // Incremental re-runs (orchestrator/reuse.h): --no-reuse, --from.
+    bool no_reuse = false;
+    std::vector<std::string> from;  // step names and previous task ids
+    bool retry_failed = false;      // --retry-failed
   };
 
   RunLoop(Config config, std::unique_ptr<Workflow> workflow,
@@ -123,6 +134,11 @@ class RunLoop {
   bool Claimable(const Task& t,
                  const std::map<std::string, int>& per_step) const;
 
+  // Reuse (orchestrator/run_reuse.cc).
+  void OpenReuse();
+  Status ReuseInTxn(Txn& txn, CommitResult* r);
+  std::string FinishedDefHash(const Task& task);
+
   const Action* ActionFor(const Task& t, const Step** step) const;
   int64_t ElapsedMs() const;
 
@@ -147,6 +163,10 @@ class RunLoop {
   int poll_backoff_ms_ = 0;
   RunStatus run_status_ = RunStatus::kRunning;
   Progress progress_;
+  std::unique_ptr<DefHasher> hasher_;
+  std::unique_ptr<PreviousRun> previous_;
+  std::unique_ptr<Reuser> reuser_;
+  std::map<int64_t, std::string> start_hash_;  // def_hash at start, by id
 };
 
 }  // namespace wizq

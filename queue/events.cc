@@ -225,6 +225,13 @@ void TaskCompleted::EncodeTo(JsonWriter& w) const {
   w.Field("worker", worker);
   WriteIds(w, "spawned", spawned);
   WriteIds(w, "deduplicated", deduplicated);
+  if (!def_hash.empty()) w.Field("def_hash", def_hash);
+  if (reused_id != 0) {
+    w.Key("reused").BeginObject();
+    w.Field("run_id", reused_run_id);
+    w.Key("id").Int(reused_id);
+    w.EndObject();
+  }
 }
 
 EventError TaskCompleted::DecodeField(std::string_view key, EventValue v) {
@@ -232,12 +239,29 @@ EventError TaskCompleted::DecodeField(std::string_view key, EventValue v) {
   if (key == "worker") return StringView(v, &worker);
   if (key == "spawned") return ReadIds(v, &spawned);
   if (key == "deduplicated") return ReadIds(v, &deduplicated);
+  if (key == "def_hash") return StringView(v, &def_hash);
+  if (key == "reused") {
+    simdjson::ondemand::object o;
+    EventError err = v.get_object().get(o);
+    if (err) return err;
+    for (auto field : o) {
+      std::string_view k;
+      EventValue fv;
+      if ((err = field.unescaped_key().get(k))) return err;
+      if ((err = field.value().get(fv))) return err;
+      if (k == "run_id") err = StringView(fv, &reused_run_id);
+      if (k == "id") err = ReadInt(fv, &reused_id);
+      if (err) return err;
+    }
+    return SUCCESS;
+  }
   return SUCCESS;
 }
 
 bool TaskCompleted::operator==(const TaskCompleted& o) const {
   return id == o.id && worker == o.worker && spawned == o.spawned &&
-         deduplicated == o.deduplicated;
+         deduplicated == o.deduplicated && def_hash == o.def_hash &&
+         reused_run_id == o.reused_run_id && reused_id == o.reused_id;
 }
 
 // --- task_failed, task_reset -------------------------------------------------
@@ -302,6 +326,10 @@ void RunFinished::EncodeTo(JsonWriter& w) const {
   w.Key("tasks_done").Int(tasks_done);
   w.Key("tasks_failed").Int(tasks_failed);
   w.Key("duration_ms").Int(duration_ms);
+  if (has_reuse_counts) {
+    w.Key("tasks_reused").Int(tasks_reused);
+    w.Key("tasks_live").Int(tasks_live);
+  }
 }
 
 EventError RunFinished::DecodeField(std::string_view key, EventValue v) {
@@ -311,13 +339,42 @@ EventError RunFinished::DecodeField(std::string_view key, EventValue v) {
   if (key == "tasks_done") return ReadInt(v, &tasks_done);
   if (key == "tasks_failed") return ReadInt(v, &tasks_failed);
   if (key == "duration_ms") return ReadInt(v, &duration_ms);
+  if (key == "tasks_reused") {
+    has_reuse_counts = true;
+    return ReadInt(v, &tasks_reused);
+  }
+  if (key == "tasks_live") return ReadInt(v, &tasks_live);
   return SUCCESS;
 }
 
 bool RunFinished::operator==(const RunFinished& o) const {
   return status == o.status && resumed == o.resumed &&
          tasks_total == o.tasks_total && tasks_done == o.tasks_done &&
-         tasks_failed == o.tasks_failed && duration_ms == o.duration_ms;
+         tasks_failed == o.tasks_failed && duration_ms == o.duration_ms &&
+         has_reuse_counts == o.has_reuse_counts &&
+         tasks_reused == o.tasks_reused && tasks_live == o.tasks_live;
+}
+
+// --- task_retried ------------------------------------------------------------
+
+void TaskRetried::EncodeTo(JsonWriter& w) const {
+  w.Key("id").Int(id);
+  w.Field("reason", reason);
+  w.Field("error", error);
+  w.Key("max_attempts").Int(max_attempts);
+}
+
+EventError TaskRetried::DecodeField(std::string_view key, EventValue v) {
+  if (key == "id") return ReadInt(v, &id);
+  if (key == "reason") return StringView(v, &reason);
+  if (key == "error") return StringView(v, &error);
+  if (key == "max_attempts") return ReadInt(v, &max_attempts);
+  return SUCCESS;
+}
+
+bool TaskRetried::operator==(const TaskRetried& o) const {
+  return id == o.id && reason == o.reason && error == o.error &&
+         max_attempts == o.max_attempts;
 }
 
 // --- dispatch ----------------------------------------------------------------

@@ -158,6 +158,14 @@ struct TaskCompleted {
   std::string_view worker;
   std::vector<int64_t> spawned;       // new task ids
   std::vector<int64_t> deduplicated;  // existing ids a child was folded into
+  // What defined the task's step when it completed (tasks/def_hash.h);
+  // written only when known (never by wizq before def_hash existed).
+  std::string_view def_hash;
+  // A task completed from a previous run's recorded result without running
+  // (orchestrator/reuse.h): "reused":{"run_id","id"}, written only then.
+  // Such a task goes from pending to done, with no claim.
+  std::string_view reused_run_id;
+  int64_t reused_id = 0;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const TaskCompleted& o) const;
@@ -201,9 +209,29 @@ struct RunFinished {
   int64_t tasks_done = 0;
   int64_t tasks_failed = 0;
   int64_t duration_ms = 0;
+  // Tasks completed from a previous run's results, and tasks that ran
+  // (done or failed, not reused). Written when has_reuse_counts (every run
+  // of a wizq that reuses; absent from older lines).
+  bool has_reuse_counts = false;
+  int64_t tasks_reused = 0;
+  int64_t tasks_live = 0;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const RunFinished& o) const;
+};
+
+// failed -> pending with a fresh attempt budget (`wizq run --retry-failed`):
+// max_attempts becomes attempts + the step's budget. A finished run is
+// running again from this event on.
+struct TaskRetried {
+  static constexpr std::string_view kName = "task_retried";
+  int64_t id = 0;
+  std::string_view reason;  // why it is retried ("retry_failed")
+  std::string_view error;   // the failure reason it had
+  int64_t max_attempts = 0;
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const TaskRetried& o) const;
 };
 
 // An event this wizq does not know (a newer one's): skipped.
@@ -220,7 +248,7 @@ struct UnknownEvent {
 using Event = std::variant<UnknownEvent, RunStarted, RunResumed, QueueArchived,
                            WorkerJoined, WorkerLeft, TaskSubmitted,
                            TaskDeduplicated, TaskClaimed, TaskCompleted,
-                           TaskFailed, TaskReset, RunFinished>;
+                           TaskFailed, TaskReset, RunFinished, TaskRetried>;
 
 // The name of the event held (the header's name for an UnknownEvent).
 std::string_view EventName(const Event& e);

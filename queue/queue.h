@@ -74,6 +74,12 @@ struct QueueOptions {
   // worker's task whose attempt never started (it was claimed ahead) goes
   // back to pending without counting the attempt. Null: always true.
   std::function<bool(const Task&)> attempt_started;
+  // `wizq run --retry-failed`: when the run is resumed (even a finished
+  // one), its failed tasks go back to pending (task_retried) with a fresh
+  // budget of retry_budget(task) attempts (null: the task's max_attempts).
+  // A completed run is left as it is.
+  bool retry_failed = false;
+  std::function<int(const Task&)> retry_budget;
 };
 
 enum class OpenAction {
@@ -94,6 +100,9 @@ struct OpenReport {
   int64_t tasks_done = 0;
   int64_t tasks_reset = 0;  // stale in_progress tasks put back to pending
   int64_t tasks_lost = 0;   // stale tasks failed with worker_lost
+  // The archived run had not finished (it was stopped or crashed).
+  bool archived_unfinished = false;
+  int64_t tasks_retried = 0;  // failed tasks put back (retry_failed)
 };
 
 // What the reclaim of lost claims at the start of a transaction did.
@@ -170,6 +179,21 @@ class Txn {
   virtual Status Release(int64_t id, std::string_view reason) = 0;
   // Records run_finished with the status and counts.
   virtual Status FinishRun(RunStatus status, int64_t duration_ms) = 0;
+
+  // What a completion records besides the children (task_completed).
+  struct CompletionInfo {
+    std::string def_hash;  // tasks/def_hash.h; "" if unknown
+    // Non-zero: the task completes from the recorded result of task
+    // `reused_id` of run `reused_run_id` (orchestrator/reuse.h). The task
+    // must then be pending and never attempted; it needs no claim.
+    std::string reused_run_id;
+    int64_t reused_id = 0;
+  };
+  // Complete() with what `info` says. Complete(id, c, ids) is
+  // CompleteWith(id, c, CompletionInfo(), ids).
+  virtual Status CompleteWith(int64_t id, const std::vector<NewTask>& children,
+                              const CompletionInfo& info,
+                              std::vector<int64_t>* child_ids) = 0;
 };
 
 // Where the directory store keeps a run: `<install_dir>/.wizard`. The one

@@ -60,6 +60,8 @@ class DirQueue : public Queue {
   Status ArchiveRun(const std::string& reason, OpenReport* report);
   Status StartFresh(OpenReport* report);
   Status ResumeRun(OpenReport* report);
+  bool WantsRetry() const;  // queue/retry.cc
+  Status StageRetries(OpenReport* report);
   Status AttachRun(OpenReport* report);
   Status CheckAttachable(bool have_snapshot, int version) const;
   Status ApplyStaged(std::string_view event);

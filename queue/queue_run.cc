@@ -64,6 +64,9 @@ Status DirQueue::ArchiveRun(const std::string& reason, OpenReport* report) {
                            .Annotate("creating " + Path("tasks") + "/"));
   report->archived_to = target;
   report->archive_reason = reason;
+  report->archived_unfinished = state_->started() &&
+                                state_->run().status != RunStatus::kCompleted &&
+                                state_->run().status != RunStatus::kFailed;
   state_ = std::make_unique<QueueState>();
   log_end_ = snapshot_offset_ = snapshot_size_ = 0;
   return Status::OK();
@@ -103,8 +106,9 @@ Status DirQueue::StartFresh(OpenReport* report) {
 Status DirQueue::ResumeRun(OpenReport* report) {
   report->tasks_pending = state_->count(TaskState::kPending);
   report->tasks_done = state_->count(TaskState::kDone);
-  if (state_->run().status == RunStatus::kCompleted ||
-      state_->run().status == RunStatus::kFailed) {
+  if ((state_->run().status == RunStatus::kCompleted ||
+       state_->run().status == RunStatus::kFailed) &&
+      !WantsRetry()) {
     report->action = OpenAction::kFinished;
     // At rest the snapshot is exact and the log has no free space: redo a
     // checkpoint or a trim that a crash cut short.
@@ -137,6 +141,7 @@ Status DirQueue::ResumeRun(OpenReport* report) {
     WIZQ_RETURN_IF_ERROR(Stage(resumed));
   }
   WIZQ_RETURN_IF_ERROR(Stage(WorkerJoined{workers_.self(), getpid()}));
+  if (options_.retry_failed) WIZQ_RETURN_IF_ERROR(StageRetries(report));
   WIZQ_RETURN_IF_ERROR(CommitStaged());
   report->action = join ? OpenAction::kJoined : OpenAction::kResumed;
   return Status::OK();

@@ -50,6 +50,7 @@ void EncodeTask(const Task& t, JsonWriter* w) {
   w->Key("created_ms").Int(t.created_ms);
   w->Key("updated_ms").Int(t.updated_ms);
   w->Key("retry_at_ms").Int(t.retry_at_ms);
+  if (t.reused_from != 0) w->Key("reused_from").Int(t.reused_from);
   w->EndObject();
 }
 
@@ -73,6 +74,7 @@ std::string EncodeSnapshot(const QueueState& state, uint64_t audit_offset) {
   w.Key("started_ms").Int(run.started_ms);
   w.Key("finished_ms").Int(run.finished_ms);
   w.Key("resumes").Int(run.resumes);
+  if (!run.previous_run.empty()) w.Field("previous_run", run.previous_run);
   w.Key("input").RawValue(run.entry_input);
   w.Key("workflow").RawValue(run.workflow);
   w.Key("counts").BeginObject();

@@ -216,6 +216,9 @@ error_code SnapshotDecoder::ReadTop(std::string_view key, value v,
       return simdjson::INCORRECT_TYPE;
     }
     run->resumes = static_cast<int>(n);
+  } else if (key == "previous_run") {
+    err = StringView(v, &s);
+    run->previous_run = s;
   } else if (key == "input") {
     err = RawJson(v, &s);
     run->entry_input = s;
@@ -348,6 +351,8 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
     err = v.get_int64().get(t->updated_ms);
   } else if (key == "retry_at_ms") {
     err = v.get_int64().get(t->retry_at_ms);
+  } else if (key == "reused_from") {
+    err = v.get_int64().get(t->reused_from);
   }
   // children, finally_task: derived again by QueueState::Rebuild.
   return err;

@@ -82,7 +82,10 @@ Status QueueState::ApplyEvent(std::string_view line) {
 
 // Informational events (and unknown, newer ones) change no task.
 Status QueueState::Apply(const UnknownEvent&, int64_t) { return Status::OK(); }
-Status QueueState::Apply(const QueueArchived&, int64_t) { return Status::OK(); }
+Status QueueState::Apply(const QueueArchived& e, int64_t) {
+  run_.previous_run = e.path;
+  return Status::OK();
+}
 Status QueueState::Apply(const WorkerJoined&, int64_t) { return Status::OK(); }
 Status QueueState::Apply(const WorkerLeft&, int64_t) { return Status::OK(); }
 Status QueueState::Apply(const TaskDeduplicated&, int64_t) {
@@ -183,8 +186,18 @@ Status QueueState::Apply(const TaskClaimed& e, int64_t ts) {
 
 Status QueueState::Apply(const TaskCompleted& e, int64_t ts) {
   Task* t = MutableFind(e.id);
-  WIZQ_RETURN_IF_ERROR(
-      RequireState(t, e.id, TaskState::kInProgress, "completion"));
+  // A reused task completes straight from pending, never having run.
+  WIZQ_RETURN_IF_ERROR(RequireState(
+      t, e.id, e.reused_id != 0 ? TaskState::kPending : TaskState::kInProgress,
+      "completion"));
+  if (e.reused_id != 0) {
+    if (t->attempts != 0) {
+      return Status::Corruption("reuse of task " + std::to_string(e.id) +
+                                ", which already ran");
+    }
+    t->reused_from = e.reused_id;
+    reused_count_++;
+  }
   t->updated_ms = ts;
   SetState(t, TaskState::kDone);
   Settle(t);
@@ -332,6 +345,7 @@ void QueueState::Rebuild() {
   hooks_due_.clear();
   counts_.fill(0);
   settled_count_ = 0;
+  reused_count_ = 0;
   // children and finally_task are derived from parent_id and finally_for.
   for (Task& t : tasks_) {
     t.children.clear();
@@ -346,6 +360,7 @@ void QueueState::Rebuild() {
     t.settled_counted = false;
     if (!t.dedup_key.empty()) by_dedup_key_.emplace(t.dedup_key, t.id);
     counts_[static_cast<int>(t.state)]++;
+    if (t.reused_from != 0 && t.state == TaskState::kDone) reused_count_++;
     if (t.state == TaskState::kPending) pending_.insert(t.id);
     if (t.state == TaskState::kInProgress) in_progress_.insert(t.id);
   }
@@ -358,6 +373,32 @@ void QueueState::Rebuild() {
       if (it->parent_id != 0) tasks_[it->parent_id - 1].open_children--;
     }
   }
+}
+
+}  // namespace wizq
+
+namespace wizq {
+
+// failed -> pending, with a fresh budget. The task's ancestors had counted
+// it as settled (their hooks may even have run): the derived fields are
+// rebuilt from scratch, which is O(tasks) per retried task.
+Status QueueState::Apply(const TaskRetried& e, int64_t ts) {
+  Task* t = MutableFind(e.id);
+  WIZQ_RETURN_IF_ERROR(RequireState(t, e.id, TaskState::kFailed, "retry"));
+  if (e.max_attempts <= t->attempts || !AttemptsInRange(e.max_attempts)) {
+    return Status::Corruption("retry of task " + std::to_string(e.id) +
+                              " with max_attempts " +
+                              std::to_string(e.max_attempts) + " after " +
+                              std::to_string(t->attempts) + " attempt(s)");
+  }
+  t->max_attempts = static_cast<int>(e.max_attempts);
+  t->state = TaskState::kPending;
+  t->retry_at_ms = 0;
+  t->updated_ms = ts;
+  run_.status = RunStatus::kRunning;
+  run_.finished_ms = 0;
+  Rebuild();
+  return Status::OK();
 }
 
 }  // namespace wizq

@@ -40,6 +40,7 @@ struct TaskCompleted;
 struct TaskFailed;
 struct TaskReset;
 struct RunFinished;
+struct TaskRetried;
 
 enum class RunStatus { kRunning, kPaused, kCompleted, kFailed };
 const char* RunStatusName(RunStatus s);
@@ -57,6 +58,9 @@ struct RunInfo {
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
   int resumes = 0;  // run_resumed events so far
+  // Where the run that this one replaced was archived (queue_archived), ""
+  // if none: what reuse draws on (orchestrator/reuse.h).
+  std::string previous_run;
 };
 
 class QueueState {
@@ -90,6 +94,8 @@ class QueueState {
   const std::set<int64_t>& hooks_due() const { return hooks_due_; }
   int64_t count(TaskState s) const { return counts_[static_cast<int>(s)]; }
   int64_t total() const { return static_cast<int64_t>(tasks_.size()); }
+  // Done tasks completed from a previous run's result (Task::reused_from).
+  int64_t reused() const { return reused_count_; }
   // All tasks settled (and at least one exists).
   bool AllSettled() const;
 
@@ -116,6 +122,7 @@ class QueueState {
   Status Apply(const TaskFailed& e, int64_t ts);
   Status Apply(const TaskReset& e, int64_t ts);
   Status Apply(const RunFinished& e, int64_t ts);
+  Status Apply(const TaskRetried& e, int64_t ts);
   Status AddLiveTask(Task t);
   Task* MutableFind(int64_t id);
   Status RequireState(const Task* t, int64_t id, TaskState s,
@@ -133,6 +140,7 @@ class QueueState {
   std::set<int64_t> hooks_due_;
   std::array<int64_t, 4> counts_{};
   int64_t settled_count_ = 0;
+  int64_t reused_count_ = 0;
 };
 
 }  // namespace wizq

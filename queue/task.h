@@ -56,6 +56,10 @@ struct Task {
   bool has_finally = false;
   int64_t finally_task = 0;
   int64_t finally_for = 0;
+  // The id, in the previous run (RunInfo::previous_run), of the task whose
+  // recorded result completed this one without running; 0 if it ran (or
+  // has not finished). See orchestrator/reuse.h.
+  int64_t reused_from = 0;
   // Derived, not stored: children whose subtree has not settled yet, and
   // whether this task's settling was already counted at its parent.
   int64_t open_children = 0;

@@ -77,11 +77,29 @@ Status TxnImpl::RequireHeld(int64_t id, const Task** task) const {
 
 Status TxnImpl::Complete(int64_t id, const std::vector<NewTask>& children,
                          std::vector<int64_t>* child_ids) {
+  return CompleteWith(id, children, CompletionInfo(), child_ids);
+}
+
+Status TxnImpl::CompleteWith(int64_t id, const std::vector<NewTask>& children,
+                             const CompletionInfo& info,
+                             std::vector<int64_t>* child_ids) {
   const Task* t = nullptr;
-  WIZQ_RETURN_IF_ERROR(RequireHeld(id, &t));
+  if (info.reused_id != 0) {
+    t = state().Find(id);
+    if (t == nullptr || t->state != TaskState::kPending || t->attempts != 0) {
+      return Status::Conflict(
+          "task " + std::to_string(id) + " can no longer be reused (it is " +
+          (t ? TaskStateName(t->state) : "unknown") + " or already ran)");
+    }
+  } else {
+    WIZQ_RETURN_IF_ERROR(RequireHeld(id, &t));
+  }
   TaskCompleted e;
   e.id = id;
   e.worker = q_->worker_id();
+  e.def_hash = info.def_hash;
+  e.reused_run_id = info.reused_run_id;
+  e.reused_id = info.reused_id;
   for (const NewTask& child : children) {
     int64_t cid = 0;
     bool dup = false;
@@ -131,6 +149,9 @@ Status TxnImpl::FinishRun(RunStatus status, int64_t duration_ms) {
   e.tasks_done = s.count(TaskState::kDone);
   e.tasks_failed = s.count(TaskState::kFailed);
   e.duration_ms = duration_ms;
+  e.has_reuse_counts = true;
+  e.tasks_reused = s.reused();
+  e.tasks_live = e.tasks_done + e.tasks_failed - e.tasks_reused;
   return q_->Stage(e);
 }
 

@@ -28,6 +28,9 @@ class TxnImpl : public Txn {
               bool* will_retry) override;
   Status Release(int64_t id, std::string_view reason) override;
   Status FinishRun(RunStatus status, int64_t duration_ms) override;
+  Status CompleteWith(int64_t id, const std::vector<NewTask>& children,
+                      const CompletionInfo& info,
+                      std::vector<int64_t>* child_ids) override;
 
  private:
   Status RequireHeld(int64_t id, const Task** task) const;

@@ -270,10 +270,11 @@ class WorkflowChecker {
       Add(path, "must be an object of options, " + Got(*opts));
       return;
     }
-    CheckFields(*opts, path,
-                {"max_retries", "timeout", "max_concurrency",
-                 "retry_on_timeout", "retry_on_invalid_response"},
-                "options");
+    CheckFields(
+        *opts, path,
+        {"max_retries", "timeout", "max_concurrency", "retry_on_timeout",
+         "retry_on_invalid_response", "reuse_files"},
+        "options");
     for (auto& [key, v] : opts->items()) {
       ParseOption(key, v, KeyPath(path, key), out);
     }
@@ -294,6 +295,8 @@ class WorkflowChecker {
       ParseTimeout(v, path, out);
     } else if (key == "max_concurrency") {
       ParseMaxConcurrency(v, path, out);
+    } else if (key == "reuse_files") {
+      CheckReuseFiles(v, path);
     } else if (key == "retry_on_timeout" ||
                key == "retry_on_invalid_response") {
       if (!v.is_boolean()) {
@@ -302,6 +305,23 @@ class WorkflowChecker {
         (key == "retry_on_timeout" ? out->retry_on_timeout
                                    : out->retry_on_invalid_response) =
             v.get<bool>();
+      }
+    }
+  }
+
+  // reuse_files: files or globs (relative to the workflow's directory)
+  // whose content goes into the step's def_hash (tasks/def_hash.h).
+  void CheckReuseFiles(const Json& v, const std::string& path) {
+    if (!v.is_array()) {
+      Add(path, "must be an array of file names or globs, " + Got(v));
+      return;
+    }
+    for (size_t i = 0; i < v.size(); i++) {
+      const std::string p = path + "[" + std::to_string(i) + "]";
+      if (!v[i].is_string() || v[i].get<std::string>().empty()) {
+        Add(p, "must be a non-empty file name or glob, " + Got(v[i]));
+      } else if (v[i].get<std::string>()[0] == '/') {
+        Add(p, "must be relative to the workflow's directory");
       }
     }
   }

@@ -19,6 +19,13 @@
 //                          appended to its audit.jsonl (a torn tail);
 //   archive.after_snapshot the run is completed first, then started again
 //                          with --fresh (which archives it) and crashed.
+//   reuse.before_commit    the run is completed first, then started again
+//                          with --fresh, which reuses every task, crashed,
+//                          and resumed with a plain `wizq run`: every task
+//                          must end reused and nothing may run again.
+//   retry.before_commit    a first run fails one Work task for good, then
+//                          `--retry-failed` (after the cause is gone) is
+//                          crashed and resumed: only that task runs again.
 //
 // Each point is its own test (CrashPoints/CrashPointSweep.Point/<point>), so
 // `ctest -j` runs them in parallel.
@@ -238,6 +245,49 @@ void VerifyArchivedFirstRun(const std::string& dir) {
       << "the archived tasks/ directories";
 }
 
+// After reuse.before_commit: every task reused, none ran (the ledger of
+// the re-run is empty), the counts of run_finished say so.
+void VerifyAllReused(const std::string& dir) {
+  const Json st = test::StatusJson(dir);
+  ASSERT_TRUE(st.is_object());
+  EXPECT_EQ(st["status"], "completed");
+  for (const Json& t : st["tasks"]) {
+    EXPECT_EQ(t["state"], "done") << t.dump();
+    EXPECT_TRUE(t.contains("reused_from")) << "not reused: " << t.dump();
+  }
+  EXPECT_EQ(test::ReadLedger(dir).size(), 0u) << "a reused task ran";
+  const std::vector<Json> audit = test::ReadAudit(dir);
+  ASSERT_FALSE(audit.empty());
+  int finished = 0;
+  for (const Json& e : audit) {
+    if (e["event"] != "run_finished") continue;
+    finished++;
+    EXPECT_EQ(e["tasks_reused"], st["tasks"].size());
+    EXPECT_EQ(e["tasks_live"], 0);
+  }
+  EXPECT_EQ(finished, 1);
+}
+
+// After retry.before_commit: the failed Work task ran again (once per
+// crash at most), nothing else did, it was retried once, the run completed.
+void VerifyRetried(const std::string& dir, int crashes) {
+  const Json st = test::StatusJson(dir);
+  ASSERT_TRUE(st.is_object());
+  EXPECT_EQ(st["status"], "completed");
+  int starts = 0;
+  for (const LedgerLine& l : test::ReadLedger(dir)) {
+    EXPECT_NE(l.kind, "OVERLAP");
+    if (l.kind == "start") starts++;
+  }
+  EXPECT_GE(starts, 1);
+  EXPECT_LE(starts, 1 + crashes);
+  int retried = 0;
+  for (const Json& e : test::ReadAudit(dir)) {
+    if (e["event"] == "task_retried") retried++;
+  }
+  EXPECT_EQ(retried, 1);
+}
+
 enum class Reached { kYes, kNo };
 
 // One point, one n: crash, check, resume, verify.
@@ -247,6 +297,19 @@ Reached RunScenario(const std::string& point, int n) {
   const std::string dir = scratch.path();
   int crashes = 0;
   bool fresh = false;
+  std::vector<std::string> extra;  // more flags, for the crash and resumes
+  if (point == "reuse.before_commit") {
+    const WizqResult r = test::RunWizq(RunArgs(dir, false), CrashEnv(""));
+    EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
+    fs::rename(dir + "/ledger", dir + "/ledger.first");
+  } else if (point == "retry.before_commit") {
+    test::WriteAll(dir + "/fail-work-3", "");
+    const WizqResult r = test::RunWizq(RunArgs(dir, false), CrashEnv(""));
+    EXPECT_TRUE(r.exited && r.code == 1) << r.Describe();
+    fs::remove(dir + "/fail-work-3");
+    fs::rename(dir + "/ledger", dir + "/ledger.first");
+    extra = {"--retry-failed"};
+  }
   if (point == "torn.after_copy") {
     // A run crashed before, then a torn line at the end of its log.
     const WizqResult r = test::RunWizq(RunArgs(dir, false),
@@ -263,9 +326,15 @@ Reached RunScenario(const std::string& point, int n) {
     EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
     fs::rename(dir + "/ledger", dir + "/ledger.first");
     fresh = true;
+    // The checks below want every task to run again (reuse has its own
+    // point, reuse.before_commit).
+    extra = {"--no-reuse"};
   }
   const std::string spec = point + ":" + std::to_string(n);
-  const WizqResult crash = test::RunWizq(RunArgs(dir, fresh), CrashEnv(spec));
+  std::vector<std::string> crash_args =
+      RunArgs(dir, fresh || point == "reuse.before_commit");
+  crash_args.insert(crash_args.end(), extra.begin(), extra.end());
+  const WizqResult crash = test::RunWizq(crash_args, CrashEnv(spec));
   EXPECT_TRUE(crash.exited) << crash.Describe();
   Reached reached = Reached::kNo;
   if (crash.exited && crash.code == kCrashExitCode) {
@@ -285,12 +354,24 @@ Reached RunScenario(const std::string& point, int n) {
     // Resume with the very same command, as a user would.
     int code = -1;
     for (int i = 0; i < kMaxResumes && code != 0; i++) {
-      const WizqResult r = test::RunWizq(RunArgs(dir, fresh), CrashEnv(""));
+      std::vector<std::string> args = RunArgs(dir, fresh);
+      args.insert(args.end(), extra.begin(), extra.end());
+      const WizqResult r = test::RunWizq(args, CrashEnv(""));
       EXPECT_TRUE(r.exited) << r.Describe();
       code = r.exited ? r.code : -1;
       EXPECT_EQ(code, 0) << "resume " << i + 1 << ": " << r.Describe();
     }
     if (code != 0) return reached;
+  }
+  if (point == "reuse.before_commit") {
+    VerifyAllReused(dir);
+    test::ReapStrays();
+    return reached;
+  }
+  if (point == "retry.before_commit") {
+    VerifyRetried(dir, crashes);
+    test::ReapStrays();
+    return reached;
   }
   VerifyRun(dir, crashes);
   if (point == "torn.after_copy" && reached == Reached::kYes) {
@@ -397,9 +478,12 @@ TEST(CrashPointArchive, ResumeWithoutFreshKeepsTheOldRun) {
   EXPECT_EQ(st["status"], "completed");
   EXPECT_EQ(st["counts"]["done"], static_cast<int>(ExpectedTasks().size()) + 1);
 
-  // --fresh now archives the rest of the old run and starts a new one.
+  // --fresh now archives the rest of the old run and starts a new one
+  // (--no-reuse: every task runs again, as VerifyRun checks).
   fs::rename(dir + "/ledger", dir + "/ledger.first");
-  r = test::RunWizq(RunArgs(dir, true), CrashEnv(""));
+  std::vector<std::string> fresh_args = RunArgs(dir, true);
+  fresh_args.push_back("--no-reuse");
+  r = test::RunWizq(fresh_args, CrashEnv(""));
   EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
   VerifyRun(dir, 0);
   VerifyArchivedFirstRun(dir);

@@ -408,7 +408,10 @@ TEST_F(WizqCliTest, CompletedRunIsNotRunAgainAndFreshStartsOver) {
   EXPECT_EQ(ReadAll(Wizard("audit.jsonl")), log) << "the log was written";
   EXPECT_EQ(ReadAll(Wizard("queue.json")), queue);
 
-  const WizqResult fresh = Run("basic.jsonc", R"({"n":2})", {"--fresh"});
+  // --no-reuse: without it the unchanged tasks would be reused
+  // (tests/reuse_test.cc).
+  const WizqResult fresh =
+      Run("basic.jsonc", R"({"n":2})", {"--fresh", "--no-reuse"});
   EXPECT_TRUE(fresh.exited && fresh.code == 0) << fresh.Describe();
   EXPECT_EQ(test::LedgerFind(Ledger(), "end").size(), 6u)
       << "--fresh did not run the tasks again";
@@ -694,7 +697,7 @@ TEST_F(WizqCliTest, TaskGetsItsInputEnvironmentAndFiles) {
 TEST_F(WizqCliTest, FreshRunGetsNewIdempotencyKeys) {
   ASSERT_EQ(Run("env.jsonc", "{}").code, 0);
   const std::string before = ReadAll(dir_.Join("env.2"));
-  ASSERT_EQ(Run("env.jsonc", "{}", {"--fresh"}).code, 0);
+  ASSERT_EQ(Run("env.jsonc", "{}", {"--fresh", "--no-reuse"}).code, 0);
   const std::string after = ReadAll(dir_.Join("env.2"));
   auto key = [](const std::string& text) {
     const size_t at = text.find("WIZQ_IDEMPOTENCY_KEY=");

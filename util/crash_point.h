@@ -30,6 +30,8 @@ inline constexpr const char* kCrashPoints[] = {
     "run.before_result_commit",     // a task finished, result not committed
     "run.after_result_commit",      // result + children durable, not dispatched
     "run.before_finish",            // all settled, run_finished not written
+    "reuse.before_commit",  // tasks completed from the previous run, staged
+    "retry.before_commit",  // failed tasks put back (--retry-failed), staged
 };
 
 namespace internal {

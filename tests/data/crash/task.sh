@@ -25,6 +25,11 @@ if ! flock -n 9; then
 fi
 echo "start $WIZQ_TASK_ID $WIZQ_ATTEMPT $$ $role" >>"$ledger"
 sleep "${SWEEP_NAP:-0.02}"
+# A task fails while $WIZQ_INSTALL_DIR/fail-<role> exists (--retry-failed).
+if [ -e "$WIZQ_INSTALL_DIR/fail-$role" ]; then
+  echo "end $WIZQ_TASK_ID $WIZQ_ATTEMPT $$ $role" >>"$ledger"
+  exit 7
+fi
 case $1 in
   root) out=$(printf '%s' "$in" |
           jq -c '[range(0; .value.n) | {kind: "Work", value: {i: .}}]') ;;
