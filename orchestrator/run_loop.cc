@@ -51,7 +51,10 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   qo.attempt_started = [this](const Task& t) {
     return executor_->AttemptStarted(t.id, t.attempts);
   };
-  qo.initial_tasks.push_back(RootTask(*workflow_, config_.input));
+  qo.import = config_.import;
+  if (qo.import == nullptr) {
+    qo.initial_tasks.push_back(RootTask(*workflow_, config_.input));
+  }
   OpenReport report;
   WIZQ_RETURN_IF_ERROR(Queue::Open(qo, &queue_, &report));
   WIZQ_RETURN_IF_ERROR(UseFrozenWorkflow());

@@ -80,6 +80,9 @@ class RunLoop {
     Env* env = nullptr;
     // Runs the attempts; required, must outlive the RunLoop.
     Executor* executor = nullptr;
+    // A fresh run starts as this import instead of a root task
+    // (queue/import.h); not owned.
+    const RunImport* import = nullptr;
   };
 
   RunLoop(Config config, std::unique_ptr<Workflow> workflow,
