@@ -14,7 +14,7 @@
 
 namespace wizq {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;  // Barnum's field order: kind first
 
 namespace {
 
@@ -83,8 +83,8 @@ void Exporter::EmitSubmitted(int64_t id) {
               {"finally_for", IdOf(tasks_[t.finally_for])}};
   }
   if (v2_) origin = {{"kind", "Seed"}};
-  Json line = Submission(id, origin);
-  line["kind"] = "TaskSubmitted";
+  Json line = {{"kind", "TaskSubmitted"}};
+  line.update(Submission(id, origin));
   out_.push_back(std::move(line));
 }
 
@@ -204,8 +204,8 @@ void Exporter::Failed(int64_t id, const Json& e) {
       value["retry"] = sub;
     } else {
       value["retry_task_id"] = retry;
-      sub["kind"] = "TaskSubmitted";
-      retry_line = sub;
+      retry_line = Json{{"kind", "TaskSubmitted"}};
+      retry_line->update(sub);
     }
   } else {
     value[v2_ ? "retry" : "retry_task_id"] = Json();
@@ -222,8 +222,9 @@ Status Exporter::Event(const Json& e) {
     std::unique_ptr<Workflow> wf;
     WIZQ_RETURN_IF_ERROR(
         Workflow::Parse(e.value("workflow", Json()).dump(), "frozen", &wf));
-    out_.push_back({{"kind", "Config"},
-                    {"config", WorkflowToBarnumConfig(*wf, format_)}});
+    out_.push_back(
+        {{"kind", "Config"},
+         {"config", Json::parse(WorkflowToBarnumConfig(*wf, format_).dump())}});
     have_config_ = true;
     return Status::OK();
   }
