@@ -147,6 +147,12 @@ Status StageImport(DirQueue* q, const RunImport& import) {
     WIZQ_RETURN_IF_ERROR(
         StageAttempts(q, import.tasks[i], static_cast<int64_t>(i) + 1));
   }
+  if (import.tasks.empty()) {
+    // Nothing to run (a log that holds only its Config): the run is over.
+    RunFinished finished;
+    finished.status = RunStatusName(RunStatus::kCompleted);
+    return q->Stage(finished);
+  }
   return Status::OK();
 }
 

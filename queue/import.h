@@ -7,7 +7,8 @@
 // task_claimed + task_completed for the one that succeeded). `wizq
 // status`, `wizq log`, resume and export then need nothing special. The
 // batch is written with run_started and run_imported, in one commit: a
-// crash leaves either no run or the whole import.
+// crash leaves either no run or the whole import. An import of no task
+// is a run finished at once (run_finished, completed).
 //
 // Set QueueOptions::import to import; it replaces initial_tasks. Nothing
 // here knows the source's format.
