@@ -63,17 +63,23 @@ std::map<uint32_t, BarnumClass> Classify(const BarnumLog& log) {
   return classes;
 }
 
-// The step a run of this log starts from: the first seed's.
+// The step a run of this log starts from: the first seed's, else the
+// first step (a task naming no step of the Config is reported later).
 std::string EntrypointOf(const BarnumLog& log) {
+  std::vector<std::string> names;
+  const Json steps = log.config.value("steps", Json::array());
+  for (const Json& s : steps.is_array() ? steps : Json::array()) {
+    if (s.is_object() && s.contains("name") && s["name"].is_string()) {
+      names.push_back(s["name"].get<std::string>());
+    }
+  }
   for (const auto& [id, t] : log.tasks) {
-    if (t.origin == BarnumTask::Origin::kInitial) return t.step;
+    if (t.origin == BarnumTask::Origin::kInitial &&
+        std::find(names.begin(), names.end(), t.step) != names.end()) {
+      return t.step;
+    }
   }
-  const Json& steps = log.config.value("steps", Json::array());
-  if (steps.is_array() && !steps.empty() && steps[0].is_object() &&
-      steps[0].contains("name") && steps[0]["name"].is_string()) {
-    return steps[0]["name"].get<std::string>();
-  }
-  return "";
+  return names.empty() ? "" : names.front();
 }
 
 class Builder {
