@@ -49,17 +49,20 @@ int DoResumeFrom(const std::string& state_log, RunOptions options,
                  const std::string& input_file, bool json, bool quiet,
                  void (*install_signals)()) {
   if (!options.workflow_path.empty()) {
-    return Invalid("--resume-from takes no WORKFLOW: the workflow is the "
-                   "Config logged in " + state_log);
+    return Invalid(
+        "--resume-from takes no WORKFLOW: the workflow is the "
+        "Config logged in " +
+        state_log);
   }
   if (!options.input_json.empty() || !input_file.empty()) {
-    return Invalid("--resume-from cannot be combined with --input or "
-                   "--input-file: the tasks come from the log");
+    return Invalid(
+        "--resume-from cannot be combined with --input or "
+        "--input-file: the tasks come from the log");
   }
   if (options.fresh && HasRun(options.install_dir)) {
-    return Invalid("--resume-from with --fresh: " +
-                   WizardDir(options.install_dir) +
-                   " already holds a run (use another --dir)");
+    return Invalid(
+        "--resume-from with --fresh: " + WizardDir(options.install_dir) +
+        " already holds a run (use another --dir)");
   }
   std::string text;
   Status s = Env::Posix()->ReadUserFile(state_log, &text);

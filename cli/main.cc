@@ -119,9 +119,8 @@ int Main(int argc, char** argv) {
   CLI::App* run_cmd =
       app.add_subcommand("run", "Run, resume or join a workflow run");
   run_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
-  run_cmd
-      ->add_option("WORKFLOW", run.options.workflow_path,
-                   "Workflow file (JSON or JSONC)");
+  run_cmd->add_option("WORKFLOW", run.options.workflow_path,
+                      "Workflow file (JSON or JSONC)");
   run_cmd->add_option("--dir", run.options.install_dir,
                       "Install directory (default: .)");
   auto* input = run_cmd->add_option("--input", run.options.input_json,

@@ -126,10 +126,10 @@ Json WorkflowToBarnumConfig(const Workflow& workflow, BarnumFormat format) {
     }
     step["next"] = s.next;
     if (s.finally_hook) step["finally"] = s.finally_hook->script;
-    Json options = {{"max_retries", s.options.max_retries},
-                    {"retry_on_timeout", s.options.retry_on_timeout},
-                    {"retry_on_invalid_response",
-                     s.options.retry_on_invalid_response}};
+    Json options = {
+        {"max_retries", s.options.max_retries},
+        {"retry_on_timeout", s.options.retry_on_timeout},
+        {"retry_on_invalid_response", s.options.retry_on_invalid_response}};
     if (s.options.timeout_seconds) {
       options["timeout"] =
           static_cast<uint64_t>(std::ceil(*s.options.timeout_seconds));

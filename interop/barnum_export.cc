@@ -26,8 +26,8 @@ struct Known {
   int64_t finally_for = 0;  // a hook: its owner
   bool initial = false;
   std::optional<uint32_t> cur;  // its Barnum id (the latest retry's)
-  bool emitted = false;    // its submission is in the log
-  bool completed = false;  // succeeded
+  bool emitted = false;         // its submission is in the log
+  bool completed = false;       // succeeded
   bool had_children = false;
   bool omitted = false;  // cannot be written (v2: see WriteHook)
 };
@@ -257,7 +257,8 @@ Status BarnumLogFromAudit(const std::vector<std::string_view>& lines,
   Exporter ex(format);
   for (std::string_view line : lines) {
     Json e = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!e.is_object()) return Status::Corruption("an audit line does not parse");
+    if (!e.is_object())
+      return Status::Corruption("an audit line does not parse");
     Status s = ex.Event(e);
     if (!s.ok()) {
       return s.Annotate("audit seq " + std::to_string(e.value("seq", 0)));

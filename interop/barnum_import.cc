@@ -122,11 +122,12 @@ Status Builder::Chain(const std::vector<uint32_t>& chain,
   t.type = head.step;
   t.inputs = head.value.dump();
   t.parent_id = head.parent ? WizqId(*head.parent) : 0;
-  t.origin = head.origin == BarnumTask::Origin::kInitial ? Origin::kInitial
+  t.origin = head.origin == BarnumTask::Origin::kInitial   ? Origin::kInitial
              : head.origin == BarnumTask::Origin::kFinally ? Origin::kFinally
                                                            : Origin::kSpawned;
   t.finally_for = t.origin == Origin::kFinally ? WizqId(head.finally_for) : 0;
-  t.has_finally = step->finally_hook.has_value() && t.origin != Origin::kFinally;
+  t.has_finally =
+      step->finally_hook.has_value() && t.origin != Origin::kFinally;
   t.max_attempts = step->options.max_attempts();
   for (uint32_t id : chain) {
     auto c = log_.completions.find(id);
@@ -175,8 +176,9 @@ Status Builder::Build() {
   std::vector<std::vector<uint32_t>> units;
   for (const auto& [id, t] : log_.tasks) {
     if (wf_.FindStep(t.step) == nullptr) {
-      return BarnumLineError(log_.path, t.line,
-                             "step: \"" + t.step + "\" is not a step of the Config");
+      return BarnumLineError(
+          log_.path, t.line,
+          "step: \"" + t.step + "\" is not a step of the Config");
     }
     if (t.origin == BarnumTask::Origin::kRetry) {
       const size_t u = unit_of_.at(t.replaces);

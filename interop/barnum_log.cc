@@ -123,8 +123,9 @@ Status EntryReader::Origin(const Json& o, const std::string& field,
     t->origin = O::kInitial;
   } else if (kind == "Spawned") {
     t->origin = O::kSpawned;
-    if (v2) WIZQ_RETURN_IF_ERROR(OptId(*body, "parent_id",
-                                       field + ".parent_id", &t->parent));
+    if (v2)
+      WIZQ_RETURN_IF_ERROR(
+          OptId(*body, "parent_id", field + ".parent_id", &t->parent));
   } else if (kind == "Retry") {
     t->origin = O::kRetry;
     WIZQ_RETURN_IF_ERROR(
@@ -134,9 +135,9 @@ Status EntryReader::Origin(const Json& o, const std::string& field,
     WIZQ_RETURN_IF_ERROR(
         Id(*body, "finally_for", field + ".finally_for", &t->finally_for));
   } else {
-    return Err(field + ".kind",
-               "unknown origin \"" + kind + "\" for a Barnum " +
-                   (v2 ? "v2" : "v1") + " log");
+    return Err(field + ".kind", "unknown origin \"" + kind +
+                                    "\" for a Barnum " + (v2 ? "v2" : "v1") +
+                                    " log");
   }
   return Status::OK();
 }
@@ -146,13 +147,15 @@ Status EntryReader::Submitted(const Json& j, const std::string& field,
                               bool embedded, uint32_t* id) {
   const std::string pre = field.empty() ? "" : field + ".";
   if (!j.is_object()) return Err(field, "must be a task object");
-  if (!embedded) WIZQ_RETURN_IF_ERROR(Shape(!j.contains("parent_id"), pre + "parent_id"));
+  if (!embedded)
+    WIZQ_RETURN_IF_ERROR(Shape(!j.contains("parent_id"), pre + "parent_id"));
   const bool v2 = **v2_;
   BarnumTask t;
   t.line = line_;
   WIZQ_RETURN_IF_ERROR(Id(j, "task_id", pre + "task_id", &t.id));
   auto step = j.find("step");
-  if (step == j.end() || !step->is_string() || step->get<std::string>().empty()) {
+  if (step == j.end() || !step->is_string() ||
+      step->get<std::string>().empty()) {
     return Err(pre + "step", "must be a step name");
   }
   t.step = step->get<std::string>();
@@ -160,7 +163,8 @@ Status EntryReader::Submitted(const Json& j, const std::string& field,
   t.value = j["value"];
   if (!j.contains("origin")) return Err(pre + "origin", "missing");
   WIZQ_RETURN_IF_ERROR(Origin(j["origin"], pre + "origin", &t));
-  if (!v2) WIZQ_RETURN_IF_ERROR(OptId(j, "parent_id", pre + "parent_id", &t.parent));
+  if (!v2)
+    WIZQ_RETURN_IF_ERROR(OptId(j, "parent_id", pre + "parent_id", &t.parent));
   auto dup = log_->tasks.find(t.id);
   if (dup != log_->tasks.end()) {
     return Err(pre + "task_id", "task " + std::to_string(t.id) +
@@ -178,10 +182,9 @@ Status EntryReader::Submitted(const Json& j, const std::string& field,
     }
     if (v2) t.parent = old->second.parent;
     if (!v2 && failed->second.retry != t.id) {
-      return Err(pre + "task_id", "the failure of task " +
-                                      std::to_string(t.replaces) +
-                                      " names no retry " +
-                                      std::to_string(t.id));
+      return Err(pre + "task_id",
+                 "the failure of task " + std::to_string(t.replaces) +
+                     " names no retry " + std::to_string(t.id));
     }
   }
   if (t.parent && log_->tasks.count(*t.parent) == 0) {
@@ -233,10 +236,9 @@ Status EntryReader::Success(const Json& v, uint32_t id, BarnumCompletion* c) {
   }
   for (size_t i = 0; i < s->size(); i++) {
     uint32_t child = 0;
-    WIZQ_RETURN_IF_ERROR(Id(Json{{"id", (*s)[i]}}, "id",
-                            "outcome.value.spawned_task_ids[" +
-                                std::to_string(i) + "]",
-                            &child));
+    WIZQ_RETURN_IF_ERROR(Id(
+        Json{{"id", (*s)[i]}}, "id",
+        "outcome.value.spawned_task_ids[" + std::to_string(i) + "]", &child));
     c->spawned.push_back(child);
   }
   return Status::OK();
@@ -322,13 +324,13 @@ Status EntryReader::FinallyRun(const Json& j) {
                                   " has not succeeded: its hook cannot run");
   }
   if (log_->finally_runs.count(f.finally_for) != 0) {
-    return Err("finally_for", "the hook of task " +
-                                  std::to_string(f.finally_for) +
-                                  " already ran");
+    return Err(
+        "finally_for",
+        "the hook of task " + std::to_string(f.finally_for) + " already ran");
   }
   const std::optional<uint32_t> gp = log_->tasks[f.finally_for].parent;
-  WIZQ_RETURN_IF_ERROR(
-      Children(j.value("children", Json::array()), "children", gp, &f.children));
+  WIZQ_RETURN_IF_ERROR(Children(j.value("children", Json::array()), "children",
+                                gp, &f.children));
   log_->finally_runs[f.finally_for] = std::move(f);
   return Status::OK();
 }
@@ -389,7 +391,8 @@ Status ReadBarnumLog(const std::string& path, std::string_view text,
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
     const bool last = nl == std::string_view::npos;
-    std::string_view raw = text.substr(pos, last ? text.size() - pos : nl - pos);
+    std::string_view raw =
+        text.substr(pos, last ? text.size() - pos : nl - pos);
     pos = last ? text.size() : nl + 1;
     line++;
     if (raw.find_first_not_of(" \t\r") == std::string_view::npos) continue;

@@ -76,8 +76,8 @@ struct BarnumLog {
   std::map<uint32_t, BarnumTask> tasks;
   std::map<uint32_t, BarnumCompletion> completions;
   std::map<uint32_t, BarnumFinallyRun> finally_runs;
-  int lines = 0;            // lines read, the torn one excluded
-  bool torn_tail = false;   // a torn last line was set aside
+  int lines = 0;           // lines read, the torn one excluded
+  bool torn_tail = false;  // a torn last line was set aside
 };
 
 // Parses `text` (the file's bytes) as a Barnum state log. `path` names the

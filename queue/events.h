@@ -211,7 +211,7 @@ struct RunFinished {
 // The counts are the source's own classification of its tasks.
 struct RunImported {
   static constexpr std::string_view kName = "run_imported";
-  std::string_view source;  // what was imported, e.g. "barnum-v2:/abs/log"
+  std::string_view source;    // what was imported, e.g. "barnum-v2:/abs/log"
   int64_t tasks_pending = 0;  // to run
   int64_t tasks_waiting = 0;  // ran, waiting for their children
   int64_t tasks_done = 0;     // finished (succeeded, dropped or replaced)

@@ -23,8 +23,8 @@ Status CheckTask(const RunImport& import, size_t i) {
   }
   if (t.parent_id < 0 || t.parent_id >= id || t.finally_for < 0 ||
       t.finally_for >= id) {
-    return Status::InvalidArgument(TaskName(i) +
-                                   ": refers to a task that does not precede it");
+    return Status::InvalidArgument(
+        TaskName(i) + ": refers to a task that does not precede it");
   }
   if ((t.origin == Origin::kFinally) != (t.finally_for != 0)) {
     return Status::InvalidArgument(TaskName(i) +
@@ -70,9 +70,9 @@ Status StageSubmit(DirQueue* q, const NewTask& t, int64_t id,
   }
   if (!keys->insert(key).second) {
     if (t.origin == Origin::kFinally) {
-      return Status::InvalidArgument(
-          "imported task " + std::to_string(id) + ": a second finally hook " +
-          "for task " + std::to_string(t.finally_for));
+      return Status::InvalidArgument("imported task " + std::to_string(id) +
+                                     ": a second finally hook " + "for task " +
+                                     std::to_string(t.finally_for));
     }
     key.clear();
   }

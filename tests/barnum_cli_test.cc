@@ -45,8 +45,8 @@ test::SpawnOptions InData() {
 
 WizqResult ResumeFrom(const std::string& log, const std::string& dir,
                       std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"wizq", "run", "--resume-from", log,
-                                   "--dir", dir};
+  std::vector<std::string> args = {"wizq", "run",   "--resume-from",
+                                   log,    "--dir", dir};
   args.insert(args.end(), extra.begin(), extra.end());
   return RunWizq(args, InData());
 }
@@ -102,7 +102,8 @@ TEST_F(BarnumCliTest, ReferenceFanOutContinuesFromEveryLogShape) {
 }
 
 TEST_F(BarnumCliTest, BadLogsAndFlagsExit2AndWriteNothing) {
-  const std::string cfg = test::SplitLines(test::ReadAll(Data("fanout.v1.ndjson")))[0];
+  const std::string cfg =
+      test::SplitLines(test::ReadAll(Data("fanout.v1.ndjson")))[0];
   const std::string seed =
       R"({"kind":"TaskSubmitted","task_id":0,"step":"ListFiles","value":{},"parent_id":null,"origin":{"kind":"Initial"}})";
   const std::string done0 =
@@ -152,8 +153,8 @@ TEST_F(BarnumCliTest, BadLogsAndFlagsExit2AndWriteNothing) {
   EXPECT_TRUE(fresh.exited && fresh.code == 2) << fresh.Describe();
   EXPECT_TRUE(test::Contains(fresh.err, "already holds a run")) << fresh.err;
   // export: no run, unknown format.
-  WizqResult e = RunWizq({"wizq", "export", "--format", "barnum", "--dir",
-                          dir_.Join("nothing")});
+  WizqResult e = RunWizq(
+      {"wizq", "export", "--format", "barnum", "--dir", dir_.Join("nothing")});
   EXPECT_TRUE(e.exited && e.code == 2) << e.Describe();
   e = RunWizq({"wizq", "export", "--format", "xml", "--dir", inst});
   EXPECT_TRUE(e.exited && e.code == 2) << e.Describe();
@@ -183,14 +184,16 @@ Classes FromWizq(const std::string& dir, bool hooks_are_tasks) {
   std::map<int64_t, bool> alive;
   for (auto it = s.tasks().rbegin(); it != s.tasks().rend(); ++it) {
     const Task& t = *it;
-    bool a = t.state == TaskState::kPending || t.state == TaskState::kInProgress;
+    bool a =
+        t.state == TaskState::kPending || t.state == TaskState::kInProgress;
     if (t.state == TaskState::kDone) {
       for (int64_t c : t.children) {
         if (hooks_are_tasks || s.Find(c)->origin != Origin::kFinally) {
           a = a || alive[c];
         }
       }
-      if (hooks_are_tasks && t.finally_task != 0) a = a || alive[t.finally_task];
+      if (hooks_are_tasks && t.finally_task != 0)
+        a = a || alive[t.finally_task];
     }
     alive[t.id] = a;
   }
@@ -279,7 +282,8 @@ class BarnumRoundTripTest : public BarnumCliTest {
       Classes got = FromBarnum(exported[v]);
       EXPECT_EQ(got.pending, want.pending) << exported[v];
       EXPECT_EQ(got.waiting, want.waiting) << exported[v];
-      for (const Key& k : want.done) EXPECT_TRUE(got.done.count(k)) << k.first << k.second;
+      for (const Key& k : want.done)
+        EXPECT_TRUE(got.done.count(k)) << k.first << k.second;
     }
     WizqResult orig = RunOriginal(input);
     ASSERT_TRUE(orig.exited) << orig.Describe();
@@ -288,9 +292,8 @@ class BarnumRoundTripTest : public BarnumCliTest {
     for (int v = 0; v < 2; v++) {
       SCOPED_TRACE(v == 0 ? "v2" : "v1");
       const std::string inst = dir_.Join(v == 0 ? "imp2" : "imp1");
-      WizqResult r = ResumeFrom(dir_.Join(v == 0 ? "barnum.ndjson"
-                                                 : "barnum-v1.ndjson"),
-                                inst);
+      WizqResult r = ResumeFrom(
+          dir_.Join(v == 0 ? "barnum.ndjson" : "barnum-v1.ndjson"), inst);
       ASSERT_TRUE(r.exited) << r.Describe();
       EXPECT_EQ(r.code, want_code) << r.err;
       EXPECT_EQ(EndState(inst), end) << exported[v];
@@ -304,18 +307,18 @@ Json Work(int w, Json extra = Json::object()) {
 }
 
 TEST_F(BarnumRoundTripTest, FreshRunKilledBeforeItsFirstTaskEnded) {
-  Json input = {{"wait_for", Marker()}, {"children", {Work(1)}},
+  Json input = {{"wait_for", Marker()},
+                {"children", {Work(1)}},
                 {"hook_children", {Work(9)}}};
   KillMidRun(input, {R"(run ["Root")"});
   RoundTrip(input, 0);
 }
 
 TEST_F(BarnumRoundTripTest, MidRunAfterKill9) {
-  Json input = {
-      {"children",
-       {Work(1), Work(2, {{"wait_for", Marker()}}),
-        Work(3, {{"children", {Work(4)}}})}},
-      {"hook_children", {Work(9)}}};
+  Json input = {{"children",
+                 {Work(1), Work(2, {{"wait_for", Marker()}}),
+                  Work(3, {{"children", {Work(4)}}})}},
+                {"hook_children", {Work(9)}}};
   KillMidRun(input, {R"("w":2)", R"("w":4)"});
   RoundTrip(input, 0);
 }
@@ -331,8 +334,8 @@ TEST_F(BarnumRoundTripTest, KilledWhileRetriesAreUnderWay) {
   Json input = {{"children",
                  {Work(1, {{"fail_times", 1}}),
                   Work(2, {{"wait_for", Marker()}, {"fail_times", 1}})}}};
-  KillMidRun(input, {R"(run ["Work",{"fail_times":1,"w":1}])",
-                     R"("wait_for")"});
+  KillMidRun(input,
+             {R"(run ["Work",{"fail_times":1,"w":1}])", R"("wait_for")"});
   RoundTrip(input, 0);
 }
 

@@ -2,6 +2,8 @@
 // docs/INTEROP.md): the three log shapes, every reconstruction case, bad
 // logs, and the queue's import of the result (crash at every operation
 // included). The real binary is exercised in tests/barnum_cli_test.cc.
+#include "interop/barnum_import.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "fs/fault_env.h"
-#include "interop/barnum_import.h"
 #include "interop/barnum_log.h"
 #include "queue/import.h"
 #include "queue/queue.h"
@@ -51,7 +52,9 @@ std::string Sub(int id, const std::string& step, int parent,
          R"(,"step":")" + step + R"(","value":{"n":)" + std::to_string(id) +
          R"(},"parent_id":)" + Parent(parent) + R"(,"origin":)" + origin + "}";
 }
-std::string Seed(int id) { return Sub(id, "Root", -1, R"({"kind":"Initial"})"); }
+std::string Seed(int id) {
+  return Sub(id, "Root", -1, R"({"kind":"Initial"})");
+}
 std::string Ok(int id, const std::string& spawned = "") {
   return R"({"kind":"TaskCompleted","task_id":)" + std::to_string(id) +
          R"(,"outcome":{"kind":"Success","value":{"spawned_task_ids":[)" +
@@ -122,7 +125,8 @@ TEST(BarnumLogTest, TellsTheThreeShapesApart) {
   EXPECT_EQ(ref.log.format, BarnumFormat::kReference);
   EXPECT_EQ(ref.imp.classes.at(2), C::kPending);
 
-  Result v1 = Import(Lines({kConfigV1, Seed(0), Ok(0, "1"), Sub(1, "Child", 0)}));
+  Result v1 =
+      Import(Lines({kConfigV1, Seed(0), Ok(0, "1"), Sub(1, "Child", 0)}));
   ASSERT_TRUE(v1.status.ok()) << v1.status.ToString();
   EXPECT_EQ(v1.log.format, BarnumFormat::kV1);
 
@@ -152,9 +156,8 @@ TEST(BarnumReconstructTest, SubmittedNeverCompletedIsPending) {
 }
 
 TEST(BarnumReconstructTest, CompletedWithPendingChildrenWaitsAndIsNotRerun) {
-  Result r = Import(
-      Lines({kConfigV1, Seed(0), Ok(0, "1,2"), Sub(1, "Child", 0),
-             Sub(2, "Child", 0), Ok(1)}));
+  Result r = Import(Lines({kConfigV1, Seed(0), Ok(0, "1,2"), Sub(1, "Child", 0),
+                           Sub(2, "Child", 0), Ok(1)}));
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(r.imp.classes.at(0), C::kWaiting);
   EXPECT_EQ(r.imp.classes.at(1), C::kDone);
@@ -167,9 +170,9 @@ TEST(BarnumReconstructTest, CompletedWithPendingChildrenWaitsAndIsNotRerun) {
 }
 
 TEST(BarnumReconstructTest, CompletedWithAllChildrenDoneIsDone) {
-  Result r = Import(Lines({kConfigV1, Seed(0), Ok(0, "1"), Sub(1, "Child", 0),
-                           Ok(1), Sub(2, "Root", -1, R"({"kind":"Finally","finally_for":0})"),
-                           Ok(2)}));
+  Result r = Import(Lines(
+      {kConfigV1, Seed(0), Ok(0, "1"), Sub(1, "Child", 0), Ok(1),
+       Sub(2, "Root", -1, R"({"kind":"Finally","finally_for":0})"), Ok(2)}));
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   for (uint32_t id : {0u, 1u, 2u}) EXPECT_EQ(r.imp.classes.at(id), C::kDone);
   EXPECT_EQ(r.imp.run.tasks_done, 3);
@@ -189,8 +192,8 @@ TEST(BarnumReconstructTest, FailedWithRetryIsOneTaskWithAnAttemptSpent) {
 }
 
 TEST(BarnumReconstructTest, FailedWithoutRetryIsDroppedAsFailed) {
-  Result r = Import(Lines({kConfigV1, Seed(0), Ok(0, "1"), Sub(1, "Child", 0),
-                           Fail(1)}));
+  Result r = Import(
+      Lines({kConfigV1, Seed(0), Ok(0, "1"), Sub(1, "Child", 0), Fail(1)}));
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(r.imp.classes.at(1), C::kDone);
   EXPECT_EQ(r.imp.classes.at(0), C::kDone);
@@ -201,18 +204,18 @@ TEST(BarnumReconstructTest, FailedWithoutRetryIsDroppedAsFailed) {
 TEST(BarnumReconstructTest, RetryChainConsumesTheBudget) {
   // max_retries 2: two retries spent, the third attempt is pending and is
   // the last one.
-  Result left = Import(Lines({kConfigV1, Seed(0), Ok(0, "1"), Sub(1, "Child", 0),
-                              Fail(1, 2), Retry(2, 1, 0), Fail(2, 3),
-                              Retry(3, 2, 0)}));
+  Result left =
+      Import(Lines({kConfigV1, Seed(0), Ok(0, "1"), Sub(1, "Child", 0),
+                    Fail(1, 2), Retry(2, 1, 0), Fail(2, 3), Retry(3, 2, 0)}));
   ASSERT_TRUE(left.status.ok()) << left.status.ToString();
   const ImportedTask* t = left.Of(3);
   EXPECT_EQ(t->state, TaskState::kPending);
   EXPECT_EQ(t->failures.size(), 2u);
   EXPECT_EQ(t->task.max_attempts, 3);
   // All three failed: the chain is failed, budget used up.
-  Result used = Import(Lines({kConfigV1, Seed(0), Ok(0, "1"), Sub(1, "Child", 0),
-                              Fail(1, 2), Retry(2, 1, 0), Fail(2, 3),
-                              Retry(3, 2, 0), Fail(3)}));
+  Result used = Import(
+      Lines({kConfigV1, Seed(0), Ok(0, "1"), Sub(1, "Child", 0), Fail(1, 2),
+             Retry(2, 1, 0), Fail(2, 3), Retry(3, 2, 0), Fail(3)}));
   ASSERT_TRUE(used.status.ok()) << used.status.ToString();
   EXPECT_EQ(used.Of(3)->state, TaskState::kFailed);
   EXPECT_EQ(used.Of(3)->failures.size(), 3u);
@@ -230,8 +233,9 @@ TEST(BarnumReconstructTest, AliveGrandchildrenKeepTheGrandparentWaiting) {
 
 TEST(BarnumReconstructTest, FinallyHookSubmittedAndYetToFire) {
   // v1: the hook of 0 was submitted (its children are done) but not run.
-  Result sub = Import(Lines({kConfigV1, Seed(0), Ok(0, "1"), Sub(1, "Child", 0),
-                             Ok(1), Sub(2, "Root", -1, R"({"kind":"Finally","finally_for":0})")}));
+  Result sub = Import(
+      Lines({kConfigV1, Seed(0), Ok(0, "1"), Sub(1, "Child", 0), Ok(1),
+             Sub(2, "Root", -1, R"({"kind":"Finally","finally_for":0})")}));
   ASSERT_TRUE(sub.status.ok()) << sub.status.ToString();
   EXPECT_EQ(sub.imp.classes.at(0), C::kWaiting);
   EXPECT_EQ(sub.imp.classes.at(2), C::kPending);
@@ -240,7 +244,8 @@ TEST(BarnumReconstructTest, FinallyHookSubmittedAndYetToFire) {
   EXPECT_TRUE(sub.Of(0)->task.has_finally);
   // Yet to fire: its owner is waiting for a child; no hook task exists, the
   // owner is marked as having one (wizq fires it when the child is done).
-  Result due = Import(Lines({kConfigV1, Seed(0), Ok(0, "1"), Sub(1, "Child", 0)}));
+  Result due =
+      Import(Lines({kConfigV1, Seed(0), Ok(0, "1"), Sub(1, "Child", 0)}));
   ASSERT_TRUE(due.status.ok()) << due.status.ToString();
   EXPECT_TRUE(due.Of(0)->task.has_finally);
   EXPECT_EQ(due.imp.run.tasks.size(), 2u);
@@ -290,12 +295,12 @@ TEST(BarnumReconstructTest, IdsContinueAfterTheMaximum) {
   int64_t id = 0;
   bool dup = false;
   ASSERT_TRUE(q->Transact([&](Txn& t) {
-                  NewTask n;
-                  n.type = "Child";
-                  n.inputs = R"({"new":1})";
-                  n.parent_id = 2;
-                  return t.Submit(n, &id, &dup);
-                }).ok());
+                 NewTask n;
+                 n.type = "Child";
+                 n.inputs = R"({"new":1})";
+                 n.parent_id = 2;
+                 return t.Submit(n, &id, &dup);
+               }).ok());
   EXPECT_EQ(id, 4);
   ASSERT_TRUE(q->Close().ok());
 }
@@ -312,9 +317,9 @@ TEST(BarnumReconstructTest, ALogOfOnlyItsConfigIsARunFinishedAtOnce) {
 }
 
 TEST(BarnumReconstructTest, TheImportIsOrdinaryEventsAndSurvivesReopen) {
-  Result r = Import(Lines({kConfigV1, Seed(0), Ok(0, "1,2"), Sub(1, "Child", 0),
-                           Sub(2, "Child", 0), Fail(1, 3), Retry(3, 1, 0),
-                           Ok(2)}));
+  Result r =
+      Import(Lines({kConfigV1, Seed(0), Ok(0, "1,2"), Sub(1, "Child", 0),
+                    Sub(2, "Child", 0), Fail(1, 3), Retry(3, 1, 0), Ok(2)}));
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   test::ScratchDir dir;
   const std::string install = fs::canonical(dir.path());
@@ -365,7 +370,9 @@ TEST(BarnumReconstructTest, CrashAtEveryOpOfTheImportLeavesNoneOrAll) {
         ASSERT_GT(k, 3);
         break;
       }
-      ASSERT_TRUE((power_loss ? env.DropUnsyncedData() : (env.ResetState(), Status::OK())).ok());
+      ASSERT_TRUE((power_loss ? env.DropUnsyncedData()
+                              : (env.ResetState(), Status::OK()))
+                      .ok());
       ASSERT_TRUE(OpenImported(install, r.imp, &no_sync, &q).ok());
       const QueueState& st = q->state();
       ASSERT_EQ(st.total(), 3);
@@ -384,7 +391,8 @@ TEST(BarnumLogTest, BadLogsNameTheLineAndTheField) {
     std::string text, want;
   } cases[] = {
       {Lines({kConfigV1, "not json"}), "state.ndjson:2: not a JSON object"},
-      {Lines({seed}), "state.ndjson:1: kind: the first entry must be the Config"},
+      {Lines({seed}),
+       "state.ndjson:1: kind: the first entry must be the Config"},
       {"", "state.ndjson:1: kind: empty log"},
       {Lines({kConfigV1, seed, Ok(5)}),
        "state.ndjson:3: task_id: completion of unknown task 5"},
@@ -399,13 +407,17 @@ TEST(BarnumLogTest, BadLogsNameTheLineAndTheField) {
        "state.ndjson:2: step: \"Nope\" is not a step of the Config"},
       {Lines({kConfigV1, seed, Retry(1, 0, -1)}),
        "state.ndjson:3: origin.replaces: task 0 has not failed"},
-      {Lines({kConfigV1, R"({"kind":"TaskSubmitted","task_id":-1,"step":"Root","value":{},"parent_id":null,"origin":{"kind":"Initial"}})"}),
+      {Lines(
+           {kConfigV1,
+            R"({"kind":"TaskSubmitted","task_id":-1,"step":"Root","value":{},"parent_id":null,"origin":{"kind":"Initial"}})"}),
        "state.ndjson:2: task_id: must be a task id"},
       {Lines({kConfigV2, seed}),
        "state.ndjson:2: parent_id: a Barnum v1 entry in a v2 log"},
-      {Lines({R"({"kind":"Config","config":{"steps":[{"name":"A","action":{"kind":"Command","script":"x"},"next":["B"],"options":{"max_retries":0}}]}})"}),
+      {Lines(
+           {R"({"kind":"Config","config":{"steps":[{"name":"A","action":{"kind":"Command","script":"x"},"next":["B"],"options":{"max_retries":0}}]}})"}),
        "state.ndjson:1 (the Config)"},
-      {Lines({R"({"kind":"Config","config":{"steps":[{"name":"A","pre":"x","action":{"kind":"Command","script":"x"},"options":{}}]}})"}),
+      {Lines(
+           {R"({"kind":"Config","config":{"steps":[{"name":"A","pre":"x","action":{"kind":"Command","script":"x"},"options":{}}]}})"}),
        "state.ndjson:1: config.steps[0].pre: a Barnum pre hook cannot"},
       {Lines({kConfigV1, "{\"kind\":\"TaskSubmitted\"", seed}),
        "state.ndjson:2: not a JSON object"},
@@ -413,7 +425,8 @@ TEST(BarnumLogTest, BadLogsNameTheLineAndTheField) {
   for (const Case& c : cases) {
     const std::string msg = Bad(c.text);
     EXPECT_NE(msg.find(c.want), std::string::npos)
-        << "log:\n" << c.text << "message: " << msg << "\nwanted: " << c.want;
+        << "log:\n"
+        << c.text << "message: " << msg << "\nwanted: " << c.want;
   }
 }
 
