@@ -22,7 +22,8 @@ Json FlatAction(const Json& action, Json* step_options) {
   for (const auto& [key, value] : action["params"].items()) {
     if (key == "pool" || key == "root") continue;  // troupe settings
     if (key == "timeout") {  // a Pool action's own timeout
-      if (!value.is_null() && !step_options->contains("timeout")) {
+      if (!value.is_null() && step_options->is_object() &&
+          !step_options->contains("timeout")) {
         (*step_options)["timeout"] = value;
       }
       continue;

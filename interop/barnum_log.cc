@@ -1,6 +1,7 @@
 #include "interop/barnum_log.h"
 
 #include <limits>
+#include <utility>
 
 namespace wizq {
 
@@ -196,6 +197,23 @@ Status EntryReader::Submitted(const Json& j, const std::string& field,
     return Err(pre + "origin.finally_for",
                "unknown task " + std::to_string(t.finally_for));
   }
+  // Barnum's ids rise: what a task refers to was made before it.
+  const std::pair<std::optional<uint32_t>, std::string> refs[] = {
+      {t.parent, v2 ? "origin.parent_id" : "parent_id"},
+      {t.origin == BarnumTask::Origin::kRetry ? t.replaces
+                                              : std::optional<uint32_t>(),
+       "origin.replaces"},
+      {t.origin == BarnumTask::Origin::kFinally ? t.finally_for
+                                                : std::optional<uint32_t>(),
+       "origin.finally_for"}};
+  for (const auto& [ref, name] : refs) {
+    if (ref && *ref >= t.id) {
+      return Err(pre + name, "task " + std::to_string(t.id) +
+                                 " refers to task " + std::to_string(*ref) +
+                                 ", which is not an earlier one (Barnum's "
+                                 "ids rise)");
+    }
+  }
   *id = t.id;
   log_->tasks.emplace(t.id, std::move(t));
   return Status::OK();
@@ -340,11 +358,11 @@ Status EntryReader::Read(const Json& j) {
     return Err("kind", "a state log entry is an object with a \"kind\"");
   }
   const std::string kind = j["kind"].get<std::string>();
-  if (line_ == 1 && kind != "Config") {
+  if (log_->config.is_null() && kind != "Config") {
     return Err("kind", "the first entry must be the Config, not " + kind);
   }
   if (kind == "Config") {
-    if (line_ != 1) return Err("kind", "a second Config");
+    if (!log_->config.is_null()) return Err("kind", "a second Config");
     if (!j.contains("config") || !j["config"].is_object()) {
       return Err("config", "must be an object");
     }
@@ -398,14 +416,15 @@ Status ReadBarnumLog(const std::string& path, std::string_view text,
     if (raw.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     Json j = Json::parse(raw, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) {
-      if (last && line > 1) {  // a crash mid-write: set aside
+      if (last && !log->config.is_null()) {  // a crash mid-write: set aside
         log->torn_tail = true;
         break;
       }
       return BarnumLineError(path, line, "not a JSON object (not NDJSON)");
     }
-    if (line == 1 && j.is_object() && j.value("kind", "") == "Config" &&
-        j.contains("config") && ConfigLooksV2(j["config"])) {
+    if (log->config.is_null() && j.is_object() && j.contains("kind") &&
+        j["kind"] == "Config" && j.contains("config") &&
+        ConfigLooksV2(j["config"])) {
       v2 = true;
     }
     EntryReader reader(log, &v2, &saw_reference, line);

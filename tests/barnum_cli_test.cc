@@ -339,6 +339,38 @@ TEST_F(BarnumRoundTripTest, KilledWhileRetriesAreUnderWay) {
   RoundTrip(input, 0);
 }
 
+// A live run is exported as a consistent snapshot: what is in flight is
+// submitted and not completed (pending for Barnum).
+TEST_F(BarnumRoundTripTest, ExportOfALiveRun) {
+  Json input = {{"wait_for", Marker()}, {"children", {Work(1)}}};
+  WizqProcess p({"wizq", "run", Data("roundtrip.jsonc"), "--dir",
+                 dir_.Join("orig"), "--input", input.dump()});
+  ASSERT_TRUE(test::WaitFor(
+      [&] {
+        return test::Contains(test::ReadAll(dir_.Join("orig/ledger")),
+                              R"(run ["Root")");
+      },
+      std::chrono::seconds(30)));
+  for (const char* fmt : {"barnum", "barnum-v1"}) {
+    WizqResult e = RunWizq({"wizq", "export", "--format", fmt, "--dir",
+                            dir_.Join("orig")});
+    ASSERT_TRUE(e.exited && e.code == 0) << e.Describe() << e.err;
+    Classes got = FromBarnum(e.out);
+    EXPECT_EQ(got.pending,
+              (std::multiset<Key>{{"Root", Canon(input.dump())}}))
+        << e.out;
+    EXPECT_TRUE(got.waiting.empty() && got.done.empty()) << e.out;
+  }
+  test::WriteAll(Marker(), "");
+  WizqResult r = p.Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  WizqResult e = RunWizq(
+      {"wizq", "export", "--format", "barnum", "--dir", dir_.Join("orig")});
+  Classes after = FromBarnum(e.out);
+  EXPECT_TRUE(after.pending.empty() && after.waiting.empty()) << e.out;
+  EXPECT_EQ(after.done.size(), 2u) << e.out;  // Root, Work 1 (v2 hook: no id)
+}
+
 TEST_F(BarnumRoundTripTest, FailedRun) {
   Json input = {{"children", {Work(1, {{"fail_times", 9}}), Work(2)}}};
   ASSERT_EQ(RunOriginal(input).code, 1);

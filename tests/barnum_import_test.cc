@@ -419,6 +419,15 @@ TEST(BarnumLogTest, BadLogsNameTheLineAndTheField) {
       {Lines(
            {R"({"kind":"Config","config":{"steps":[{"name":"A","pre":"x","action":{"kind":"Command","script":"x"},"options":{}}]}})"}),
        "state.ndjson:1: config.steps[0].pre: a Barnum pre hook cannot"},
+      {Lines({kConfigV1, Seed(3), Sub(1, "Child", 3)}),
+       "state.ndjson:3: parent_id: task 1 refers to task 3, which is not an "
+       "earlier one"},
+      {Lines({R"({"kind":5})"}),
+       "state.ndjson:1: kind: a state log entry is an object"},
+      {Lines(
+           {kConfigV1,
+            R"({"kind":"TaskSubmitted","task_id":0,"step":"Root","value":{},"parent_id":null,"origin":{"kind":7}})"}),
+       "state.ndjson:2: origin: must be a task origin"},
       {Lines({kConfigV1, "{\"kind\":\"TaskSubmitted\"", seed}),
        "state.ndjson:2: not a JSON object"},
   };
@@ -438,6 +447,10 @@ TEST(BarnumLogTest, ATornLastLineIsSetAside) {
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_TRUE(r.log.torn_tail);
   EXPECT_EQ(r.imp.classes.at(1), C::kPending);
+  // Blank lines are skipped, a first one included.
+  Result blank = Import("\n" + Lines({kConfigV1, "", Seed(0)}));
+  ASSERT_TRUE(blank.status.ok()) << blank.status.ToString();
+  EXPECT_EQ(blank.imp.classes.at(0), C::kPending);
   // A complete last line without its newline is read.
   Result whole = Import(Lines({kConfigV1, Seed(0)}) + Ok(0));
   ASSERT_TRUE(whole.status.ok()) << whole.status.ToString();
