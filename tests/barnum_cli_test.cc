@@ -160,6 +160,72 @@ TEST_F(BarnumCliTest, BadLogsAndFlagsExit2AndWriteNothing) {
   EXPECT_TRUE(e.exited && e.code == 2) << e.Describe();
 }
 
+// The imported run is an ordinary wizq run: killed with SIGKILL while a
+// task runs, the same command resumes it (nothing is imported twice) and
+// only the task in flight runs again.
+TEST_F(BarnumCliTest, ImportedRunKilledAndResumedBySameCommand) {
+  const std::string marker = dir_.Join("go");
+  // The fan-out Config with two retries per step: the attempt in flight at
+  // the kill counts (SPEC §6.3) and must not be the last.
+  std::string cfg =
+      test::SplitLines(test::ReadAll(Data("fanout.v1.ndjson")))[0];
+  for (size_t at; (at = cfg.find("\"max_retries\":0")) != std::string::npos;) {
+    cfg.replace(at, 15, "\"max_retries\":2");
+  }
+  const Json slow = {{"wait_for", marker}, {"file", "file-b.js"}};
+  const std::string log = dir_.Join("state.ndjson");
+  test::WriteAll(
+      log,
+      cfg + "\n" +
+          R"({"kind":"TaskSubmitted","task_id":0,"step":"ListFiles","value":{},"parent_id":null,"origin":{"kind":"Initial"}})"
+          "\n" +
+          R"({"kind":"TaskCompleted","task_id":0,"outcome":{"kind":"Success","value":{"spawned_task_ids":[1,2],"finally_value":{}}}})"
+          "\n" +
+          R"({"kind":"TaskSubmitted","task_id":1,"step":"Refactor","value":)" +
+          slow.dump() + R"(,"parent_id":0,"origin":{"kind":"Spawned"}})" +
+          "\n" +
+          R"({"kind":"TaskSubmitted","task_id":2,"step":"Refactor","value":{"file":"file-c.js"},"parent_id":0,"origin":{"kind":"Spawned"}})"
+          "\n");
+  const std::string inst = dir_.Join("inst");
+  {
+    WizqProcess p({"wizq", "run", "--resume-from", log, "--dir", inst},
+                  InData());
+    ASSERT_TRUE(test::WaitFor(
+        [&] {
+          const std::string l = test::ReadAll(inst + "/ledger");
+          return test::Contains(l, "wait_for") &&
+                 test::Contains(l, "file-c.js");
+        },
+        std::chrono::seconds(30)));
+    // Let file-c.js's completion become durable before the kill.
+    ASSERT_TRUE(test::WaitFor(
+        [&] {
+          Json st = test::StatusJson(inst);
+          return st.is_object() && st["counts"]["done"] == 2;
+        },
+        std::chrono::seconds(30)));
+    p.Kill(SIGKILL);
+    WizqResult r = p.Wait(std::chrono::seconds(30));
+    ASSERT_EQ(r.signal, SIGKILL) << r.Describe();
+  }
+  test::WriteAll(marker, "");
+  WizqResult r = ResumeFrom(log, inst);
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe() << r.err;
+  std::multiset<std::string> ledger;
+  for (const std::string& l : Ledger(inst)) ledger.insert(l);
+  const std::string b = "run [\"Refactor\"," + slow.dump() + "]";
+  EXPECT_EQ(ledger.count(b), 2u);  // in flight at the kill: runs again
+  EXPECT_EQ(ledger.count(R"(run ["Refactor",{"file":"file-c.js"}])"), 1u);
+  EXPECT_EQ(ledger.count(R"(finally ["ListFiles",{}])"), 1u);
+  EXPECT_EQ(ledger.size(), 4u);
+  int imported = 0;
+  for (const Json& e : test::ReadAudit(inst)) {
+    imported += e.value("event", "") == "run_imported";
+  }
+  EXPECT_EQ(imported, 1);
+  EXPECT_EQ(test::StatusJson(inst)["status"], "completed");
+}
+
 // --- round trips ---------------------------------------------------------
 
 using Key = std::pair<std::string, std::string>;  // step, canonical value
@@ -352,12 +418,11 @@ TEST_F(BarnumRoundTripTest, ExportOfALiveRun) {
       },
       std::chrono::seconds(30)));
   for (const char* fmt : {"barnum", "barnum-v1"}) {
-    WizqResult e = RunWizq({"wizq", "export", "--format", fmt, "--dir",
-                            dir_.Join("orig")});
+    WizqResult e = RunWizq(
+        {"wizq", "export", "--format", fmt, "--dir", dir_.Join("orig")});
     ASSERT_TRUE(e.exited && e.code == 0) << e.Describe() << e.err;
     Classes got = FromBarnum(e.out);
-    EXPECT_EQ(got.pending,
-              (std::multiset<Key>{{"Root", Canon(input.dump())}}))
+    EXPECT_EQ(got.pending, (std::multiset<Key>{{"Root", Canon(input.dump())}}))
         << e.out;
     EXPECT_TRUE(got.waiting.empty() && got.done.empty()) << e.out;
   }
