@@ -60,6 +60,7 @@ class Exporter {
   const BarnumFormat format_;
   std::vector<Json> out_;
   std::map<int64_t, Known> tasks_;
+  std::map<int64_t, std::vector<int64_t>> hooks_waiting_;  // v1, by owner
   uint32_t next_id_ = 0;
   bool have_config_ = false;
 };
@@ -89,10 +90,10 @@ void Exporter::EmitSubmitted(int64_t id) {
 }
 
 void Exporter::EmitHooksOf(int64_t owner) {
-  if (v2_) return;
-  for (auto& [id, t] : tasks_) {
-    if (t.finally_for == owner && !t.emitted) EmitSubmitted(id);
-  }
+  auto it = hooks_waiting_.find(owner);
+  if (it == hooks_waiting_.end()) return;
+  for (int64_t id : it->second) EmitSubmitted(id);
+  hooks_waiting_.erase(it);
 }
 
 Status Exporter::Submitted(const Json& e) {
@@ -111,8 +112,9 @@ Status Exporter::Submitted(const Json& e) {
   // Seeds now; children when their spawner's completion is written;
   // hooks (v1) once their owner has succeeded.
   if (t.initial) EmitSubmitted(id);
-  if (t.finally_for != 0 && tasks_[t.finally_for].completed) {
-    EmitHooksOf(t.finally_for);
+  if (t.finally_for != 0 && !v2_) {
+    hooks_waiting_[t.finally_for].push_back(id);
+    if (tasks_[t.finally_for].completed) EmitHooksOf(t.finally_for);
   }
   return Status::OK();
 }

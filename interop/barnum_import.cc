@@ -41,9 +41,14 @@ std::map<uint32_t, BarnumClass> Classify(const BarnumLog& log) {
   for (const auto& [id, t] : log.tasks) {
     if (log.completions.count(id) == 0) alive.insert(id);
   }
+  // Dependents have higher ids (the reader checks it), so a pass from the
+  // highest id down usually reaches the fixed point at once.
   for (bool changed = true; changed;) {
     changed = false;
-    for (const auto& [id, c] : log.completions) {
+    for (auto it = log.completions.rbegin(); it != log.completions.rend();
+         ++it) {
+      const uint32_t id = it->first;
+      const BarnumCompletion& c = it->second;
       if (!c.success || alive.count(id) != 0) continue;
       const std::vector<uint32_t>& d = deps[id];
       if (std::any_of(d.begin(), d.end(),
