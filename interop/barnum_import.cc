@@ -99,6 +99,8 @@ class Builder {
     return static_cast<int64_t>(unit_of_.at(barnum_id)) + 1;
   }
   Status Chain(const std::vector<uint32_t>& chain, ImportedTask* it) const;
+  bool Premature(const std::vector<uint32_t>& chain) const;
+  static constexpr size_t kDropped = static_cast<size_t>(-1);
   ImportedTask Hook(const BarnumFinallyRun& fr) const;
   std::vector<int64_t> Spawned(const std::vector<uint32_t>& ids) const;
 
@@ -112,7 +114,7 @@ std::vector<int64_t> Builder::Spawned(const std::vector<uint32_t>& ids) const {
   std::vector<int64_t> out;
   for (uint32_t s : ids) {
     // A child the log names but never submitted (a torn write) is gone.
-    if (log_.tasks.count(s) == 0) continue;
+    if (log_.tasks.count(s) == 0 || unit_of_.at(s) == kDropped) continue;
     const int64_t w = WizqId(s);
     if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
   }
@@ -177,6 +179,29 @@ ImportedTask Builder::Hook(const BarnumFinallyRun& fr) const {
   return it;
 }
 
+// A v1 hook that has not run and was submitted before its owner's
+// subtree was done (the reference's own format example does this): not
+// kept. Its owner is marked as having a hook (Chain), and wizq fires it
+// once the subtree is done, as Barnum meant to.
+bool Builder::Premature(const std::vector<uint32_t>& chain) const {
+  const BarnumTask& head = log_.tasks.at(chain.front());
+  if (head.origin != BarnumTask::Origin::kFinally ||
+      log_.completions.count(chain.back()) != 0) {
+    return false;
+  }
+  const BarnumTask& owner = log_.tasks.at(head.finally_for);
+  if (!wf_.FindStep(owner.step)->finally_hook) return false;
+  auto done = log_.completions.find(head.finally_for);
+  if (done == log_.completions.end() || !done->second.success) return true;
+  for (const auto& [id, t] : log_.tasks) {
+    if (t.parent == head.finally_for &&
+        out_->classes.at(id) != BarnumClass::kDone) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Status Builder::Build() {
   std::vector<std::vector<uint32_t>> units;
   for (const auto& [id, t] : log_.tasks) {
@@ -194,7 +219,15 @@ Status Builder::Build() {
       units.push_back({id});
     }
   }
+  // Renumber without the hooks that are not kept.
+  size_t kept = 0;
+  std::vector<size_t> index(units.size());
+  for (size_t u = 0; u < units.size(); u++) {
+    index[u] = Premature(units[u]) ? kDropped : kept++;
+  }
+  for (auto& [id, u] : unit_of_) u = index[u];
   for (const std::vector<uint32_t>& chain : units) {
+    if (unit_of_.at(chain.front()) == kDropped) continue;
     ImportedTask it;
     WIZQ_RETURN_IF_ERROR(Chain(chain, &it));
     out_->run.tasks.push_back(std::move(it));

@@ -19,7 +19,9 @@
 //     done Finally task after every other;
 //   - a finally hook that has not fired is not created: its owner is
 //     marked as having one, and wizq fires it once the owner's subtree is
-//     done (also for an owner without children, which Barnum v2 skips).
+//     done (also for an owner without children, which Barnum v2 skips);
+//     so is a v1 hook logged before its owner's subtree was done and not
+//     yet run (the reference's format example): it has no wizq task.
 #ifndef WIZQ_INTEROP_BARNUM_IMPORT_H_
 #define WIZQ_INTEROP_BARNUM_IMPORT_H_
 
@@ -40,7 +42,8 @@ struct BarnumImport {
   std::string workflow_json;  // the logged Config as a wizq workflow
   RunImport run;              // the tasks, by wizq id
   // For each wizq task (index = id - 1), the Barnum ids it stands for, the
-  // chain in order; empty for a v2 FinallyRun.
+  // chain in order; empty for a v2 FinallyRun. A hook that is not kept
+  // (see above) is in no entry.
   std::vector<std::vector<uint32_t>> ids;
   std::map<uint32_t, BarnumClass> classes;  // every Barnum task
 };

@@ -101,6 +101,34 @@ TEST_F(BarnumCliTest, ReferenceFanOutContinuesFromEveryLogShape) {
   }
 }
 
+// The reference's "State log format" example: task 2 timed out and its
+// retry 3 is pending; 1 is done; the finally hook of 0 (task 4) was logged
+// before 0's children were done. Only the retry runs, with one attempt of
+// its two spent, then 0's hook, once, after it.
+TEST_F(BarnumCliTest, ReferenceFormatExampleContinues) {
+  const std::string inst = dir_.Join("inst");
+  WizqResult r = ResumeFrom(Data("format.ref.ndjson"), inst);
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe() << r.err;
+  EXPECT_EQ(Ledger(inst),
+            (std::vector<std::string>{
+                R"(run ["Process",{"data":"y"}])",
+                R"(finally ["Analyze",{"file":"src/main.rs"}])"}));
+  Json st = test::StatusJson(inst);
+  EXPECT_EQ(st["status"], "completed");
+  for (const Json& t : st["tasks"]) {
+    if (t["inputs"] == Json{{"data", "y"}}) {
+      EXPECT_EQ(t["attempts"], 2);  // the Barnum timeout, then ours
+      EXPECT_EQ(t["max_attempts"], 2);
+    }
+  }
+  for (const Json& e : test::ReadAudit(inst)) {
+    if (e.value("event", "") != "run_imported") continue;
+    EXPECT_EQ(e["tasks_pending"], 2);  // 3 and the hook 4
+    EXPECT_EQ(e["tasks_waiting"], 1);  // 0
+    EXPECT_EQ(e["tasks_done"], 2);     // 1, and 2 (its retry handles it)
+  }
+}
+
 TEST_F(BarnumCliTest, BadLogsAndFlagsExit2AndWriteNothing) {
   const std::string cfg =
       test::SplitLines(test::ReadAll(Data("fanout.v1.ndjson")))[0];
