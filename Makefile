@@ -84,7 +84,7 @@ clean:
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD ?= build-fuzz
 FUZZ_TARGETS ?= snapshot_fuzzer audit_log_fuzzer queue_open_fuzzer \
-  workflow_fuzzer response_fuzzer canonical_json_fuzzer
+  workflow_fuzzer response_fuzzer canonical_json_fuzzer barnum_log_fuzzer
 FUZZ_FLAGS ?=
 # -max_len per target: room for real files of a small run.
 FUZZ_MAX_LEN_snapshot_fuzzer = 20000
@@ -93,6 +93,7 @@ FUZZ_MAX_LEN_queue_open_fuzzer = 30000
 FUZZ_MAX_LEN_workflow_fuzzer = 8192
 FUZZ_MAX_LEN_response_fuzzer = 4096
 FUZZ_MAX_LEN_canonical_json_fuzzer = 4096
+FUZZ_MAX_LEN_barnum_log_fuzzer = 8192
 
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) \
@@ -105,6 +106,7 @@ fuzz: deps
 	    queue_open_fuzzer) len=$(FUZZ_MAX_LEN_queue_open_fuzzer) ;; \
 	    workflow_fuzzer) len=$(FUZZ_MAX_LEN_workflow_fuzzer); dict=fuzz/json.dict ;; \
 	    response_fuzzer) len=$(FUZZ_MAX_LEN_response_fuzzer); dict=fuzz/json.dict ;; \
+	    barnum_log_fuzzer) len=$(FUZZ_MAX_LEN_barnum_log_fuzzer); dict=fuzz/json.dict ;; \
 	    *) len=$(FUZZ_MAX_LEN_canonical_json_fuzzer); dict=fuzz/json.dict ;; \
 	  esac; \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t; \

@@ -13,6 +13,7 @@
 
 #include "cli/crashtest.h"
 #include "cli/inspect.h"
+#include "cli/interop.h"
 #include "cli/progress.h"
 #include "cli/reuse_flags.h"
 #include "fs/env.h"
@@ -120,10 +121,8 @@ int Main(int argc, char** argv) {
   CLI::App* run_cmd =
       app.add_subcommand("run", "Run, resume or join a workflow run");
   run_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
-  run_cmd
-      ->add_option("WORKFLOW", run.options.workflow_path,
-                   "Workflow file (JSON or JSONC)")
-      ->required();
+  run_cmd->add_option("WORKFLOW", run.options.workflow_path,
+                      "Workflow file (JSON or JSONC)");
   run_cmd->add_option("--dir", run.options.install_dir,
                       "Install directory (default: .)");
   auto* input = run_cmd->add_option("--input", run.options.input_json,
@@ -143,6 +142,8 @@ int Main(int argc, char** argv) {
   run_cmd->add_flag("--json", run.json, "NDJSON events on stdout");
   AddReuseFlags(run_cmd, &run.options);
   run_cmd->add_flag("--quiet,-q", run.quiet, "No progress output");
+  std::string resume_from;
+  AddResumeFromOption(run_cmd, &resume_from);
 
   std::string dir = ".";
   bool json = false;
@@ -167,6 +168,9 @@ int Main(int argc, char** argv) {
   validate_cmd->set_version_flag("--version",
                                  std::string("wizq ") + WIZQ_VERSION);
   validate_cmd->add_option("WORKFLOW", workflow, "Workflow file")->required();
+
+  ExportArgs export_args;
+  CLI::App* export_cmd = AddExportCommand(app, &export_args);
 
   CLI::App* agent_cmd = app.add_subcommand(
       "agent", "Agent protocol for Pool steps (not yet available)");
@@ -201,6 +205,17 @@ int Main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : kExitInvalid;
   }
+  if (*run_cmd && !resume_from.empty()) {
+    return DoResumeFrom(resume_from, run.options, run.input_file, run.json,
+                        run.quiet, InstallSignalHandlers);
+  }
+  if (*run_cmd && run.options.workflow_path.empty()) {
+    std::fprintf(stderr,
+                 "wizq run: WORKFLOW is required (or --resume-from "
+                 "BARNUM_LOG)\n");
+    return kExitInvalid;
+  }
+  if (*export_cmd) return DoExport(export_args);
   if (*run_cmd) return DoRun(run);
   if (*status_cmd) return PrintStatus(dir, json);
   if (*log_cmd) return PrintLog(dir, task_id, json);

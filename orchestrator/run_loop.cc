@@ -53,7 +53,10 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   qo.attempt_started = [this](const Task& t) {
     return executor_->AttemptStarted(t.id, t.attempts);
   };
-  qo.initial_tasks.push_back(RootTask(*workflow_, config_.input));
+  qo.import = config_.import;
+  if (qo.import == nullptr) {
+    qo.initial_tasks.push_back(RootTask(*workflow_, config_.input));
+  }
   qo.retry_failed = config_.retry_failed;
   qo.retry_budget = [this](const Task& t) {
     const Step* step = workflow_->FindStep(t.type);

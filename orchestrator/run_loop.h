@@ -91,6 +91,9 @@ class RunLoop {
     bool no_reuse = false;
     std::vector<std::string> from;  // step names and previous task ids
     bool retry_failed = false;      // --retry-failed
+    // A fresh run starts as this import instead of a root task
+    // (queue/import.h); not owned.
+    const RunImport* import = nullptr;
   };
 
   RunLoop(Config config, std::unique_ptr<Workflow> workflow,

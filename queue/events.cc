@@ -377,6 +377,28 @@ bool TaskRetried::operator==(const TaskRetried& o) const {
          max_attempts == o.max_attempts;
 }
 
+// --- run_imported ------------------------------------------------------------
+
+void RunImported::EncodeTo(JsonWriter& w) const {
+  w.Field("source", source);
+  w.Key("tasks_pending").Int(tasks_pending);
+  w.Key("tasks_waiting").Int(tasks_waiting);
+  w.Key("tasks_done").Int(tasks_done);
+}
+
+EventError RunImported::DecodeField(std::string_view key, EventValue v) {
+  if (key == "source") return StringView(v, &source);
+  if (key == "tasks_pending") return ReadInt(v, &tasks_pending);
+  if (key == "tasks_waiting") return ReadInt(v, &tasks_waiting);
+  if (key == "tasks_done") return ReadInt(v, &tasks_done);
+  return SUCCESS;
+}
+
+bool RunImported::operator==(const RunImported& o) const {
+  return source == o.source && tasks_pending == o.tasks_pending &&
+         tasks_waiting == o.tasks_waiting && tasks_done == o.tasks_done;
+}
+
 // --- dispatch ----------------------------------------------------------------
 
 namespace {

@@ -234,6 +234,20 @@ struct TaskRetried {
   bool operator==(const TaskRetried& o) const;
 };
 
+// A fresh run was recorded from another tool's state log (a Barnum run
+// continued with `wizq run --resume-from`): the second event of the run.
+// The counts are the source's own classification of its tasks.
+struct RunImported {
+  static constexpr std::string_view kName = "run_imported";
+  std::string_view source;    // what was imported, e.g. "barnum-v2:/abs/log"
+  int64_t tasks_pending = 0;  // to run
+  int64_t tasks_waiting = 0;  // ran, waiting for their children
+  int64_t tasks_done = 0;     // finished (succeeded, dropped or replaced)
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const RunImported& o) const;
+};
+
 // An event this wizq does not know (a newer one's): skipped.
 struct UnknownEvent {
   void EncodeTo(JsonWriter&) const {}
@@ -248,7 +262,8 @@ struct UnknownEvent {
 using Event = std::variant<UnknownEvent, RunStarted, RunResumed, QueueArchived,
                            WorkerJoined, WorkerLeft, TaskSubmitted,
                            TaskDeduplicated, TaskClaimed, TaskCompleted,
-                           TaskFailed, TaskReset, RunFinished, TaskRetried>;
+                           TaskFailed, TaskReset, RunFinished, TaskRetried,
+                           RunImported>;
 
 // The name of the event held (the header's name for an UnknownEvent).
 std::string_view EventName(const Event& e);

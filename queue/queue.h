@@ -37,6 +37,7 @@ namespace wizq {
 
 class Env;
 class Txn;
+struct RunImport;
 
 // How Open() treats the run it finds.
 enum class OpenMode {
@@ -65,6 +66,9 @@ struct QueueOptions {
   std::string workflow_json;           // frozen into a fresh run
   std::string entry_input = "null";    // recorded with a fresh run
   std::vector<NewTask> initial_tasks;  // submitted with a fresh run
+  // A fresh run starts as this import instead (queue/import.h); then
+  // initial_tasks must be empty. Not owned; outlives Open().
+  const RunImport* import = nullptr;
   OpenMode mode = OpenMode::kRun;
   std::string wizq_version;
   // The snapshot is rewritten once the log has grown by more than

@@ -2,6 +2,7 @@
 // checkpoints. (Loading is in queue.cc.)
 #include <unistd.h>
 
+#include "queue/import.h"
 #include "queue/queue_impl.h"
 #include "queue/txn_impl.h"
 #include "util/crash_point.h"
@@ -96,6 +97,9 @@ Status DirQueue::StartFresh(OpenReport* report) {
     int64_t id = 0;
     bool dup = false;
     WIZQ_RETURN_IF_ERROR(txn.Submit(t, &id, &dup));
+  }
+  if (options_.import != nullptr) {
+    WIZQ_RETURN_IF_ERROR(StageImport(this, *options_.import));
   }
   WIZQ_RETURN_IF_ERROR(CommitStaged());
   report->action = OpenAction::kStartedFresh;

@@ -91,6 +91,7 @@ Status QueueState::Apply(const WorkerLeft&, int64_t) { return Status::OK(); }
 Status QueueState::Apply(const TaskDeduplicated&, int64_t) {
   return Status::OK();
 }
+Status QueueState::Apply(const RunImported&, int64_t) { return Status::OK(); }
 
 Status QueueState::Apply(const RunStarted& e, int64_t ts) {
   if (started()) return Status::Corruption("a second run_started");

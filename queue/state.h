@@ -41,6 +41,7 @@ struct TaskFailed;
 struct TaskReset;
 struct RunFinished;
 struct TaskRetried;
+struct RunImported;
 
 enum class RunStatus { kRunning, kPaused, kCompleted, kFailed };
 const char* RunStatusName(RunStatus s);
@@ -123,6 +124,7 @@ class QueueState {
   Status Apply(const TaskReset& e, int64_t ts);
   Status Apply(const RunFinished& e, int64_t ts);
   Status Apply(const TaskRetried& e, int64_t ts);
+  Status Apply(const RunImported& e, int64_t ts);
   Status AddLiveTask(Task t);
   Task* MutableFind(int64_t id);
   Status RequireState(const Task* t, int64_t id, TaskState s,

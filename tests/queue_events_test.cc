@@ -66,6 +66,10 @@ TEST(QueueEventsTest, RunEventsEncodeToTheirGoldenLines) {
               std::string(kHead) +
                   "\"run_resumed\",\"tasks_pending\":3,\"tasks_done\":4,"
                   "\"tasks_reset\":1,\"tasks_lost\":2}");
+  ExpectCodec(RunImported{"barnum-v2:/x/state.ndjson", 2, 1, 5},
+              std::string(kHead) +
+                  "\"run_imported\",\"source\":\"barnum-v2:/x/state.ndjson\","
+                  "\"tasks_pending\":2,\"tasks_waiting\":1,\"tasks_done\":5}");
   ExpectCodec(QueueArchived{"--fresh", "/x/.wizard/archive/a"},
               std::string(kHead) +
                   "\"queue_archived\",\"reason\":\"--fresh\","
@@ -192,7 +196,8 @@ TEST(QueueEventsTest, CorpusLogsReencodeByteForByte) {
   std::set<std::string> kinds;
   for (const char* name :
        {"installer", "fanoutkill", "hookretry", "poison", "retried", "nested",
-        "childfails", "invalid", "basic3", "retryfailed", "reused"}) {
+        "childfails", "invalid", "basic3", "retryfailed", "reused",
+        "imported"}) {
     const std::string path = dir + "/" + name + ".audit.jsonl";
     const std::string data = test::ReadAll(path);
     ASSERT_FALSE(data.empty()) << path;

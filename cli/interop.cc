@@ -1,0 +1,142 @@
+#include "cli/interop.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli/progress.h"
+#include "fs/env.h"
+#include "interop/barnum_export.h"
+#include "interop/barnum_import.h"
+#include "interop/barnum_log.h"
+#include "orchestrator/run_import.h"
+#include "queue/queue.h"
+#include "util/hash.h"
+
+namespace wizq {
+
+void AddResumeFromOption(CLI::App* run_cmd, std::string* state_log) {
+  run_cmd->add_option("--resume-from", *state_log,
+                      "Continue a Barnum run from its state log (NDJSON); "
+                      "no WORKFLOW, --input or --input-file");
+}
+
+namespace {
+
+int Invalid(const std::string& message) {
+  std::fprintf(stderr, "wizq run: %s\n", message.c_str());
+  return kExitInvalid;
+}
+
+std::string AbsolutePath(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) != nullptr ? std::string(buf) : path;
+}
+
+// Whether `dir` already holds a wizq run (nothing is created to find out).
+bool HasRun(const std::string& dir) {
+  Env* env = Env::Posix();
+  const std::string w = WizardDir(dir);
+  return env->FileExists(w + "/queue.json") ||
+         env->FileExists(w + "/audit.jsonl");
+}
+
+}  // namespace
+
+int DoResumeFrom(const std::string& state_log, RunOptions options,
+                 const std::string& input_file, bool json, bool quiet,
+                 void (*install_signals)()) {
+  if (!options.workflow_path.empty()) {
+    return Invalid(
+        "--resume-from takes no WORKFLOW: the workflow is the "
+        "Config logged in " +
+        state_log);
+  }
+  if (!options.input_json.empty() || !input_file.empty()) {
+    return Invalid(
+        "--resume-from cannot be combined with --input or "
+        "--input-file: the tasks come from the log");
+  }
+  if (options.fresh && HasRun(options.install_dir)) {
+    return Invalid(
+        "--resume-from with --fresh: " + WizardDir(options.install_dir) +
+        " already holds a run (use another --dir)");
+  }
+  std::string text;
+  Status s = Env::Posix()->ReadUserFile(state_log, &text);
+  if (!s.ok()) return Invalid("cannot read --resume-from " + s.message());
+  BarnumLog log;
+  s = ReadBarnumLog(state_log, text, &log);
+  BarnumImport import;
+  const std::string source =
+      std::string(BarnumFormatName(log.format)) + ":" + AbsolutePath(state_log);
+  if (s.ok()) s = ImportBarnumLog(log, source, &import);
+  if (!s.ok()) return Invalid(s.message());
+  if (log.torn_tail) {
+    std::fprintf(stderr,
+                 "wizq run: %s: the last line was cut short (a crash "
+                 "mid-write); it is ignored\n",
+                 state_log.c_str());
+  }
+  if (!quiet) {
+    std::fprintf(stderr,
+                 "wizq run: %s (%s): %lld pending, %lld waiting, %lld done\n",
+                 state_log.c_str(), BarnumFormatName(log.format),
+                 static_cast<long long>(import.run.tasks_pending),
+                 static_cast<long long>(import.run.tasks_waiting),
+                 static_cast<long long>(import.run.tasks_done));
+  }
+  if (options.run_id.empty()) {
+    options.run_id = "b" + Hash128Hex(text).substr(0, 16);
+  }
+  options.wizq_version = WIZQ_VERSION;
+  char cwd[PATH_MAX];
+  const std::string base = getcwd(cwd, sizeof(cwd)) ? cwd : ".";
+  ProgressOptions po;
+  po.quiet = quiet;
+  po.json = json;
+  po.terminal = isatty(STDERR_FILENO) != 0;
+  auto printer = NewProgressPrinter(po);
+  install_signals();
+  std::string error;
+  int code = RunImportedWorkflow(options, import.workflow_json, base,
+                                 import.run, printer.get(), &error);
+  printer.reset();
+  if (!error.empty()) std::fprintf(stderr, "wizq run: %s\n", error.c_str());
+  return code;
+}
+
+CLI::App* AddExportCommand(CLI::App& app, ExportArgs* args) {
+  CLI::App* cmd =
+      app.add_subcommand("export", "Write a run as a Barnum state log");
+  cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
+  cmd->add_option("--dir", args->dir, "Install directory (default: .)");
+  cmd->add_option("--format", args->format,
+                  "barnum (Barnum's v2 log) or barnum-v1")
+      ->required()
+      ->check(CLI::IsMember({"barnum", "barnum-v2", "barnum-v1"}));
+  cmd->add_option("-o,--output", args->output, "Write here (default: stdout)");
+  return cmd;
+}
+
+int DoExport(const ExportArgs& args) {
+  const BarnumFormat format =
+      args.format == "barnum-v1" ? BarnumFormat::kV1 : BarnumFormat::kV2;
+  std::string text;
+  Status s = ExportBarnum(Env::Posix(), args.dir, format, &text);
+  if (s.ok() && !args.output.empty()) {
+    s = Env::Posix()->WriteFileAtomic(args.output, text);
+  } else if (s.ok()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (std::fflush(stdout) != 0) s = Status::IOError("writing stdout");
+  }
+  if (!s.ok()) {
+    std::fprintf(stderr, "wizq export: %s\n", s.message().c_str());
+    return s.IsNotFound() ? kExitInvalid : kExitEnvironment;
+  }
+  return 0;
+}
+
+}  // namespace wizq

@@ -1,0 +1,71 @@
+// RunImport: a fresh run whose tasks start in given states.
+//
+// A run another tool began (a Barnum state log, interop/) is continued by
+// wizq as a fresh run whose first batch records every task as it stood:
+// submitted, then, for each task that already ran, its attempts as
+// ordinary events (task_claimed + task_failed for each failed attempt,
+// task_claimed + task_completed for the one that succeeded). `wizq
+// status`, `wizq log`, resume and export then need nothing special. The
+// batch is written with run_started and run_imported, in one commit: a
+// crash leaves either no run or the whole import. An import of no task
+// is a run finished at once (run_finished, completed).
+//
+// Set QueueOptions::import to import; it replaces initial_tasks. Nothing
+// here knows the source's format.
+#ifndef WIZQ_QUEUE_IMPORT_H_
+#define WIZQ_QUEUE_IMPORT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "queue/task.h"
+#include "util/status.h"
+
+namespace wizq {
+
+class DirQueue;
+
+// One failed attempt of an imported task.
+struct ImportedFailure {
+  std::string reason;  // kReasonTimeout, kReasonInvalidResponse, ...
+  std::string message;
+};
+
+// One task of an imported run. Its id is its position in RunImport::tasks
+// plus one (ids 1, 2, 3, ...); parent_id and finally_for refer to earlier
+// tasks.
+struct ImportedTask {
+  NewTask task;
+  TaskState state = TaskState::kPending;  // kPending, kDone or kFailed
+  // Every failed attempt, in order. kPending: the attempts already spent
+  // (each retried); kFailed: at least one, the last one final; kDone: the
+  // failures before the attempt that succeeded.
+  std::vector<ImportedFailure> failures;
+  // kDone: the ids the successful attempt spawned (as task_completed lists
+  // them; children attach through their parent_id).
+  std::vector<int64_t> spawned;
+};
+
+struct RunImport {
+  std::string source;  // recorded in run_imported
+  std::vector<ImportedTask> tasks;
+  // The source's own classification, recorded in run_imported.
+  int64_t tasks_pending = 0;
+  int64_t tasks_waiting = 0;
+  int64_t tasks_done = 0;
+};
+
+// Checks what the queue requires of an import (ids refer to earlier tasks,
+// a Finally task names its owner, at most one hook per owner, states and
+// attempts consistent, inputs are JSON). InvalidArgument naming the task.
+Status ValidateImport(const RunImport& import);
+
+// Stages run_imported and the tasks' events on a fresh run (internal to
+// queue/: DirQueue::StartFresh calls it). REQUIRES: lock held, run_started
+// staged, no task yet.
+Status StageImport(DirQueue* queue, const RunImport& import);
+
+}  // namespace wizq
+
+#endif  // WIZQ_QUEUE_IMPORT_H_
