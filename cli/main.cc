@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "cli/answer.h"
 #include "cli/inspect.h"
 #include "cli/progress.h"
 #include "fs/env.h"
@@ -39,7 +40,22 @@ struct RunArgs {
   std::string input_file;
   bool json = false;
   bool quiet = false;
+  std::vector<std::string> argv;  // the command line, for the pause lines
 };
+
+// The command line without its --answer arguments.
+std::vector<std::string> WithoutAnswers(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a == "--answer") {
+      i++;
+    } else if (a.rfind("--answer=", 0) != 0) {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
 
 int DoRun(RunArgs& a) {
   if (!a.input_file.empty()) {
@@ -57,6 +73,10 @@ int DoRun(RunArgs& a) {
   po.quiet = a.quiet;
   po.json = a.json;
   po.terminal = isatty(STDERR_FILENO) != 0;
+  po.command = a.argv;
+  po.install_dir = a.options.install_dir;
+  a.options.interactive =
+      !a.json && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0;
   auto printer = NewProgressPrinter(po);
   InstallSignalHandlers();
   std::string error;
@@ -140,6 +160,15 @@ int Main(int argc, char** argv) {
                     "Archive an existing run and start over");
   run_cmd->add_flag("--json", run.json, "NDJSON events on stdout");
   run_cmd->add_flag("--quiet,-q", run.quiet, "No progress output");
+  run_cmd->add_option("--answer", run.options.answers,
+                      "TASK=VALUE: answer a human gate (task id or step "
+                      "name; VALUE is JSON or text); repeatable")
+      ->allow_extra_args(false);
+  run.argv = WithoutAnswers(argc, argv);
+
+  AnswerArgs answer;
+  CLI::App* answer_cmd =
+      AddAnswerCommand(app, &answer, std::string("wizq ") + WIZQ_VERSION);
 
   std::string dir = ".";
   bool json = false;
@@ -197,6 +226,7 @@ int Main(int argc, char** argv) {
   if (*status_cmd) return PrintStatus(dir, json);
   if (*log_cmd) return PrintLog(dir, task_id, json);
   if (*validate_cmd) return DoValidate(workflow);
+  if (*answer_cmd) return DoAnswer(answer);
   std::fprintf(stderr,
                "wizq agent: Pool steps and the agent protocol are not "
                "available in this version\n");

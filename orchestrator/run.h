@@ -13,6 +13,7 @@
 #define WIZQ_ORCHESTRATOR_RUN_H_
 
 #include <string>
+#include <vector>
 
 #include "orchestrator/observer.h"
 
@@ -39,6 +40,12 @@ struct RunOptions {
   bool fresh = false;
   std::string wizq_version;
   Env* env = nullptr;  // nullptr: Env::Posix()
+  // The human gate (SPEC §10). `interactive`: stdin and stderr are a
+  // terminal (and no --json), so Prompt steps are asked there. `answers`:
+  // the --answer TASK=VALUE arguments, checked before anything is written
+  // (a bad one is exit 2).
+  bool interactive = false;
+  std::vector<std::string> answers;
 };
 
 // Runs (or resumes, or joins) the run and returns its exit code. Errors are

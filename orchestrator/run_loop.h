@@ -41,6 +41,7 @@
 #include "orchestrator/observer.h"
 #include "queue/queue.h"
 #include "tasks/executor.h"
+#include "tasks/prompt_answers.h"
 #include "tasks/workflow.h"
 
 namespace wizq {
@@ -58,6 +59,10 @@ struct Outcome {
   std::string reason;  // on failure
   std::string message;
   bool retryable = false;
+  // The human gate (orchestrator/run_gate.cc): give the task back unanswered
+  // (pending, attempt refunded), or record a new answer with the result.
+  bool release = false;
+  std::string answer_json, answer_source;
 };
 
 // What one commit did, for the main thread.
@@ -69,7 +74,18 @@ struct CommitResult {
   std::vector<std::string> notes;
   RunStatus run_status = RunStatus::kRunning;
   Progress progress;
+  int answers_bound = 0;  // --answer flags recorded by this commit
 };
+
+struct RunOptions;
+
+// Checks --answer arguments against the run they would resume in
+// `install_dir` (read-only; none when it would start fresh), before anything
+// is written (orchestrator/run_answers.cc). InvalidArgument: exit 2.
+Status CheckFlagAnswers(const RunOptions& options, const Workflow& workflow,
+                        const std::string& install_dir,
+                        const std::string& run_id,
+                        std::vector<FlagAnswer>* out);
 
 class RunLoop {
  public:
@@ -80,6 +96,9 @@ class RunLoop {
     Env* env = nullptr;
     // Runs the attempts; required, must outlive the RunLoop.
     Executor* executor = nullptr;
+    // --answer flags, checked (tasks/prompt_answers.h); each is recorded
+    // when its task waits (SPEC §10).
+    std::vector<FlagAnswer> answers;
   };
 
   RunLoop(Config config, std::unique_ptr<Workflow> workflow,
@@ -122,6 +141,15 @@ class RunLoop {
   Status SubmitDueHooks(Txn& txn);
   bool Claimable(const Task& t,
                  const std::map<std::string, int>& per_step) const;
+
+  // The human gate (run_gate.cc).
+  Status CommitGate(Txn& txn, const Outcome& o, bool* handled,
+                    std::vector<std::string>* notes);
+  Status BindFlagAnswers(Txn& txn, int* bound, std::vector<std::string>* notes);
+  bool WaitsHere(const Task& t) const;
+  std::vector<int64_t> Waiting(const QueueState& s) const;
+  Status MaybePause(bool* paused);
+  Status FinishPaused(int* exit_code);
 
   const Action* ActionFor(const Task& t, const Step** step) const;
   int64_t ElapsedMs() const;

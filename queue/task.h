@@ -56,6 +56,10 @@ struct Task {
   bool has_finally = false;
   int64_t finally_task = 0;
   int64_t finally_for = 0;
+  // A Prompt task's recorded answer (JSON text; empty: none yet) and where
+  // it came from (terminal, flag, default). Set once (task_answered).
+  std::string answer;
+  std::string answer_source;
   // Derived, not stored: children whose subtree has not settled yet, and
   // whether this task's settling was already counted at its parent.
   int64_t open_children = 0;

@@ -28,6 +28,9 @@ class TxnImpl : public Txn {
               bool* will_retry) override;
   Status Release(int64_t id, std::string_view reason) override;
   Status FinishRun(RunStatus status, int64_t duration_ms) override;
+  Status Answer(int64_t id, std::string_view answer_json,
+                std::string_view source) override;
+  Status Pause(std::string_view waiting_json) override;
 
  private:
   Status RequireHeld(int64_t id, const Task** task) const;
