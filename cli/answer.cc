@@ -9,6 +9,7 @@
 
 #include "orchestrator/run.h"
 #include "queue/queue.h"
+#include "tasks/prompt.h"
 #include "tasks/prompt_answers.h"
 #include "tasks/workflow.h"
 #include "util/crash_point.h"
@@ -32,6 +33,23 @@ Status Resolve(const QueueState& state, const std::vector<std::string>& args,
 }
 
 }  // namespace
+
+void PrintWaitingPrompts(const QueueState& state, const std::string& dir) {
+  std::unique_ptr<Workflow> wf;
+  if (!Workflow::Parse(state.run().workflow, "workflow", &wf).ok()) return;
+  bool first = true;
+  for (int64_t id : state.pending()) {
+    const Task* t = state.Find(id);
+    if (!WaitsForAnswer(*wf, *t)) continue;
+    const PromptSpec* p = PromptOf(*wf, *t);
+    if (first) std::printf("\nwaiting for an answer:\n");
+    first = false;
+    std::printf("  #%lld %s (%s): %s\n    answer: wizq answer --dir %s %lld=VALUE\n",
+                static_cast<long long>(id), t->type.c_str(),
+                PromptModeName(p->mode), p->message.c_str(), dir.c_str(),
+                static_cast<long long>(id));
+  }
+}
 
 CLI::App* AddAnswerCommand(CLI::App& app, AnswerArgs* args,
                            const std::string& version) {
@@ -64,6 +82,10 @@ int DoAnswer(const AnswerArgs& args) {
   if (s.ok()) s = Resolve(q->state(), args.answers, &answers);
   if (!s.ok()) return Fail(s);
   q.reset();
+  if (answers.empty()) {
+    std::fprintf(stderr, "wizq answer: already recorded; nothing to do\n");
+    return 0;
+  }
   // Then as one more worker of the run: checked again under the lock, all
   // recorded in one batch or none.
   qo.mode = OpenMode::kAttach;

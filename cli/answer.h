@@ -12,6 +12,8 @@ class App;
 
 namespace wizq {
 
+class QueueState;
+
 struct AnswerArgs {
   std::string dir = ".";
   std::vector<std::string> answers;  // TASK=VALUE
@@ -24,6 +26,10 @@ CLI::App* AddAnswerCommand(CLI::App& app, AnswerArgs* args,
 // Checks every answer (read-only), then records them all in one durable
 // batch. Exit 0, 2 (a bad answer or no run: nothing written) or 3.
 int DoAnswer(const AnswerArgs& args);
+
+// For `wizq status`: the tasks of the run that wait for an answer, each
+// with its prompt and the command that answers it (nothing if none).
+void PrintWaitingPrompts(const QueueState& state, const std::string& dir);
 
 }  // namespace wizq
 

@@ -37,6 +37,21 @@ std::string WhyNotWaiting(const Task& t) {
          TaskStateName(t.state) + ")";
 }
 
+// `t` does not wait: OK (a->recorded) only if `value` is the answer it
+// already has.
+Status SameAnswer(const PromptSpec& prompt, const Task& t,
+                  const std::string& value, FlagAnswer* a) {
+  std::string answer;
+  if (!t.answer.empty() && AnswerFromFlag(prompt, value, &answer).ok() &&
+      answer == t.answer) {
+    a->answer_json = answer;
+    a->id = 0;
+    a->recorded = true;
+    return Status::OK();
+  }
+  return Bad(a->arg, WhyNotWaiting(t));
+}
+
 // Resolves one TASK=VALUE into *a.
 Status ResolveOne(const Workflow& wf, const QueueState* state,
                   const std::string& arg, bool allow_unbound, FlagAnswer* a) {
@@ -57,8 +72,8 @@ Status ResolveOne(const Workflow& wf, const QueueState* state,
       return Bad(arg, "task " + target + " (" + t->type +
                           ") is not a Prompt task");
     }
-    if (!WaitsForAnswer(wf, *t)) return Bad(arg, WhyNotWaiting(*t));
     a->id = id;
+    if (!WaitsForAnswer(wf, *t)) return SameAnswer(*prompt, *t, value, a);
   } else {
     const Step* step = wf.FindStep(target);
     if (step == nullptr || step->action.kind != Action::Kind::kPrompt) {
@@ -86,13 +101,14 @@ Status ResolveOne(const Workflow& wf, const QueueState* state,
     if (waiting.size() == 1) {
       a->id = waiting[0]->id;
     } else if (answered != nullptr) {
-      return Bad(arg, WhyNotWaiting(*answered));
+      return SameAnswer(*prompt, *answered, value, a);
     } else if (!allow_unbound) {
       return Bad(arg, "no task of step " + target + " waits for an answer");
     } else {
       a->step = target;
     }
   }
+  if (a->recorded) return Status::OK();
   Status s = AnswerFromFlag(*prompt, value, &a->answer_json);
   return s.ok() ? s : Bad(arg, s.message());
 }
@@ -107,6 +123,7 @@ Status ResolveAnswers(const Workflow& workflow, const QueueState* state,
     FlagAnswer a;
     WIZQ_RETURN_IF_ERROR(ResolveOne(workflow, state, arg, allow_unbound, &a));
     bool duplicate = false;
+    if (a.recorded) continue;  // nothing to do
     for (const FlagAnswer& b : result) {
       if (a.id != b.id || a.step != b.step) continue;
       if (a.answer_json != b.answer_json) {

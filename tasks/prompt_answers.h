@@ -21,6 +21,9 @@ struct FlagAnswer {
   std::string step;         // by step name, not bound to a task yet
   std::string arg;          // TASK=VALUE as given, for messages
   std::string answer_json;  // canonical, fits the prompt
+  // The task already has this very answer (a command re-run after a
+  // crash): nothing to record. id and step are then 0 and empty.
+  bool recorded = false;
 };
 
 // Checks `args` (each TASK=VALUE) against `workflow` and the run's `state`
@@ -31,8 +34,10 @@ struct FlagAnswer {
 // before) stays bound to the step, for the first of its tasks that reaches
 // the gate. Identical answers for one task (or step) are one. Everything
 // else is InvalidArgument naming the argument: a value that does not fit
-// the prompt, an id that does not wait, a task answered before, a name
-// that matches several waiting tasks, two different answers for one task.
+// the prompt, an id that does not wait, a task answered before with
+// another answer (the same answer again is `recorded`, a no-op, so the
+// same command can be re-run after a crash), a name that matches several
+// waiting tasks, two different answers for one task.
 Status ResolveAnswers(const Workflow& workflow, const QueueState* state,
                       const std::vector<std::string>& args, bool allow_unbound,
                       std::vector<FlagAnswer>* out);
