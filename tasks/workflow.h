@@ -95,7 +95,7 @@ struct Action {
   std::string script;        // kCommand: run as `sh -c script` in base_dir
   std::string instructions;  // kPool: markdown for the agent
   // kPrompt: the question for a person (tasks/prompt.h, SPEC §10).
-  std::shared_ptr<const PromptSpec> prompt;
+  std::shared_ptr<const PromptSpec> prompt = nullptr;
 };
 
 struct Step {

@@ -172,14 +172,14 @@ class Tty {
   }
   // Waits for the exit code (reading what is left meanwhile).
   int Exit() {
-    for (int i = 0; i < 4000; i++) {
+    for (int i = 0; i < 6000; i++) {  // 60 s at most
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         exited_ = true;
         Expect("\x01never\x01", 100);
         return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       }
-      Expect("\x01never\x01", 10);
+      if (!Expect("\x01never\x01", 10)) usleep(10000);
     }
     return -2;
   }

@@ -275,3 +275,21 @@ TEST(QueueEventsTest, StateErrorsNameTheSeqAndEvent) {
 
 }  // namespace
 }  // namespace wizq
+
+namespace wizq {
+namespace {
+
+TEST(QueueEventsTest, GateEventsEncodeToTheirGoldenLines) {
+  ExpectCodec(TaskAnswered{4, "false", "terminal", "w1-ab"},
+              std::string(kHead) +
+                  "\"task_answered\",\"id\":4,\"answer\":false,"
+                  "\"source\":\"terminal\",\"worker\":\"w1-ab\"}");
+  ExpectCodec(RunPaused{"[{\"id\":2,\"step\":\"Ask\",\"mode\":\"confirm\","
+                        "\"message\":\"Go?\"}]"},
+              std::string(kHead) +
+                  "\"run_paused\",\"waiting\":[{\"id\":2,\"step\":\"Ask\","
+                  "\"mode\":\"confirm\",\"message\":\"Go?\"}]}");
+}
+
+}  // namespace
+}  // namespace wizq
