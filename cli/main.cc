@@ -75,8 +75,11 @@ int DoRun(RunArgs& a) {
   po.terminal = isatty(STDERR_FILENO) != 0;
   po.command = a.argv;
   po.install_dir = a.options.install_dir;
-  a.options.interactive =
-      !a.json && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0;
+  // A person can answer: stdin and stderr are a terminal whose foreground
+  // we are (a background job, `wizq run ... &`, would be stopped reading).
+  a.options.interactive = !a.json && isatty(STDIN_FILENO) != 0 &&
+                          isatty(STDERR_FILENO) != 0 &&
+                          tcgetpgrp(STDIN_FILENO) == getpgrp();
   auto printer = NewProgressPrinter(po);
   InstallSignalHandlers();
   std::string error;
