@@ -212,6 +212,9 @@ TEST_F(PromptTest, WizqAnswerWhileARunIsLive) {
   // The gate is reached while the Work task still waits for `go`.
   ASSERT_TRUE(test::WaitFor(
       [&] {
+        if (!std::filesystem::exists(dir_ + "/.wizard/queue.json")) {
+          return false;
+        }
         const Json st = test::StatusJson(dir_);
         if (!st.is_object()) return false;
         for (const Json& t : st["tasks"]) {

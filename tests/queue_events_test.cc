@@ -163,7 +163,7 @@ TEST(QueueEventsTest, CorpusLogsReencodeByteForByte) {
   std::set<std::string> kinds;
   for (const char* name :
        {"installer", "fanoutkill", "hookretry", "poison", "retried", "nested",
-        "childfails", "invalid", "basic3"}) {
+        "childfails", "invalid", "basic3", "gate"}) {
     const std::string path = dir + "/" + name + ".audit.jsonl";
     const std::string data = test::ReadAll(path);
     ASSERT_FALSE(data.empty()) << path;
