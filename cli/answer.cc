@@ -44,10 +44,10 @@ void PrintWaitingPrompts(const QueueState& state, const std::string& dir) {
     const PromptSpec* p = PromptOf(*wf, *t);
     if (first) std::printf("\nwaiting for an answer:\n");
     first = false;
-    std::printf("  #%lld %s (%s): %s\n    answer: wizq answer --dir %s %lld=VALUE\n",
-                static_cast<long long>(id), t->type.c_str(),
-                PromptModeName(p->mode), p->message.c_str(), dir.c_str(),
-                static_cast<long long>(id));
+    std::printf(
+        "  #%lld %s (%s): %s\n    answer: wizq answer --dir %s %lld=VALUE\n",
+        static_cast<long long>(id), t->type.c_str(), PromptModeName(p->mode),
+        p->message.c_str(), dir.c_str(), static_cast<long long>(id));
   }
 }
 

@@ -135,8 +135,8 @@ Status RunLoop::FinishPaused(int* exit_code) {
     const Task* t = s.Find(id);
     const PromptSpec* p = PromptOf(*workflow_, *t);
     if (p == nullptr || !t->answer.empty()) continue;
-    waiting.push_back({id, t->type, PromptModeName(p->mode), p->message,
-                       p->choices});
+    waiting.push_back(
+        {id, t->type, PromptModeName(p->mode), p->message, p->choices});
   }
   for (const FlagAnswer& a : config_.answers) {
     if (!a.step.empty()) {

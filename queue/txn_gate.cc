@@ -11,8 +11,8 @@ Status TxnImpl::Answer(int64_t id, std::string_view answer_json,
   if (t == nullptr) {
     return Status::InvalidArgument("no task " + std::to_string(id));
   }
-  const bool held = t->state == TaskState::kInProgress &&
-                    t->claimed_by == q_->worker_id();
+  const bool held =
+      t->state == TaskState::kInProgress && t->claimed_by == q_->worker_id();
   if (t->state != TaskState::kPending && !held) {
     return Status::Conflict("task " + std::to_string(id) +
                             " does not wait for an answer (state " +

@@ -19,7 +19,8 @@ using Json = nlohmann::json;
 
 std::string Lower(std::string_view s) {
   std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -193,8 +194,8 @@ std::string PromptQuestion(const PromptSpec& prompt) {
       }
       out += "choose 1-" + std::to_string(prompt.choices.size());
       if (prompt.default_json) {
-        out += " [" + Json::parse(*prompt.default_json).get<std::string>() +
-               "]";
+        out +=
+            " [" + Json::parse(*prompt.default_json).get<std::string>() + "]";
       }
       return out + ": ";
     }

@@ -38,9 +38,9 @@ struct PromptSpec {
   enum class Mode { kConfirm, kInput, kChoice };
   Mode mode = Mode::kConfirm;
   std::string message;
-  std::vector<std::string> choices;      // kChoice
-  std::optional<std::string> default_json;  // canonical JSON, if any
-  std::string answer_schema_json;        // kInput; empty if none
+  std::vector<std::string> choices;                  // kChoice
+  std::optional<std::string> default_json;           // canonical JSON, if any
+  std::string answer_schema_json;                    // kInput; empty if none
   std::shared_ptr<const ValueSchema> answer_schema;  // null if none
 };
 

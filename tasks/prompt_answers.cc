@@ -69,8 +69,8 @@ Status ResolveOne(const Workflow& wf, const QueueState* state,
     if (t == nullptr) return Bad(arg, "the run has no task " + target);
     prompt = PromptOf(wf, *t);
     if (prompt == nullptr) {
-      return Bad(arg, "task " + target + " (" + t->type +
-                          ") is not a Prompt task");
+      return Bad(arg,
+                 "task " + target + " (" + t->type + ") is not a Prompt task");
     }
     a->id = id;
     if (!WaitsForAnswer(wf, *t)) return SameAnswer(*prompt, *t, value, a);
@@ -95,8 +95,8 @@ Status ResolveOne(const Workflow& wf, const QueueState* state,
         ids += (ids.empty() ? "" : ", ") + std::to_string(t->id);
       }
       return Bad(arg, "step " + target + " has " +
-                          std::to_string(waiting.size()) +
-                          " tasks waiting (" + ids + "); answer each by id");
+                          std::to_string(waiting.size()) + " tasks waiting (" +
+                          ids + "); answer each by id");
     }
     if (waiting.size() == 1) {
       a->id = waiting[0]->id;
@@ -127,9 +127,9 @@ Status ResolveAnswers(const Workflow& workflow, const QueueState* state,
     for (const FlagAnswer& b : result) {
       if (a.id != b.id || a.step != b.step) continue;
       if (a.answer_json != b.answer_json) {
-        return Status::InvalidArgument(
-            "--answer " + b.arg + " and --answer " + a.arg +
-            " give one task two different answers");
+        return Status::InvalidArgument("--answer " + b.arg + " and --answer " +
+                                       a.arg +
+                                       " give one task two different answers");
       }
       duplicate = true;
     }

@@ -55,7 +55,8 @@ Status PromptExecutor::Start(const Attempt& attempt) {
     r.outcome = AttemptResult::Outcome::kUnanswered;
     r.error = "no one can answer here";
   } else {
-    questions_.push_back({attempt.task_id, attempt.step, attempt.action->prompt});
+    questions_.push_back(
+        {attempt.task_id, attempt.step, attempt.action->prompt});
     if (!asker_.joinable()) {
       stop_ = false;
       asker_ = std::thread([this] { AskLoop(); });

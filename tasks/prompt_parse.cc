@@ -46,8 +46,9 @@ class PromptParser {
   bool ParseMode(const Json& v, PromptSpec* spec) {
     auto it = v.find("mode");
     if (it == v.end()) {
-      Add("", "missing required field \"mode\" (\"confirm\", \"input\" or "
-              "\"choice\")");
+      Add("",
+          "missing required field \"mode\" (\"confirm\", \"input\" or "
+          "\"choice\")");
       return false;
     }
     const std::string mode = it->is_string() ? it->get<std::string>() : "";
@@ -80,8 +81,9 @@ class PromptParser {
     const bool choice = spec->mode == PromptSpec::Mode::kChoice;
     if (it == v.end()) {
       if (choice) {
-        Add("", "missing required field \"choices\" (a mode \"choice\" "
-                "prompt needs a non-empty array of strings)");
+        Add("",
+            "missing required field \"choices\" (a mode \"choice\" "
+            "prompt needs a non-empty array of strings)");
       }
       return;
     }
@@ -100,7 +102,8 @@ class PromptParser {
       if (!c.is_string() || c.get<std::string>().empty()) {
         findings_->push_back({p, "must be a non-empty string, " + Got(c)});
       } else if (!seen.insert(c.get<std::string>()).second) {
-        findings_->push_back({p, "duplicate choice " + Quote(c.get<std::string>())});
+        findings_->push_back(
+            {p, "duplicate choice " + Quote(c.get<std::string>())});
       } else {
         spec->choices.push_back(c.get<std::string>());
       }

@@ -14,12 +14,11 @@
 // replies it cannot read; end of input pauses; a kill at "prompt.asking"
 // (a question on the screen) loses nothing.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <pty.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "tests/prompt_util.h"
 #include "util/crash_point.h"
@@ -92,8 +91,8 @@ TEST_P(GateSweep, Point) {
     EXPECT_EQ(installs[0]["value"]["answer"], false);
     const std::string ledger = test::ReadAll(dir + "/ledger");
     EXPECT_EQ(ledger.size(), 14u) << ledger;  // "work 2\nwork 4\n"
-    WizqResult yes = test::RunWizq(
-        {"wizq", "run", wf, "--dir", dir, "--answer", "Ask=yes"});
+    WizqResult yes =
+        test::RunWizq({"wizq", "run", wf, "--dir", dir, "--answer", "Ask=yes"});
     EXPECT_TRUE(yes.exited && yes.code == 2) << yes.Describe();
     test::ReapStrays();
   }
@@ -121,7 +120,8 @@ std::string PointName(const ::testing::TestParamInfo<const char*>& info) {
 INSTANTIATE_TEST_SUITE_P(GatePoints, GateSweep,
                          ::testing::ValuesIn(GatePoints()), PointName);
 
-// --- on a terminal -------------------------------------------------------------
+// --- on a terminal
+// -------------------------------------------------------------
 
 // wizq on a pseudo-terminal: stdin, stdout and stderr are its slave side.
 class Tty {
@@ -199,9 +199,7 @@ class PromptTtyTest : public ::testing::Test {
     wf_ = scratch_.Join("wf.json");
     dir_ = scratch_.Join("install");
   }
-  std::vector<Json> Installs() {
-    return test::InstallLines(dir_);
-  }
+  std::vector<Json> Installs() { return test::InstallLines(dir_); }
   std::vector<std::string> Args() {
     return {"wizq", "run", wf_, "--dir", dir_};
   }
@@ -246,23 +244,24 @@ TEST_F(PromptTtyTest, ConfirmTakesYesNoInAnyCaseAndEmptyMeansNo) {
     test::WriteAll(wf_, test::GateWorkflow(R"([{"kind":"Ask","value":{}}])",
                                            test::kConfirmAsk));
     Tty tty(Args());
-    ASSERT_TRUE(tty.Expect("Install into the directory? [y/N] "))
-        << tty.seen();
+    ASSERT_TRUE(tty.Expect("Install into the directory? [y/N] ")) << tty.seen();
     tty.Send("maybe\n");  // unreadable: asked again
     ASSERT_TRUE(tty.Expect("please answer y or n")) << tty.seen();
     tty.Send(reply + "\n");
     EXPECT_EQ(tty.Exit(), 0) << tty.seen();
     ASSERT_EQ(Installs().size(), 1u);
-    EXPECT_EQ(Installs()[0]["value"]["answer"], reply == "YES" || reply == "True");
+    EXPECT_EQ(Installs()[0]["value"]["answer"],
+              reply == "YES" || reply == "True");
   }
 }
 
 // Three unreadable replies, or the end of input: the durable pause stands
 // once everything else has run.
 TEST_F(PromptTtyTest, ThreeMissesOrEndOfInputPause) {
-  test::WriteAll(wf_, test::GateWorkflow(
-                          R"([{"kind":"Ask","value":{}},{"kind":"Work","value":{"i":1}}])",
-                          test::kConfirmAsk));
+  test::WriteAll(
+      wf_, test::GateWorkflow(
+               R"([{"kind":"Ask","value":{}},{"kind":"Work","value":{"i":1}}])",
+               test::kConfirmAsk));
   {
     Tty tty(Args());
     for (int i = 0; i < 3; i++) {

@@ -3,9 +3,10 @@
 // say how to answer, `--answer` by id and by step name, `wizq answer`
 // (also while a run is live), defaults, and bad answers that write nothing.
 // Parsing of Prompt actions and of answers is tested at the end.
+#include "tasks/prompt.h"
+
 #include <gtest/gtest.h>
 
-#include "tasks/prompt.h"
 #include "tasks/workflow.h"
 #include "tests/prompt_util.h"
 
@@ -37,9 +38,7 @@ class PromptTest : public ::testing::Test {
     args.insert(args.end(), answers.begin(), answers.end());
     return test::RunWizq(args);
   }
-  std::vector<Json> Installs() {
-    return test::InstallLines(dir_);
-  }
+  std::vector<Json> Installs() { return test::InstallLines(dir_); }
 
   ScratchDir scratch_;
   std::string wf_, dir_;
@@ -62,8 +61,8 @@ TEST_F(PromptTest, OffATerminalPausesAfterEverythingElseRan) {
   EXPECT_TRUE(test::Contains(
       r.err, "task 2 Ask (confirm): Install into the directory?"))
       << r.err;
-  EXPECT_TRUE(test::Contains(r.err, "run " + wf_ + " --dir " + dir_ +
-                                        " --answer 2=yes  (or 2=no)"))
+  EXPECT_TRUE(test::Contains(
+      r.err, "run " + wf_ + " --dir " + dir_ + " --answer 2=yes  (or 2=no)"))
       << r.err;
   EXPECT_TRUE(test::Contains(r.err, "answer --dir " + dir_ + " 2=yes"))
       << r.err;
@@ -104,9 +103,9 @@ TEST_F(PromptTest, JsonEventNamesTheCommand) {
   }
   ASSERT_TRUE(paused.is_object()) << r.out;
   EXPECT_EQ(paused["waiting"][0]["id"], 2);
-  EXPECT_EQ(paused["waiting"][0]["command"],
-            test::WizqPath() + " run " + wf_ + " --dir " + dir_ +
-                " --json --answer 2=yes");
+  EXPECT_EQ(paused["waiting"][0]["command"], test::WizqPath() + " run " + wf_ +
+                                                 " --dir " + dir_ +
+                                                 " --json --answer 2=yes");
 }
 
 TEST_F(PromptTest, AnswerByIdResumesAndFalseReachesTheNextStep) {
@@ -163,15 +162,15 @@ TEST_F(PromptTest, BadAnswersAreExit2AndWriteNothing) {
   ASSERT_EQ(Run().code, 4);  // tasks 2 and 4 (Ask), 3 (Pick) wait
   const auto before = test::Snapshot(dir_ + "/.wizard");
   const std::vector<std::vector<std::string>> bad = {
-      {"2=maybe"},            // not a boolean
-      {"2=[1]"},              // not a boolean
-      {"3=huge"},             // not a choice
-      {"1=yes"},              // not a Prompt task
-      {"99=yes"},             // no such task
-      {"Ask=yes"},            // two Ask tasks wait
-      {"Nope=yes"},           // no such step
-      {"2=yes", "2=no"},      // two different answers
-      {"2"},                  // no value
+      {"2=maybe"},        // not a boolean
+      {"2=[1]"},          // not a boolean
+      {"3=huge"},         // not a choice
+      {"1=yes"},          // not a Prompt task
+      {"99=yes"},         // no such task
+      {"Ask=yes"},        // two Ask tasks wait
+      {"Nope=yes"},       // no such step
+      {"2=yes", "2=no"},  // two different answers
+      {"2"},              // no value
   };
   for (const auto& answers : bad) {
     std::vector<std::string> flags;
@@ -198,10 +197,10 @@ TEST_F(PromptTest, BadAnswersAreExit2AndWriteNothing) {
   ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
   std::multiset<std::string> got;
   for (const Json& i : Installs()) got.insert(i["value"].dump());
-  EXPECT_EQ(got, (std::multiset<std::string>{
-                     R"({"answer":"full","value":{"p":1}})",
-                     R"({"answer":false,"value":{"n":2}})",
-                     R"({"answer":true,"value":{"n":1}})"}));
+  EXPECT_EQ(got,
+            (std::multiset<std::string>{R"({"answer":"full","value":{"p":1}})",
+                                        R"({"answer":false,"value":{"n":2}})",
+                                        R"({"answer":true,"value":{"n":1}})"}));
 }
 
 TEST_F(PromptTest, WizqAnswerWhileARunIsLive) {
@@ -251,11 +250,12 @@ TEST(PromptParseTest, FindingsNameTheField) {
     return f.size() == 1 ? f[0].path + ": " + f[0].message
                          : std::to_string(f.size()) + " findings";
   };
-  EXPECT_TRUE(test::Contains(one(R"({"kind":"Prompt","message":"m"})"),
-                             "$.steps[0].action: missing required field \"mode\""));
-  EXPECT_TRUE(test::Contains(
-      one(R"({"kind":"Prompt","mode":"ask","message":"m"})"),
-      "$.steps[0].action.mode: must be"));
+  EXPECT_TRUE(
+      test::Contains(one(R"({"kind":"Prompt","message":"m"})"),
+                     "$.steps[0].action: missing required field \"mode\""));
+  EXPECT_TRUE(
+      test::Contains(one(R"({"kind":"Prompt","mode":"ask","message":"m"})"),
+                     "$.steps[0].action.mode: must be"));
   EXPECT_TRUE(test::Contains(one(R"({"kind":"Prompt","mode":"confirm"})"),
                              "missing required field \"message\""));
   EXPECT_TRUE(test::Contains(
@@ -264,9 +264,9 @@ TEST(PromptParseTest, FindingsNameTheField) {
   EXPECT_TRUE(test::Contains(
       one(R"({"kind":"Prompt","mode":"choice","message":"m","choices":["a","a"]})"),
       "$.steps[0].action.choices[1]: duplicate choice"));
-  EXPECT_TRUE(test::Contains(
-      one(R"({"kind":"Prompt","mode":"choice","message":"m"})"),
-      "missing required field \"choices\""));
+  EXPECT_TRUE(
+      test::Contains(one(R"({"kind":"Prompt","mode":"choice","message":"m"})"),
+                     "missing required field \"choices\""));
   EXPECT_TRUE(test::Contains(
       one(R"({"kind":"Prompt","mode":"confirm","message":"m","choices":["a"]})"),
       "$.steps[0].action.choices: is only for mode \"choice\""));
@@ -276,10 +276,9 @@ TEST(PromptParseTest, FindingsNameTheField) {
   EXPECT_TRUE(test::Contains(
       one(R"({"kind":"Prompt","mode":"input","message":"m","colour":1})"),
       "$.steps[0].action.colour: unknown field"));
-  EXPECT_TRUE(
-      Findings(R"({"kind":"Prompt","mode":"choice","message":"m",)"
-               R"("choices":["a","b"],"default":"b"})")
-          .empty());
+  EXPECT_TRUE(Findings(R"({"kind":"Prompt","mode":"choice","message":"m",)"
+                       R"("choices":["a","b"],"default":"b"})")
+                  .empty());
 }
 
 TEST(PromptParseTest, APromptPassesItsAnswerToOneStep) {

@@ -55,8 +55,7 @@ inline std::vector<Json> InstallLines(const std::string& dir) {
 inline std::map<std::string, std::string> Snapshot(const std::string& dir) {
   std::map<std::string, std::string> out;
   std::error_code ec;
-  for (const auto& e :
-       std::filesystem::recursive_directory_iterator(dir, ec)) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
     if (e.is_regular_file()) {
       out[e.path().string().substr(dir.size())] = ReadAll(e.path().string());
     } else {
