@@ -1,13 +1,12 @@
 #include "cli/inspect.h"
 
-#include "cli/answer.h"
-
 #include <simdjson.h>
 
 #include <cstdio>
 #include <ctime>
 
 #include "audit/log.h"
+#include "cli/answer.h"
 #include "fs/env.h"
 #include "queue/queue.h"
 #include "util/json_writer.h"
@@ -36,7 +35,8 @@ void PrintTree(const QueueState& s, const Task& t, int depth) {
   if (!t.error_reason.empty()) {
     line += "  last error: " + t.error_reason + ": " + t.error_message;
   }
-  if (!t.answer.empty()) line += "  answer " + t.answer + " (" + t.answer_source + ")";
+  if (!t.answer.empty())
+    line += "  answer " + t.answer + " (" + t.answer_source + ")";
   std::printf("%s\n", line.c_str());
   for (int64_t c : t.children) PrintTree(s, *s.Find(c), depth + 1);
 }
@@ -59,7 +59,8 @@ void StatusJson(const QueueState& s) {
     w.Field("state", TaskStateName(t.state)).Key("attempts").Int(t.attempts);
     w.Key("max_attempts").Int(t.max_attempts);
     if (!t.answer.empty()) {
-      w.Key("answer").RawValue(t.answer).Field("answer_source", t.answer_source);
+      w.Key("answer").RawValue(t.answer).Field("answer_source",
+                                               t.answer_source);
     }
     w.Key("parent_id");
     if (t.parent_id == 0) {

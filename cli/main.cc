@@ -163,9 +163,10 @@ int Main(int argc, char** argv) {
                     "Archive an existing run and start over");
   run_cmd->add_flag("--json", run.json, "NDJSON events on stdout");
   run_cmd->add_flag("--quiet,-q", run.quiet, "No progress output");
-  run_cmd->add_option("--answer", run.options.answers,
-                      "TASK=VALUE: answer a human gate (task id or step "
-                      "name; VALUE is JSON or text); repeatable")
+  run_cmd
+      ->add_option("--answer", run.options.answers,
+                   "TASK=VALUE: answer a human gate (task id or step "
+                   "name; VALUE is JSON or text); repeatable")
       ->allow_extra_args(false);
   run.argv = WithoutAnswers(argc, argv);
 

@@ -44,10 +44,10 @@ const char* ActionName(OpenAction a) {
 }
 
 std::string ShellQuote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
-                                        "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                        "0123456789_-./=:,+@%") ==
-                        std::string::npos) {
+  if (!s.empty() &&
+      s.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                          "0123456789_-./=:,+@%") == std::string::npos) {
     return s;
   }
   std::string out = "'";
@@ -90,8 +90,8 @@ std::string RunCommand(const ProgressOptions& o, const WaitingPrompt& t) {
 
 std::string AnswerCommand(const ProgressOptions& o, const WaitingPrompt& t) {
   const std::string wizq = o.command.empty() ? "wizq" : o.command[0];
-  return ShellQuote(wizq) + " answer --dir " + ShellQuote(o.install_dir) +
-         " " + AnswerArg(t);
+  return ShellQuote(wizq) + " answer --dir " + ShellQuote(o.install_dir) + " " +
+         AnswerArg(t);
 }
 
 class Printer : public RunObserver {
@@ -217,8 +217,8 @@ class Printer : public RunObserver {
     console::WriteLine("wizq: paused: " + std::to_string(waiting.size()) +
                        " task(s) wait for an answer (" + Counts(p) + ")");
     for (const WaitingPrompt& t : waiting) {
-      console::WriteLine("wizq:   task " + std::to_string(t.id) + " " +
-                         t.step + " (" + t.mode + "): " + t.message);
+      console::WriteLine("wizq:   task " + std::to_string(t.id) + " " + t.step +
+                         " (" + t.mode + "): " + t.message);
       console::WriteLine("wizq:     answer and go on: " + RunCommand(o_, t) +
                          AnswerHint(t));
       console::WriteLine("wizq:     or record it only: " +

@@ -37,7 +37,8 @@ Status RunLoop::Harvest(bool block) {
   if (r.status.ok() && !r.claimed.empty()) CrashPoint("run.after_claim_commit");
   if (r.status.ok() && !r.finished.empty())
     CrashPoint("run.after_result_commit");
-  if (r.status.ok() && r.answers_bound > 0) CrashPoint("gate.after_answer_commit");
+  if (r.status.ok() && r.answers_bound > 0)
+    CrashPoint("gate.after_answer_commit");
   const double took = static_cast<double>(MonotonicMs() - commit_started_ms_);
   commit_ms_ = commit_ms_ == 0 ? took : 0.8 * commit_ms_ + 0.2 * took;
   if (!r.status.ok()) {

@@ -242,11 +242,11 @@ struct UnknownEvent {
 
 // Every kind, known by kName. UnknownEvent must stay the first (the
 // default) alternative.
-using Event = std::variant<UnknownEvent, RunStarted, RunResumed, QueueArchived,
-                           WorkerJoined, WorkerLeft, TaskSubmitted,
-                           TaskDeduplicated, TaskClaimed, TaskCompleted,
-                           TaskFailed, TaskReset, RunFinished, TaskAnswered,
-                           RunPaused>;
+using Event =
+    std::variant<UnknownEvent, RunStarted, RunResumed, QueueArchived,
+                 WorkerJoined, WorkerLeft, TaskSubmitted, TaskDeduplicated,
+                 TaskClaimed, TaskCompleted, TaskFailed, TaskReset, RunFinished,
+                 TaskAnswered, RunPaused>;
 
 // The name of the event held (the header's name for an UnknownEvent).
 std::string_view EventName(const Event& e);
