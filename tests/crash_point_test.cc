@@ -316,9 +316,6 @@ class CrashPointSweep : public ::testing::TestWithParam<const char*> {
 
 TEST_P(CrashPointSweep, Point) {
   const std::string point = GetParam();
-  if (IsGateCrashPoint(GetParam())) {
-    GTEST_SKIP() << "a human gate's point: swept by prompt_crash_test";
-  }
   const int max_n = std::max(1, test::EnvInt("WIZQ_SWEEP_N", 3));
   std::string summary;
   int reached = 0;
@@ -342,8 +339,18 @@ std::string PointName(const ::testing::TestParamInfo<const char*>& info) {
   return name;
 }
 
+// The human gate's points need a Prompt step: tests/prompt_crash_test.cc
+// sweeps them.
+std::vector<const char*> SweptPoints() {
+  std::vector<const char*> out;
+  for (const char* p : kCrashPoints) {
+    if (!IsGateCrashPoint(p)) out.push_back(p);
+  }
+  return out;
+}
+
 INSTANTIATE_TEST_SUITE_P(CrashPoints, CrashPointSweep,
-                         ::testing::ValuesIn(kCrashPoints), PointName);
+                         ::testing::ValuesIn(SweptPoints()), PointName);
 
 // Every CrashPoint("...") in the sources is listed in kCrashPoints (so the
 // sweep covers it), and every listed point exists in the sources.

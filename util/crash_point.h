@@ -30,8 +30,8 @@ inline constexpr const char* kCrashPoints[] = {
     "run.before_result_commit",     // a task finished, result not committed
     "run.after_result_commit",      // result + children durable, not dispatched
     "run.before_finish",            // all settled, run_finished not written
-    // The human gate (SPEC §10), swept by tests/prompt_crash_test.cc and
-    // with a workflow that has a Prompt step (prompt.asking on a pty).
+    // The human gate (SPEC §10), swept by tests/prompt_crash_test.cc with
+    // a workflow that has a Prompt step (prompt.asking on a pty).
     "prompt.asking",             // a question is on the terminal, unanswered
     "gate.after_answer_commit",  // an --answer recorded, its task not run
     "gate.before_pause",         // only unanswered gates left, not paused
