@@ -59,11 +59,12 @@ bench: build
 	bash bench/reuse_bench.sh $(BUILD)/wizq
 
 # Builds only the binary and runs the installer example into a fresh
-# temporary install directory.
+# temporary install directory (stdin is /dev/null, so its confirm gate
+# takes its default and the demo runs unattended).
 demo: bin
 	@dir=$$(mktemp -d /tmp/wizq-demo-XXXXXX); \
 	echo "== wizq run examples/installer/workflow.jsonc --dir $$dir"; \
-	$(BUILD)/wizq run examples/installer/workflow.jsonc --dir $$dir && \
+	$(BUILD)/wizq run examples/installer/workflow.jsonc --dir $$dir </dev/null && \
 	echo "== wizq status --dir $$dir" && $(BUILD)/wizq status --dir $$dir && \
 	echo "== $$dir/SUMMARY.txt" && cat $$dir/SUMMARY.txt && \
 	echo "== kill it halfway and resume: see README.md"

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "audit/log.h"
+#include "cli/answer.h"
 #include "fs/env.h"
 #include "queue/queue.h"
 #include "util/json_writer.h"
@@ -38,6 +39,8 @@ void PrintTree(const QueueState& s, const Task& t, int depth) {
   if (!t.error_reason.empty()) {
     line += "  last error: " + t.error_reason + ": " + t.error_message;
   }
+  if (!t.answer.empty())
+    line += "  answer " + t.answer + " (" + t.answer_source + ")";
   std::printf("%s\n", line.c_str());
   for (int64_t c : t.children) PrintTree(s, *s.Find(c), depth + 1);
 }
@@ -62,6 +65,10 @@ void StatusJson(const QueueState& s) {
     w.BeginObject().Key("id").Int(t.id).Field("type", t.type);
     w.Field("state", TaskStateName(t.state)).Key("attempts").Int(t.attempts);
     w.Key("max_attempts").Int(t.max_attempts);
+    if (!t.answer.empty()) {
+      w.Key("answer").RawValue(t.answer).Field("answer_source",
+                                               t.answer_source);
+    }
     w.Key("parent_id");
     if (t.parent_id == 0) {
       w.Null();
@@ -121,6 +128,7 @@ int PrintStatus(const std::string& install_dir, bool json) {
   for (const Task& t : st.tasks()) {
     if (t.parent_id == 0) PrintTree(st, t, 0);
   }
+  PrintWaitingPrompts(st, install_dir);  // cli/answer.cc
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/crashtest.h"
+#include "cli/answer.h"
 #include "cli/inspect.h"
 #include "cli/interop.h"
 #include "cli/progress.h"
@@ -42,7 +43,22 @@ struct RunArgs {
   std::string input_file;
   bool json = false;
   bool quiet = false;
+  std::vector<std::string> argv;  // the command line, for the pause lines
 };
+
+// The command line without its --answer arguments.
+std::vector<std::string> WithoutAnswers(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a == "--answer") {
+      i++;
+    } else if (a.rfind("--answer=", 0) != 0) {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
 
 int DoRun(RunArgs& a) {
   if (!a.input_file.empty()) {
@@ -60,6 +76,13 @@ int DoRun(RunArgs& a) {
   po.quiet = a.quiet;
   po.json = a.json;
   po.terminal = isatty(STDERR_FILENO) != 0;
+  po.command = a.argv;
+  po.install_dir = a.options.install_dir;
+  // A person can answer: stdin and stderr are a terminal whose foreground
+  // we are (a background job, `wizq run ... &`, would be stopped reading).
+  a.options.interactive = !a.json && isatty(STDIN_FILENO) != 0 &&
+                          isatty(STDERR_FILENO) != 0 &&
+                          tcgetpgrp(STDIN_FILENO) == getpgrp();
   auto printer = NewProgressPrinter(po);
   InstallSignalHandlers();
   std::string error;
@@ -144,6 +167,16 @@ int Main(int argc, char** argv) {
   run_cmd->add_flag("--quiet,-q", run.quiet, "No progress output");
   std::string resume_from;
   AddResumeFromOption(run_cmd, &resume_from);
+  run_cmd
+      ->add_option("--answer", run.options.answers,
+                   "TASK=VALUE: answer a human gate (task id or step "
+                   "name; VALUE is JSON or text); repeatable")
+      ->allow_extra_args(false);
+  run.argv = WithoutAnswers(argc, argv);
+
+  AnswerArgs answer;
+  CLI::App* answer_cmd =
+      AddAnswerCommand(app, &answer, std::string("wizq ") + WIZQ_VERSION);
 
   std::string dir = ".";
   bool json = false;
@@ -221,6 +254,7 @@ int Main(int argc, char** argv) {
   if (*log_cmd) return PrintLog(dir, task_id, json);
   if (*validate_cmd) return DoValidate(workflow);
   if (*crashtest_cmd) return RunCrashtest(crashtest);
+  if (*answer_cmd) return DoAnswer(answer);
   std::fprintf(stderr,
                "wizq agent: Pool steps and the agent protocol are not "
                "available in this version\n");

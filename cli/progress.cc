@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "util/console.h"
 #include "util/json_writer.h"
 
 namespace wizq {
@@ -40,6 +41,57 @@ const char* ActionName(OpenAction a) {
       return "attached";
   }
   return "?";
+}
+
+std::string ShellQuote(const std::string& s) {
+  if (!s.empty() &&
+      s.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                          "0123456789_-./=:,+@%") == std::string::npos) {
+    return s;
+  }
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "'";
+}
+
+// TASK=VALUE with a value that fits the prompt: yes, the first choice, or
+// a placeholder for input.
+std::string AnswerArg(const WaitingPrompt& t) {
+  std::string value = "TEXT";
+  if (t.mode == "confirm") value = "yes";
+  if (t.mode == "choice" && !t.choices.empty()) value = t.choices[0];
+  return ShellQuote(std::to_string(t.id) + "=" + value);
+}
+
+std::string AnswerHint(const WaitingPrompt& t) {
+  if (t.mode == "confirm") return "  (or " + std::to_string(t.id) + "=no)";
+  if (t.mode == "choice") {
+    std::string all;
+    for (const std::string& c : t.choices) all += (all.empty() ? "" : ", ") + c;
+    return "  (one of: " + all + ")";
+  }
+  return "";
+}
+
+std::string RunCommand(const ProgressOptions& o, const WaitingPrompt& t) {
+  std::string out;
+  for (const std::string& a : o.command) {
+    out += (out.empty() ? "" : " ") + ShellQuote(a);
+  }
+  return out + " --answer " + AnswerArg(t);
+}
+
+std::string AnswerCommand(const ProgressOptions& o, const WaitingPrompt& t) {
+  const std::string wizq = o.command.empty() ? "wizq" : o.command[0];
+  return ShellQuote(wizq) + " answer --dir " + ShellQuote(o.install_dir) + " " +
+         AnswerArg(t);
 }
 
 class Printer : public RunObserver {
@@ -162,6 +214,37 @@ class Printer : public RunObserver {
          std::to_string(p.done + p.failed - p.reused) + " ran");
   }
 
+  // Paused (SPEC §10): each waiting task and the exact commands that
+  // answer it, on stderr even under --quiet (the caller must act), and as a
+  // --json event.
+  void OnPaused(const std::vector<WaitingPrompt>& waiting,
+                const Progress& p) override {
+    if (o_.json) {
+      Json("run_paused", [&](JsonWriter& w) {
+        w.Key("waiting").BeginArray();
+        for (const WaitingPrompt& t : waiting) {
+          w.BeginObject().Key("id").Int(t.id).Field("step", t.step);
+          w.Field("mode", t.mode).Field("message", t.message);
+          w.Field("command", RunCommand(o_, t));
+          w.Field("answer_command", AnswerCommand(o_, t)).EndObject();
+        }
+        w.EndArray();
+        w.Key("done").Int(p.done).Key("pending").Int(p.pending);
+      });
+    }
+    EndLiveLine();
+    console::WriteLine("wizq: paused: " + std::to_string(waiting.size()) +
+                       " task(s) wait for an answer (" + Counts(p) + ")");
+    for (const WaitingPrompt& t : waiting) {
+      console::WriteLine("wizq:   task " + std::to_string(t.id) + " " + t.step +
+                         " (" + t.mode + "): " + t.message);
+      console::WriteLine("wizq:     answer and go on: " + RunCommand(o_, t) +
+                         AnswerHint(t));
+      console::WriteLine("wizq:     or record it only: " +
+                         AnswerCommand(o_, t));
+    }
+  }
+
   void OnNote(const std::string& message) override {
     if (o_.json) {
       Json("note", [&](JsonWriter& w) { w.Field("message", message); });
@@ -182,10 +265,11 @@ class Printer : public RunObserver {
     std::fflush(stdout);
   }
   // A line shown in every mode but --quiet.
+  // Lines go through util/console.h, which holds them back while a Prompt
+  // step's question is open on the terminal.
   void Line(const std::string& s) {
     if (o_.quiet) return;
-    EndLiveLine();
-    std::fprintf(stderr, "wizq: %s\n", s.c_str());
+    console::WriteLine("wizq: " + s);
   }
   // A line shown in every mode, --quiet included.
   void Always(const std::string& s) {
@@ -195,15 +279,15 @@ class Printer : public RunObserver {
   // A per-event line, only when stderr is not a terminal.
   void Plain(const std::string& s) {
     if (o_.quiet || o_.terminal) return;
-    std::fprintf(stderr, "wizq: %s\n", s.c_str());
+    console::WriteLine("wizq: " + s);
   }
   void Live(const Progress& p) {
     if (o_.quiet || !o_.terminal) return;
-    std::fprintf(stderr, "\r\033[Kwizq: %s", Counts(p).c_str());
+    console::DrawLive("wizq: " + Counts(p));
     live_ = true;
   }
   void EndLiveLine() {
-    if (live_) std::fputs("\r\033[K", stderr);
+    if (live_) console::ClearLive();
     live_ = false;
   }
 

@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "orchestrator/observer.h"
 
@@ -15,6 +17,11 @@ struct ProgressOptions {
   bool quiet = false;
   bool json = false;      // NDJSON events on stdout
   bool terminal = false;  // stderr is a terminal: one live line
+  // For the lines that say how to answer a paused run (SPEC §10): the
+  // command as it was run, without its --answer arguments, and the
+  // install directory as given.
+  std::vector<std::string> command;
+  std::string install_dir = ".";
 };
 
 std::unique_ptr<RunObserver> NewProgressPrinter(const ProgressOptions& o);

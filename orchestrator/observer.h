@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "queue/queue.h"
 
@@ -14,6 +15,13 @@ struct Progress {
   int64_t pending = 0, running = 0, done = 0, failed = 0, total = 0;
   int64_t reused = 0;  // of `done`: completed from a previous run's result
   int64_t elapsed_ms = 0;
+};
+
+// A task that waits for an answer (a human gate, SPEC §10).
+struct WaitingPrompt {
+  int64_t id = 0;
+  std::string step, mode, message;
+  std::vector<std::string> choices;  // mode choice
 };
 
 class RunObserver {
@@ -31,6 +39,13 @@ class RunObserver {
   virtual void OnRunFinished(RunStatus status, const Progress& p) = 0;
   // A line worth telling the user (resets by other workers, waits, ...).
   virtual void OnNote(const std::string& message) = 0;
+  // The run paused (SPEC §10): `waiting` are the tasks that wait for an
+  // answer. The process exits 4 next.
+  virtual void OnPaused(const std::vector<WaitingPrompt>& waiting,
+                        const Progress& p) {
+    (void)waiting;
+    (void)p;
+  }
 };
 
 }  // namespace wizq

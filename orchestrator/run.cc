@@ -9,6 +9,7 @@
 #include "orchestrator/run_loop.h"
 #include "tasks/command_executor.h"
 #include "tasks/executor_set.h"
+#include "tasks/prompt_executor.h"
 #include "tasks/response.h"
 #include "tasks/workflow.h"
 #include "util/canonical_json.h"
@@ -116,9 +117,18 @@ int RunWorkflow(const RunOptions& options, RunObserver* observer,
   config.no_reuse = options.no_reuse;
   config.from = options.from;
   config.retry_failed = options.retry_failed;
+  if (!options.answers.empty()) {
+    s = CheckFlagAnswers(options, *workflow, config.install_dir, config.run_id,
+                         &config.answers);
+    if (!s.ok()) {
+      *error = s.message();
+      return ExitCodeFor(s);
+    }
+  }
   // One executor per action kind (tasks/executor_set.h).
   CommandExecutor commands(options.env, WizardDir(config.install_dir));
-  ExecutorSet executor({&commands});
+  PromptExecutor prompts(options.interactive);
+  ExecutorSet executor({&commands, &prompts});
   config.executor = &executor;
   RunLoop loop(config, std::move(workflow), observer);
   int code = kExitCompleted;

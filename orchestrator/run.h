@@ -44,6 +44,12 @@ struct RunOptions {
   bool no_reuse = false;          // --no-reuse: everything runs live
   std::vector<std::string> from;  // --from STEP|ID: forced live, and below
   bool retry_failed = false;      // --retry-failed
+  // The human gate (SPEC §10). `interactive`: stdin and stderr are a
+  // terminal (and no --json), so Prompt steps are asked there. `answers`:
+  // the --answer TASK=VALUE arguments, checked before anything is written
+  // (a bad one is exit 2).
+  bool interactive = false;
+  std::vector<std::string> answers;
 };
 
 // Runs (or resumes, or joins) the run and returns its exit code. Errors are

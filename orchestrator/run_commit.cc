@@ -37,6 +37,8 @@ Status RunLoop::Harvest(bool block) {
   if (r.status.ok() && !r.claimed.empty()) CrashPoint("run.after_claim_commit");
   if (r.status.ok() && !r.finished.empty())
     CrashPoint("run.after_result_commit");
+  if (r.status.ok() && r.answers_bound > 0)
+    CrashPoint("gate.after_answer_commit");
   const double took = static_cast<double>(MonotonicMs() - commit_started_ms_);
   commit_ms_ = commit_ms_ == 0 ? took : 0.8 * commit_ms_ + 0.2 * took;
   if (!r.status.ok()) {
@@ -116,6 +118,9 @@ CommitResult RunLoop::Commit(std::vector<Outcome> outcomes, int want,
   const QueueState& s = queue_->state();
   for (const Outcome& o : outcomes) r.finished.push_back(*s.Find(o.id));
   for (int64_t id : r.reused_ids) r.reused.push_back(*s.Find(id));
+  for (const Outcome& o : outcomes) {
+    if (!o.release) r.finished.push_back(*s.Find(o.id));
+  }
   r.run_status = s.run().status;
   r.progress.pending = s.count(TaskState::kPending);
   r.progress.running = s.count(TaskState::kInProgress);
@@ -140,6 +145,9 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
                        " failed (worker_lost, no attempts left)");
   }
   for (const Outcome& o : outcomes) {
+    bool handled = false;
+    WIZQ_RETURN_IF_ERROR(CommitGate(txn, o, &handled, &r->notes));
+    if (handled) continue;
     Status s;
     if (o.success) {
       s = txn.CompleteWith(o.id, o.children, {o.def_hash, "", 0}, nullptr);
@@ -156,6 +164,7 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
   }
   WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn));
   WIZQ_RETURN_IF_ERROR(ReuseInTxn(txn, r));
+  WIZQ_RETURN_IF_ERROR(BindFlagAnswers(txn, &r->answers_bound, &r->notes));
   const QueueState& st = txn.state();
   if (st.run().status == RunStatus::kRunning && st.AllSettled()) {
     CrashPoint("run.before_finish");
@@ -194,7 +203,7 @@ bool RunLoop::Claimable(const Task& t,
   const Step* step = nullptr;
   const Action* action = ActionFor(t, &step);
   if (action == nullptr) return true;  // claimed, then failed with a reason
-  if (!executor_->CanRun(*action)) return false;  // e.g. agents' work
+  if (!executor_->CanRunTask(t, *action)) return false;  // e.g. agents' work
   auto it = per_step.find(t.type);
   const int now = it == per_step.end() ? 0 : it->second;
   return now < step->options.max_concurrency;
@@ -213,6 +222,9 @@ Status RunLoop::StopAndRelease(const std::string& reason) {
     s = queue_->Transact([&](Txn& txn) {
       lost = txn.reclaimed().lost;
       for (const Outcome& o : outcomes_) {
+        bool handled = false;
+        WIZQ_RETURN_IF_ERROR(CommitGate(txn, o, &handled, nullptr));
+        if (handled) continue;
         const Task* t = txn.state().Find(o.id);
         Status rs = o.success
                         ? txn.CompleteWith(o.id, o.children,

@@ -4,6 +4,7 @@
 // dead workers' tasks left running.
 #include "orchestrator/run_loop.h"
 #include "tasks/def_hash.h"
+#include "tasks/prompt.h"
 #include "tasks/response.h"
 #include "util/crash_point.h"
 
@@ -79,6 +80,7 @@ Status RunLoop::StartTask(const Task& task) {
   a.timeout_seconds = step->options.timeout_seconds;
   a.max_response_bytes = kMaxResponseBytes;
   if (hasher_) start_hash_[task.id] = hasher_->Hash(task.type, nullptr);
+  a.answer_json = task.answer;
   Status s = executor_->Start(a);
   if (!s.ok()) return s.Annotate("starting task " + std::to_string(task.id));
   running_[task.id] = task;
@@ -90,6 +92,12 @@ Status RunLoop::StartTask(const Task& task) {
 Outcome RunLoop::Judge(const Task& task, const AttemptResult& result) const {
   using Result = AttemptResult::Outcome;
   if (result.outcome == Result::kResponded) return JudgeResponse(task, result);
+  if (result.outcome == Result::kUnanswered) {
+    Outcome o;
+    o.id = task.id;
+    o.release = true;
+    return o;
+  }
   const Step* step = workflow_->FindStep(task.type);
   Outcome o;
   o.id = task.id;
@@ -113,6 +121,14 @@ Outcome RunLoop::JudgeResponse(const Task& task,
   if (result.response_truncated) {
     s = Status::InvalidArgument("stdout is larger than " +
                                 std::to_string(kMaxResponseBytes) + " bytes");
+  } else if (!result.answer_json.empty()) {
+    // A Prompt's answer becomes its response (SPEC §10).
+    o.answer_json = result.answer_json;
+    o.answer_source = result.answer_source;
+    const Step* step = workflow_->FindStep(task.type);
+    s = ChildrenOf(*workflow_, task,
+                   PromptResponse(*step, result.answer_json, task.inputs),
+                   &o.children);
   } else {
     s = ChildrenOf(*workflow_, task, result.response, &o.children);
   }

@@ -155,6 +155,9 @@ Status RunLoop::Run(int* exit_code) {
       if (inflight_.valid()) {
         WIZQ_RETURN_IF_ERROR(Harvest(/*block=*/true));
       } else {
+        bool paused = false;
+        WIZQ_RETURN_IF_ERROR(MaybePause(&paused));
+        if (paused) return FinishPaused(exit_code);
         WIZQ_RETURN_IF_ERROR(CheckSomethingCanRun());
         usleep(static_cast<useconds_t>(kIdlePollMinMs) * 1000);
       }
@@ -193,6 +196,7 @@ const Action* RunLoop::ActionFor(const Task& t, const Step** step) const {
 }
 
 Status RunLoop::Finish(int* exit_code) {
+  if (run_status_ == RunStatus::kPaused) return FinishPaused(exit_code);
   observer_->OnRunFinished(run_status_, CurrentProgress());
   WIZQ_RETURN_IF_ERROR(queue_->Close());
   *exit_code =

@@ -41,6 +41,7 @@
 #include "orchestrator/observer.h"
 #include "queue/queue.h"
 #include "tasks/executor.h"
+#include "tasks/prompt_answers.h"
 #include "tasks/workflow.h"
 
 namespace wizq {
@@ -62,6 +63,10 @@ struct Outcome {
   std::string message;
   bool retryable = false;
   std::string def_hash;  // on success: the step's, if it held still
+  // The human gate (orchestrator/run_gate.cc): give the task back unanswered
+  // (pending, attempt refunded), or record a new answer with the result.
+  bool release = false;
+  std::string answer_json, answer_source;
 };
 
 // What one commit did, for the main thread.
@@ -76,7 +81,18 @@ struct CommitResult {
   std::map<int64_t, int> reused_spawned;  // children each one submitted
   RunStatus run_status = RunStatus::kRunning;
   Progress progress;
+  int answers_bound = 0;  // --answer flags recorded by this commit
 };
+
+struct RunOptions;
+
+// Checks --answer arguments against the run they would resume in
+// `install_dir` (read-only; none when it would start fresh), before anything
+// is written (orchestrator/run_answers.cc). InvalidArgument: exit 2.
+Status CheckFlagAnswers(const RunOptions& options, const Workflow& workflow,
+                        const std::string& install_dir,
+                        const std::string& run_id,
+                        std::vector<FlagAnswer>* out);
 
 class RunLoop {
  public:
@@ -94,6 +110,9 @@ class RunLoop {
     // A fresh run starts as this import instead of a root task
     // (queue/import.h); not owned.
     const RunImport* import = nullptr;
+    // --answer flags, checked (tasks/prompt_answers.h); each is recorded
+    // when its task waits (SPEC §10).
+    std::vector<FlagAnswer> answers;
   };
 
   RunLoop(Config config, std::unique_ptr<Workflow> workflow,
@@ -141,6 +160,14 @@ class RunLoop {
   void OpenReuse();
   Status ReuseInTxn(Txn& txn, CommitResult* r);
   std::string FinishedDefHash(const Task& task);
+  // The human gate (run_gate.cc).
+  Status CommitGate(Txn& txn, const Outcome& o, bool* handled,
+                    std::vector<std::string>* notes);
+  Status BindFlagAnswers(Txn& txn, int* bound, std::vector<std::string>* notes);
+  bool WaitsHere(const Task& t) const;
+  std::vector<int64_t> Waiting(const QueueState& s) const;
+  Status MaybePause(bool* paused);
+  Status FinishPaused(int* exit_code);
 
   const Action* ActionFor(const Task& t, const Step** step) const;
   int64_t ElapsedMs() const;

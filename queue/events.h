@@ -248,6 +248,31 @@ struct RunImported {
   bool operator==(const RunImported& o) const;
 };
 
+// A human gate's answer is recorded (SPEC §10): the Prompt task `id`,
+// pending or held by `worker`, now has `answer` (JSON) and runs with it.
+// Code: queue/events_gate.cc.
+struct TaskAnswered {
+  static constexpr std::string_view kName = "task_answered";
+  int64_t id = 0;
+  std::string_view answer;  // JSON text
+  std::string_view source;  // terminal, flag, default
+  std::string_view worker;  // who recorded it
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const TaskAnswered& o) const;
+};
+
+// Nothing is left to run but human gates without an answer: the run's
+// status becomes paused until a run resumes it (SPEC §10).
+struct RunPaused {
+  static constexpr std::string_view kName = "run_paused";
+  // JSON array text: [{"id":N,"step":S,"mode":M,"message":T}, ...]
+  std::string_view waiting;
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const RunPaused& o) const;
+};
+
 // An event this wizq does not know (a newer one's): skipped.
 struct UnknownEvent {
   void EncodeTo(JsonWriter&) const {}
@@ -259,11 +284,11 @@ struct UnknownEvent {
 
 // Every kind, known by kName. UnknownEvent must stay the first (the
 // default) alternative.
-using Event = std::variant<UnknownEvent, RunStarted, RunResumed, QueueArchived,
-                           WorkerJoined, WorkerLeft, TaskSubmitted,
-                           TaskDeduplicated, TaskClaimed, TaskCompleted,
-                           TaskFailed, TaskReset, RunFinished, TaskRetried,
-                           RunImported>;
+using Event =
+    std::variant<UnknownEvent, RunStarted, RunResumed, QueueArchived,
+                 WorkerJoined, WorkerLeft, TaskSubmitted, TaskDeduplicated,
+                 TaskClaimed, TaskCompleted, TaskFailed, TaskReset, RunFinished,
+                 TaskRetried, RunImported, TaskAnswered, RunPaused>;
 
 // The name of the event held (the header's name for an UnknownEvent).
 std::string_view EventName(const Event& e);

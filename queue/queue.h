@@ -198,6 +198,16 @@ class Txn {
   virtual Status CompleteWith(int64_t id, const std::vector<NewTask>& children,
                               const CompletionInfo& info,
                               std::vector<int64_t>* child_ids) = 0;
+  // The human gate (SPEC §10; queue/txn_gate.cc). Records `answer_json`
+  // (canonical JSON) as the answer of task `id` (task_answered), which must
+  // be pending, or held by this worker, and not answered yet: Conflict
+  // otherwise (an answer is never replaced). The caller has checked that
+  // the answer fits the task's prompt.
+  virtual Status Answer(int64_t id, std::string_view answer_json,
+                        std::string_view source) = 0;
+  // Records run_paused with `waiting_json` (a JSON array describing the
+  // tasks that wait for an answer); the run's status becomes paused.
+  virtual Status Pause(std::string_view waiting_json) = 0;
 };
 
 // Where the directory store keeps a run: `<install_dir>/.wizard`. The one

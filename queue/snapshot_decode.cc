@@ -353,6 +353,12 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
     err = v.get_int64().get(t->retry_at_ms);
   } else if (key == "reused_from") {
     err = v.get_int64().get(t->reused_from);
+  } else if (key == "answer") {
+    err = RawJsonChecked(v, &s);
+    t->answer = s;
+  } else if (key == "answer_source") {
+    err = StringView(v, &s);
+    t->answer_source = s;
   }
   // children, finally_task: derived again by QueueState::Rebuild.
   return err;

@@ -320,6 +320,8 @@ Status QueueState::Apply(const RunResumed&, int64_t) {
                               " resumes: the count is out of range");
   }
   run_.resumes++;
+  // A paused run that is taken up again runs (SPEC §10).
+  if (run_.status == RunStatus::kPaused) run_.status = RunStatus::kRunning;
   return Status::OK();
 }
 

@@ -42,6 +42,8 @@ struct TaskReset;
 struct RunFinished;
 struct TaskRetried;
 struct RunImported;
+struct TaskAnswered;
+struct RunPaused;
 
 enum class RunStatus { kRunning, kPaused, kCompleted, kFailed };
 const char* RunStatusName(RunStatus s);
@@ -125,6 +127,8 @@ class QueueState {
   Status Apply(const RunFinished& e, int64_t ts);
   Status Apply(const TaskRetried& e, int64_t ts);
   Status Apply(const RunImported& e, int64_t ts);
+  Status Apply(const TaskAnswered& e, int64_t ts);  // queue/state_gate.cc
+  Status Apply(const RunPaused& e, int64_t ts);
   Status AddLiveTask(Task t);
   Task* MutableFind(int64_t id);
   Status RequireState(const Task* t, int64_t id, TaskState s,

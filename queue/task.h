@@ -60,6 +60,10 @@ struct Task {
   // recorded result completed this one without running; 0 if it ran (or
   // has not finished). See orchestrator/reuse.h.
   int64_t reused_from = 0;
+  // A Prompt task's recorded answer (JSON text; empty: none yet) and where
+  // it came from (terminal, flag, default). Set once (task_answered).
+  std::string answer;
+  std::string answer_source;
   // Derived, not stored: children whose subtree has not settled yet, and
   // whether this task's settling was already counted at its parent.
   int64_t open_children = 0;

@@ -31,6 +31,9 @@ class TxnImpl : public Txn {
   Status CompleteWith(int64_t id, const std::vector<NewTask>& children,
                       const CompletionInfo& info,
                       std::vector<int64_t>* child_ids) override;
+  Status Answer(int64_t id, std::string_view answer_json,
+                std::string_view source) override;
+  Status Pause(std::string_view waiting_json) override;
 
  private:
   Status RequireHeld(int64_t id, const Task** task) const;

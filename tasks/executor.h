@@ -49,6 +49,8 @@ struct Attempt {
   std::string idempotency_key;
   std::optional<double> timeout_seconds;  // unset: no limit
   size_t max_response_bytes = kDefaultMaxResponseBytes;
+  // A Prompt task's recorded answer (JSON text), empty if none (SPEC §10).
+  std::string answer_json;
 };
 
 // How an attempt ended. A Command's exit code 0 with its stdout, an agent's
@@ -61,6 +63,9 @@ struct AttemptResult {
     kSignaled,     // killed by `signal`
     kTimedOut,     // stopped because its timeout elapsed
     kSpawnFailed,  // could not be started; see error
+    // A Prompt got no answer (end of input, three unreadable replies): the
+    // task goes back to pending, the attempt does not count, and it waits.
+    kUnanswered,
   };
   Outcome outcome = Outcome::kSpawnFailed;
   int exit_code = -1;    // kResponded / kExited, else -1
@@ -74,6 +79,12 @@ struct AttemptResult {
   // for the failure message. May be empty.
   std::string stderr_tail;
   double seconds = 0;  // from Start to the end of the attempt
+  // A Prompt's answer (JSON text): the run loop turns it into the response
+  // (tasks/prompt.h). `answer_source` (terminal, default) is set when the
+  // answer is new and must be recorded (task_answered) with the result;
+  // empty for an answer that was already recorded.
+  std::string answer_json;
+  std::string answer_source;
 };
 
 class Executor {
@@ -86,6 +97,15 @@ class Executor {
   // Whether this executor can run tasks whose action is `action` (the run
   // loop claims only those).
   virtual bool CanRun(const Action& action) const = 0;
+
+  // Whether this executor would run `task` (whose action is `action`) now;
+  // the run loop claims only those. By default, CanRun(action). A Prompt
+  // task without an answer is runnable only where someone can answer it.
+  // Called from the thread that commits: must be thread-safe.
+  virtual bool CanRunTask(const Task& task, const Action& action) const {
+    (void)task;
+    return CanRun(action);
+  }
 
   // Starts an attempt without waiting for it; first ends whatever an
   // earlier attempt of the same task may have left running (a crashed

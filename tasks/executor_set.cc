@@ -16,6 +16,11 @@ bool ExecutorSet::CanRun(const Action& action) const {
   return MemberFor(action) != nullptr;
 }
 
+bool ExecutorSet::CanRunTask(const Task& task, const Action& action) const {
+  Executor* m = MemberFor(action);
+  return m != nullptr && m->CanRunTask(task, action);
+}
+
 Status ExecutorSet::Start(const Attempt& attempt) {
   Executor* m = attempt.action ? MemberFor(*attempt.action) : nullptr;
   if (m == nullptr) {

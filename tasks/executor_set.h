@@ -27,6 +27,7 @@ class ExecutorSet : public Executor {
   void Add(Executor* member) { members_.push_back(member); }
 
   bool CanRun(const Action& action) const override;
+  bool CanRunTask(const Task& task, const Action& action) const override;
   // InvalidArgument when no member can run the attempt's action (the loop
   // claims only what CanRun accepts, so this is a bug in the caller).
   Status Start(const Attempt& attempt) override;

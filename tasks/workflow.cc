@@ -14,6 +14,7 @@
 #include "fs/env.h"
 #include "tasks/json_messages.h"
 #include "tasks/jsonc.h"
+#include "tasks/prompt_parse.h"
 #include "tasks/value_schema.h"
 
 namespace wizq {
@@ -380,17 +381,23 @@ class WorkflowChecker {
       return false;
     }
     std::string kind;
-    if (!GetString(v, path, "kind", " (\"Command\" or \"Pool\")", &kind)) {
+    if (!GetString(v, path, "kind", " (\"Command\", \"Pool\" or \"Prompt\")",
+                   &kind)) {
       return false;
     }
     if (kind == "Command") return ParseCommand(v, path, what, out);
     if (kind == "Pool" && !is_hook) return ParsePool(v, path, out);
+    if (kind == "Prompt" && !is_hook) {
+      return ParsePromptAction(v, path, findings_, out);
+    }
     std::string hint = is_hook ? "a finally hook must be {\"kind\": "
                                  "\"Command\", \"script\": ...}"
-                               : "use \"Command\" (with \"script\") or "
-                                 "\"Pool\" (with \"instructions\")";
+                               : "use \"Command\" (with \"script\"), "
+                                 "\"Pool\" (with \"instructions\") or "
+                                 "\"Prompt\" (with \"mode\" and "
+                                 "\"message\")";
     std::vector<std::string> kinds = {"Command"};
-    if (!is_hook) kinds.push_back("Pool");
+    if (!is_hook) kinds.insert(kinds.end(), {"Pool", "Prompt"});
     Add(KeyPath(path, "kind"),
         "unknown " + std::string(is_hook ? "hook" : "action") + " kind " +
             Quote(kind) + Suggest(kind, kinds) + "; " + hint);
@@ -472,6 +479,7 @@ class WorkflowChecker {
                  wf_->default_options, &step.options);
     ParseNextList(Find(v, "next"), KeyPath(path, "next"), &step.next);
     ParseSchema(Find(v, "value_schema"), KeyPath(path, "value_schema"), &step);
+    CheckPromptStep(step, path, findings_);
     AddStep(path, std::move(step));
   }
 

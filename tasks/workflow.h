@@ -69,6 +69,7 @@ namespace wizq {
 
 class Env;
 class ValueSchema;
+struct PromptSpec;
 
 // Resolved options of one step: step override > top-level > default.
 struct StepOptions {
@@ -89,10 +90,12 @@ struct StepOptions {
 };
 
 struct Action {
-  enum class Kind { kCommand, kPool };
+  enum class Kind { kCommand, kPool, kPrompt };
   Kind kind = Kind::kCommand;
   std::string script;        // kCommand: run as `sh -c script` in base_dir
   std::string instructions;  // kPool: markdown for the agent
+  // kPrompt: the question for a person (tasks/prompt.h, SPEC §10).
+  std::shared_ptr<const PromptSpec> prompt = nullptr;
 };
 
 struct Step {

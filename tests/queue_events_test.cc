@@ -197,7 +197,7 @@ TEST(QueueEventsTest, CorpusLogsReencodeByteForByte) {
   for (const char* name :
        {"installer", "fanoutkill", "hookretry", "poison", "retried", "nested",
         "childfails", "invalid", "basic3", "retryfailed", "reused",
-        "imported"}) {
+        "imported", "gate"}) {
     const std::string path = dir + "/" + name + ".audit.jsonl";
     const std::string data = test::ReadAll(path);
     ASSERT_FALSE(data.empty()) << path;
@@ -305,6 +305,24 @@ TEST(QueueEventsTest, StateErrorsNameTheSeqAndEvent) {
   EXPECT_NE(s.message().find("unknown origin 'Sideways'"), std::string::npos)
       << s.ToString();
   EXPECT_EQ(state.last_seq(), 1);
+}
+
+}  // namespace
+}  // namespace wizq
+
+namespace wizq {
+namespace {
+
+TEST(QueueEventsTest, GateEventsEncodeToTheirGoldenLines) {
+  ExpectCodec(TaskAnswered{4, "false", "terminal", "w1-ab"},
+              std::string(kHead) +
+                  "\"task_answered\",\"id\":4,\"answer\":false,"
+                  "\"source\":\"terminal\",\"worker\":\"w1-ab\"}");
+  ExpectCodec(RunPaused{"[{\"id\":2,\"step\":\"Ask\",\"mode\":\"confirm\","
+                        "\"message\":\"Go?\"}]"},
+              std::string(kHead) +
+                  "\"run_paused\",\"waiting\":[{\"id\":2,\"step\":\"Ask\","
+                  "\"mode\":\"confirm\",\"message\":\"Go?\"}]}");
 }
 
 }  // namespace

@@ -32,7 +32,30 @@ inline constexpr const char* kCrashPoints[] = {
     "run.before_finish",            // all settled, run_finished not written
     "reuse.before_commit",  // tasks completed from the previous run, staged
     "retry.before_commit",  // failed tasks put back (--retry-failed), staged
+    // The human gate (SPEC §10), swept by tests/prompt_crash_test.cc with
+    // a workflow that has a Prompt step (prompt.asking on a pty).
+    "prompt.asking",             // a question is on the terminal, unanswered
+    "gate.after_answer_commit",  // an --answer recorded, its task not run
+    "gate.before_pause",         // only unanswered gates left, not paused
+    "gate.after_pause",          // run_paused durable, worker still listed
+    "answer.after_commit",       // `wizq answer` recorded, worker not left
 };
+
+// The points of the human gate: the sweep of tests/crash_point_test.cc
+// leaves them to the gate's own tests.
+inline bool IsGateCrashPoint(const char* name) {
+  const char* prefixes[] = {"prompt.", "gate.", "answer."};
+  for (const char* p : prefixes) {
+    const char* a = name;
+    const char* b = p;
+    while (*b != '\0' && *a == *b) {
+      a++;
+      b++;
+    }
+    if (*b == '\0') return true;
+  }
+  return false;
+}
 
 namespace internal {
 extern bool g_crash_points_armed;

@@ -1,0 +1,36 @@
+// `wizq answer [--dir DIR] TASK=VALUE...` (SPEC §10): records answers for a
+// run's human gates without running anything; a live run picks them up.
+#ifndef WIZQ_CLI_ANSWER_H_
+#define WIZQ_CLI_ANSWER_H_
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace wizq {
+
+class QueueState;
+
+struct AnswerArgs {
+  std::string dir = ".";
+  std::vector<std::string> answers;  // TASK=VALUE
+};
+
+// Adds the `answer` subcommand to `app`, filling *args when it is parsed.
+CLI::App* AddAnswerCommand(CLI::App& app, AnswerArgs* args,
+                           const std::string& version);
+
+// Checks every answer (read-only), then records them all in one durable
+// batch. Exit 0, 2 (a bad answer or no run: nothing written) or 3.
+int DoAnswer(const AnswerArgs& args);
+
+// For `wizq status`: the tasks of the run that wait for an answer, each
+// with its prompt and the command that answers it (nothing if none).
+void PrintWaitingPrompts(const QueueState& state, const std::string& dir);
+
+}  // namespace wizq
+
+#endif  // WIZQ_CLI_ANSWER_H_

@@ -1,0 +1,142 @@
+#include "tasks/prompt_answers.h"
+
+#include <cctype>
+
+#include "queue/state.h"
+#include "tasks/json_messages.h"
+#include "tasks/prompt.h"
+#include "tasks/workflow.h"
+
+namespace wizq {
+namespace {
+
+bool IsId(const std::string& s) {
+  if (s.empty() || s.size() > 18) return false;
+  for (char c : s) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+Status Bad(const std::string& arg, const std::string& why) {
+  return Status::InvalidArgument("--answer " + arg + ": " + why);
+}
+
+std::string WhyNotWaiting(const Task& t) {
+  if (!t.answer.empty()) {
+    return "task " + std::to_string(t.id) + " was already answered " +
+           t.answer + " (" + t.answer_source +
+           "); a recorded answer is never replaced";
+  }
+  if (t.state == TaskState::kInProgress) {
+    return "task " + std::to_string(t.id) +
+           " is being asked on a terminal right now (worker " + t.claimed_by +
+           "); answer it there";
+  }
+  return "task " + std::to_string(t.id) + " does not wait for an answer (" +
+         TaskStateName(t.state) + ")";
+}
+
+// `t` does not wait: OK (a->recorded) only if `value` is the answer it
+// already has.
+Status SameAnswer(const PromptSpec& prompt, const Task& t,
+                  const std::string& value, FlagAnswer* a) {
+  std::string answer;
+  if (!t.answer.empty() && AnswerFromFlag(prompt, value, &answer).ok() &&
+      answer == t.answer) {
+    a->answer_json = answer;
+    a->id = 0;
+    a->recorded = true;
+    return Status::OK();
+  }
+  return Bad(a->arg, WhyNotWaiting(t));
+}
+
+// Resolves one TASK=VALUE into *a.
+Status ResolveOne(const Workflow& wf, const QueueState* state,
+                  const std::string& arg, bool allow_unbound, FlagAnswer* a) {
+  const size_t eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return Bad(arg, "expected TASK=VALUE (a task id or a step name)");
+  }
+  const std::string target = arg.substr(0, eq);
+  const std::string value = arg.substr(eq + 1);
+  a->arg = arg;
+  const PromptSpec* prompt = nullptr;
+  if (IsId(target)) {
+    const int64_t id = std::stoll(target);
+    const Task* t = state ? state->Find(id) : nullptr;
+    if (t == nullptr) return Bad(arg, "the run has no task " + target);
+    prompt = PromptOf(wf, *t);
+    if (prompt == nullptr) {
+      return Bad(arg,
+                 "task " + target + " (" + t->type + ") is not a Prompt task");
+    }
+    a->id = id;
+    if (!WaitsForAnswer(wf, *t)) return SameAnswer(*prompt, *t, value, a);
+  } else {
+    const Step* step = wf.FindStep(target);
+    if (step == nullptr || step->action.kind != Action::Kind::kPrompt) {
+      return Bad(arg, "no Prompt step or task id " + Quote(target));
+    }
+    prompt = step->action.prompt.get();
+    std::vector<const Task*> waiting;
+    const Task* answered = nullptr;
+    if (state != nullptr) {
+      for (const Task& t : state->tasks()) {
+        if (PromptOf(wf, t) == nullptr || t.type != target) continue;
+        if (WaitsForAnswer(wf, t)) waiting.push_back(&t);
+        if (!t.answer.empty() && answered == nullptr) answered = &t;
+      }
+    }
+    if (waiting.size() > 1) {
+      std::string ids;
+      for (const Task* t : waiting) {
+        ids += (ids.empty() ? "" : ", ") + std::to_string(t->id);
+      }
+      return Bad(arg, "step " + target + " has " +
+                          std::to_string(waiting.size()) + " tasks waiting (" +
+                          ids + "); answer each by id");
+    }
+    if (waiting.size() == 1) {
+      a->id = waiting[0]->id;
+    } else if (answered != nullptr) {
+      return SameAnswer(*prompt, *answered, value, a);
+    } else if (!allow_unbound) {
+      return Bad(arg, "no task of step " + target + " waits for an answer");
+    } else {
+      a->step = target;
+    }
+  }
+  if (a->recorded) return Status::OK();
+  Status s = AnswerFromFlag(*prompt, value, &a->answer_json);
+  return s.ok() ? s : Bad(arg, s.message());
+}
+
+}  // namespace
+
+Status ResolveAnswers(const Workflow& workflow, const QueueState* state,
+                      const std::vector<std::string>& args, bool allow_unbound,
+                      std::vector<FlagAnswer>* out) {
+  std::vector<FlagAnswer> result;
+  for (const std::string& arg : args) {
+    FlagAnswer a;
+    WIZQ_RETURN_IF_ERROR(ResolveOne(workflow, state, arg, allow_unbound, &a));
+    bool duplicate = false;
+    if (a.recorded) continue;  // nothing to do
+    for (const FlagAnswer& b : result) {
+      if (a.id != b.id || a.step != b.step) continue;
+      if (a.answer_json != b.answer_json) {
+        return Status::InvalidArgument("--answer " + b.arg + " and --answer " +
+                                       a.arg +
+                                       " give one task two different answers");
+      }
+      duplicate = true;
+    }
+    if (!duplicate) result.push_back(std::move(a));
+  }
+  *out = std::move(result);
+  return Status::OK();
+}
+
+}  // namespace wizq
