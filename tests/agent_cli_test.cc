@@ -155,6 +155,30 @@ TEST_F(AgentCliTest, ReviewExampleRunsWithRunAgent) {
   EXPECT_EQ(test::SplitLines(md).size(), 7u) << md;
 }
 
+// kill -9 of `wizq run --agent` while its agents work: the same command
+// resumes (the killed run's agents are ended before their tasks run
+// again, as for Command tasks) and finishes.
+TEST_F(AgentCliTest, ReviewExampleWithRunAgentResumesAfterKill) {
+  test::SpawnOptions slow;
+  slow.env = {{"WIZQ_REVIEW_AGENT_DELAY", "0.5"}};
+  const std::vector<std::string> cmd = {
+      "wizq",      "run",     Example("workflow.jsonc"), "--dir",
+      dir_.path(), "--agent", Example("agent.sh")};
+  {
+    WizqProcess run(cmd, slow);
+    ASSERT_TRUE(
+        test::WaitFor([&] { return Contains(run.Stderr(), "Review started"); },
+                      test::seconds(30)))
+        << run.Stderr();
+    run.Kill(SIGKILL);
+    run.Wait();
+  }
+  const WizqResult r = RunWizq(cmd, slow, test::seconds(90));
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "resuming run")) << r.err;
+  EXPECT_EQ(test::SplitLines(ReviewMd()).size(), 7u) << ReviewMd();
+}
+
 // Separate `wizq agent serve`s, with kill -9 of an agent and of the run
 // halfway: restarting both resumes, and every file is reviewed.
 TEST_F(AgentCliTest, ReviewExampleWithServesResumesAfterKills) {
