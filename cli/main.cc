@@ -13,6 +13,7 @@
 
 #include "cli/crashtest.h"
 #include "cli/answer.h"
+#include "cli/agent.h"
 #include "cli/inspect.h"
 #include "cli/interop.h"
 #include "cli/progress.h"
@@ -177,6 +178,9 @@ int Main(int argc, char** argv) {
   AnswerArgs answer;
   CLI::App* answer_cmd =
       AddAnswerCommand(app, &answer, std::string("wizq ") + WIZQ_VERSION);
+  run_cmd->add_option("--agent", run.options.agent_command,
+                      "Run Pool tasks with this shell command (the payload "
+                      "on stdin, the response on stdout)");
 
   std::string dir = ".";
   bool json = false;
@@ -205,10 +209,7 @@ int Main(int argc, char** argv) {
   ExportArgs export_args;
   CLI::App* export_cmd = AddExportCommand(app, &export_args);
 
-  CLI::App* agent_cmd = app.add_subcommand(
-      "agent", "Agent protocol for Pool steps (not yet available)");
-  agent_cmd->allow_extras();
-  agent_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
+  AgentCli agent(app);
 
   CrashtestOptions crashtest;
   CLI::App* crashtest_cmd = AddCrashtestCommand(&app, &crashtest);
@@ -255,9 +256,7 @@ int Main(int argc, char** argv) {
   if (*validate_cmd) return DoValidate(workflow);
   if (*crashtest_cmd) return RunCrashtest(crashtest);
   if (*answer_cmd) return DoAnswer(answer);
-  std::fprintf(stderr,
-               "wizq agent: Pool steps and the agent protocol are not "
-               "available in this version\n");
+  if (agent.chosen()) return agent.Run();
   return kExitInvalid;
 }
 

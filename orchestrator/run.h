@@ -50,6 +50,10 @@ struct RunOptions {
   // (a bad one is exit 2).
   bool interactive = false;
   std::vector<std::string> answers;
+  // `--agent COMMAND`: Pool tasks are run in this process by this shell
+  // command, the payload on stdin (agent/agent_executor.h). Empty: they
+  // wait for agents (`wizq agent`).
+  std::string agent_command;
 };
 
 // Runs (or resumes, or joins) the run and returns its exit code. Errors are

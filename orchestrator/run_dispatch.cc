@@ -81,6 +81,7 @@ Status RunLoop::StartTask(const Task& task) {
   a.max_response_bytes = kMaxResponseBytes;
   if (hasher_) start_hash_[task.id] = hasher_->Hash(task.type, nullptr);
   a.answer_json = task.answer;
+  a.workflow = workflow_.get();
   Status s = executor_->Start(a);
   if (!s.ok()) return s.Annotate("starting task " + std::to_string(task.id));
   running_[task.id] = task;

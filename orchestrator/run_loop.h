@@ -134,7 +134,7 @@ class RunLoop {
 
   // Main thread.
   Status Harvest(bool block);
-  Status CheckSomethingCanRun() const;
+  Status CheckSomethingCanRun();
   void ReapLostOrphans(const std::vector<int64_t>& ids);
   Status StartReady();
   void MaybeLaunchCommit();
@@ -197,6 +197,7 @@ class RunLoop {
   std::unique_ptr<PreviousRun> previous_;
   std::unique_ptr<Reuser> reuser_;
   std::map<int64_t, std::string> start_hash_;  // def_hash at start, by id
+  bool told_waiting_ = false;  // "waiting for agents" said since last work
 };
 
 }  // namespace wizq

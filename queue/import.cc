@@ -95,7 +95,7 @@ Status StageAttempts(DirQueue* q, const ImportedTask& it, int64_t id) {
   int64_t attempt = 0;
   for (size_t k = 0; k < it.failures.size(); k++) {
     WIZQ_RETURN_IF_ERROR(
-        q->Stage(TaskClaimed{id, it.task.type, worker, ++attempt}));
+        q->Stage(TaskClaimed{id, it.task.type, worker, ++attempt, {}, 0, {}}));
     TaskFailed f;
     f.id = id;
     f.worker = worker;
@@ -109,7 +109,7 @@ Status StageAttempts(DirQueue* q, const ImportedTask& it, int64_t id) {
   }
   if (it.state != TaskState::kDone) return Status::OK();
   WIZQ_RETURN_IF_ERROR(
-      q->Stage(TaskClaimed{id, it.task.type, worker, ++attempt}));
+      q->Stage(TaskClaimed{id, it.task.type, worker, ++attempt, {}, 0, {}}));
   TaskCompleted c;
   c.id = id;
   c.worker = worker;

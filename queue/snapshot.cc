@@ -55,6 +55,12 @@ void EncodeTask(const Task& t, JsonWriter* w) {
     w->Key("answer").RawValue(t.answer);
     w->Field("answer_source", t.answer_source);
   }
+  // Only while a lease holds the task, or an agent took it (SPEC §9).
+  if (!t.lease_token.empty() || !t.agent.empty()) {
+    w->Key("lease").BeginObject().Field("token", t.lease_token);
+    w->Key("expires_ms").Int(t.lease_expires_ms);
+    w->Field("agent", t.agent).EndObject();
+  }
   w->EndObject();
 }
 

@@ -44,6 +44,7 @@ struct TaskRetried;
 struct RunImported;
 struct TaskAnswered;
 struct RunPaused;
+struct LeaseRenewed;
 
 enum class RunStatus { kRunning, kPaused, kCompleted, kFailed };
 const char* RunStatusName(RunStatus s);
@@ -129,6 +130,7 @@ class QueueState {
   Status Apply(const RunImported& e, int64_t ts);
   Status Apply(const TaskAnswered& e, int64_t ts);  // queue/state_gate.cc
   Status Apply(const RunPaused& e, int64_t ts);
+  Status Apply(const LeaseRenewed& e, int64_t ts);
   Status AddLiveTask(Task t);
   Task* MutableFind(int64_t id);
   Status RequireState(const Task* t, int64_t id, TaskState s,

@@ -51,6 +51,9 @@ struct Attempt {
   size_t max_response_bytes = kDefaultMaxResponseBytes;
   // A Prompt task's recorded answer (JSON text), empty if none (SPEC §10).
   std::string answer_json;
+  // The run's workflow (`action` is one of its steps'), for executors that
+  // describe the step to their body (a Pool agent's instructions).
+  const Workflow* workflow = nullptr;
 };
 
 // How an attempt ended. A Command's exit code 0 with its stdout, an agent's
