@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/inspect.h"
+#include "cli/mcp.h"
 #include "cli/progress.h"
 #include "fs/env.h"
 #include "orchestrator/run.h"
@@ -170,6 +171,9 @@ int Main(int argc, char** argv) {
   agent_cmd->allow_extras();
   agent_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
 
+  McpArgs mcp;
+  CLI::App* mcp_cmd = AddMcpCommand(app, &mcp, WIZQ_VERSION);
+
   // CLI11 reports an unknown command as "A subcommand is required"; name it.
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
@@ -197,6 +201,7 @@ int Main(int argc, char** argv) {
   if (*status_cmd) return PrintStatus(dir, json);
   if (*log_cmd) return PrintLog(dir, task_id, json);
   if (*validate_cmd) return DoValidate(workflow);
+  if (*mcp_cmd) return RunMcpCommand(mcp, WIZQ_VERSION);
   std::fprintf(stderr,
                "wizq agent: Pool steps and the agent protocol are not "
                "available in this version\n");
