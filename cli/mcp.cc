@@ -26,13 +26,13 @@ CLI::App* AddMcpCommand(CLI::App& app, McpArgs* args,
 }
 
 int RunMcpCommand(const McpArgs& args, const std::string& version) {
+  // The run may start after the MCP client started this server: a missing
+  // directory is served too, each call refused until a run is there.
   struct stat st;
   if (stat(args.dir.c_str(), &st) != 0) {
-    std::fprintf(stderr, "wizq mcp: --dir %s: %s\n", args.dir.c_str(),
-                 std::strerror(errno));
-    return 2;
-  }
-  if (!S_ISDIR(st.st_mode)) {
+    std::fprintf(stderr, "wizq mcp: note: --dir %s: %s (yet)\n",
+                 args.dir.c_str(), std::strerror(errno));
+  } else if (!S_ISDIR(st.st_mode)) {
     std::fprintf(stderr, "wizq mcp: --dir %s: not a directory\n",
                  args.dir.c_str());
     return 2;

@@ -17,7 +17,7 @@ CLI::App* AddMcpCommand(CLI::App& app, McpArgs* args,
                         const std::string& version);
 
 // Serves MCP on stdin/stdout until stdin ends. Returns the exit code: 0 when
-// stdin ended, 2 when --dir is not a directory, 3 on an I/O error.
+// stdin ended, 2 when --dir is a file, 3 on an I/O error.
 int RunMcpCommand(const McpArgs& args, const std::string& version);
 
 }  // namespace wizq

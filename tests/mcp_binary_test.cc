@@ -209,12 +209,24 @@ TEST(McpBinaryTest, ServesTheWorkingDirectoryWithAnEmptyEnvironment) {
   EXPECT_EQ(mcp.CloseAndWait(), 0) << mcp.Stderr();
 }
 
-TEST(McpBinaryTest, AMissingDirectoryIsExit2) {
+TEST(McpBinaryTest, AMissingDirectoryIsServedAFileIsExit2) {
+  // An MCP client may start the server before the run exists.
   ScratchDir dir;
-  McpProcess mcp({"--dir", dir.Join("absent")}, "/");
-  EXPECT_EQ(mcp.CloseAndWait(), 2);
-  EXPECT_NE(mcp.Stderr().find("absent"), std::string::npos) << mcp.Stderr();
-  EXPECT_EQ(mcp.Rest(), "");
+  McpProcess absent({"--dir", dir.Join("absent")}, "/");
+  ASSERT_TRUE(absent.Send(kInit +
+                          R"({"jsonrpc":"2.0","id":1,"method":)"
+                          R"("tools/call","params":{"name":)"
+                          R"("run_status"}})" +
+                          "\n"));
+  EXPECT_EQ(absent.Answer()["id"], 0);
+  EXPECT_EQ(absent.Answer()["result"]["isError"], true);
+  EXPECT_EQ(absent.CloseAndWait(), 0);
+  test::WriteAll(dir.Join("file"), "x");
+  McpProcess file({"--dir", dir.Join("file")}, "/");
+  EXPECT_EQ(file.CloseAndWait(), 2);
+  EXPECT_NE(file.Stderr().find("not a directory"), std::string::npos)
+      << file.Stderr();
+  EXPECT_EQ(file.Rest(), "");
 }
 
 }  // namespace
