@@ -164,7 +164,15 @@ std::optional<std::string> McpSession::HandleLine(const std::string& line) {
     }
     params = *params_it;
   }
-  return Dump(HandleRequest(id, method_it->get<std::string>(), params));
+  try {
+    return Dump(HandleRequest(id, method_it->get<std::string>(), params));
+  } catch (const std::exception& e) {
+    // A failure inside a call (out of memory, a bug) ends the request, not
+    // the session.
+    log_(std::string("internal error: ") + e.what());
+    return Dump(ErrorResponse(id, kInternalError,
+                              std::string("Internal error: ") + e.what()));
+  }
 }
 
 void McpSession::HandleNotification(const std::string& method) {

@@ -20,6 +20,7 @@ enum RpcError {
   kInvalidRequest = -32600,
   kMethodNotFound = -32601,
   kInvalidParams = -32602,
+  kInternalError = -32603,
 };
 
 class McpSession {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -49,10 +50,12 @@ class FakeAgentService : public AgentService {
   }
   AgentReply RunStatus() override {
     calls.push_back("status");
+    if (throw_in_status) throw std::runtime_error("status exploded");
     return reply;
   }
 
   std::vector<std::string> calls;
+  bool throw_in_status = false;
   TakeRequest take;
   AgentReply take_reply{
       0, R"({"task":{"kind":"Review","value":{}},"task_id":7,"lease":"L"})",
@@ -385,6 +388,17 @@ TEST(McpServerTest, AReusedRequestIdIsRefusedAndNotRun) {
   EXPECT_TRUE(s.answers[2].contains("result")) << "\"2\" is not 2";
   EXPECT_EQ(ErrorCode(s.answers[3]), -32600);
   EXPECT_EQ(fake.calls.size(), 1u);
+}
+
+TEST(McpServerTest, AnExceptionInACallIsAnInternalErrorAndTheSessionGoesOn) {
+  FakeAgentService fake;
+  fake.throw_in_status = true;
+  Served s = Session(&fake, {Call(2, "run_status", Json::object()),
+                             Request(3, "ping", nullptr)});
+  ASSERT_EQ(s.answers.size(), 2u);
+  EXPECT_EQ(ErrorCode(s.answers[0]), -32603);
+  EXPECT_EQ(s.answers[0]["id"], 2);
+  EXPECT_EQ(s.answers[1]["id"], 3);
 }
 
 TEST(McpServerTest, AnOverlongLineIsRefusedAndTheNextOneServed) {
