@@ -59,6 +59,7 @@ tsan: deps
 bench: build
 	$(BUILD)/queue_bench
 	bash bench/process_bench.sh $(BUILD)/wizq
+	$(BUILD)/mcp_bench --wizq $(BUILD)/wizq --tasks 2000 --agents 1,4
 
 # Builds only the binary and runs the installer example into a fresh
 # temporary install directory.

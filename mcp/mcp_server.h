@@ -46,7 +46,9 @@ struct McpServerOptions {
 class McpServer {
  public:
   // REQUIRES: `service` outlives the server. `in_fd` and `out_fd` stay open
-  // until Serve() returns; the server does not close them.
+  // until Serve() returns; the server does not close them. SIGPIPE is
+  // ignored when `out_fd` is a pipe (else a vanished client kills the
+  // process instead of ending Serve() with 3).
   McpServer(AgentService* service, int in_fd, int out_fd,
             McpServerOptions options = McpServerOptions());
   ~McpServer();
