@@ -1,35 +1,439 @@
-// PLACEHOLDER (scaffold for parallel work, replaced by the agents change):
-// every call is refused until the lease store lands.
+// AgentService on the queue directory: every call opens the run with
+// OpenMode::kAttach and QueueOptions::leases_only (no worker is registered:
+// an agent holds leases, not a worker lock), does its work in one
+// transaction and closes it again.
 #include "agent/agent_service.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "agent/instructions.h"
+#include "agent/run_status.h"
+#include "fs/env.h"
+#include "queue/queue.h"
+#include "tasks/attempt_files.h"
+#include "tasks/command_runner.h"
+#include "tasks/response.h"
+#include "util/json_writer.h"
 
 namespace wizq {
 namespace {
 
-class Unavailable : public AgentService {
+constexpr int kExitOk = 0;
+constexpr int kExitInvalidResponse = 1;
+constexpr int kExitBadArgs = 2;
+constexpr int kExitLost = 3;
+constexpr int kExitNothing = 5;
+
+// How often `take --wait` looks for work (a Refresh: the log's tail only).
+constexpr int kWaitPollMs = 20;
+// How long a taker lets an earlier attempt's orphaned tree end (SPEC §6.3).
+constexpr double kOrphanGraceSeconds = 1.0;
+constexpr double kOrphanMaxWaitSeconds = 10.0;
+
+// The run loop's retry backoff: 100ms, 200ms, 400ms, ... capped at 5s.
+int64_t BackoffMs(int attempt) {
+  int64_t ms = 100;
+  for (int i = 1; i < attempt && ms < 5000; i++) ms *= 2;
+  return std::min<int64_t>(ms, 5000);
+}
+
+AgentReply Reply(int code, std::string json, std::string message = "") {
+  AgentReply r;
+  r.exit_code = code;
+  r.json = std::move(json);
+  r.message = std::move(message);
+  return r;
+}
+
+AgentReply EnvError(const Status& s) {
+  return Reply(kExitLost, "", s.message());
+}
+
+std::string FinishedJson(RunStatus status) {
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject().Field("status", "finished");
+  w.Field("run_status", RunStatusName(status)).EndObject();
+  return out;
+}
+
+void SleepMs(int ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, nullptr);
+}
+
+class DirAgentService : public AgentService {
  public:
-  AgentReply Take(const TakeRequest&) override { return No(); }
-  AgentReply Heartbeat(int64_t, const std::string&) override { return No(); }
-  AgentReply Done(int64_t, const std::string&, const std::string&) override {
-    return No();
-  }
-  AgentReply Fail(int64_t, const std::string&, const std::string&) override {
-    return No();
-  }
-  AgentReply RunStatus() override { return No(); }
+  DirAgentService(std::string dir, Env* env)
+      : dir_(std::move(dir)), env_(env != nullptr ? env : Env::Posix()) {}
+
+  AgentReply Take(const TakeRequest& request) override;
+  AgentReply Heartbeat(int64_t task_id, const std::string& lease) override;
+  AgentReply Done(int64_t task_id, const std::string& lease,
+                  const std::string& response_json) override;
+  AgentReply Fail(int64_t task_id, const std::string& lease,
+                  const std::string& message) override;
+  AgentReply RunStatus() override;
 
  private:
-  static AgentReply No() {
-    AgentReply r;
-    r.exit_code = 3;
-    r.message = "the agent protocol is not available in this build";
-    return r;
-  }
+  Status OpenQueue(std::unique_ptr<Queue>* q, bool* finished);
+  Status Thaw(const QueueState& s);
+  const Step* PoolStepOf(const Task& t) const;
+  int64_t LeaseMs(const Task& t) const;
+  bool Takeable(const Task& t, const std::vector<std::string>& steps,
+                int64_t now) const;
+  bool WorthATransaction(const QueueState& s,
+                         const std::vector<std::string>& steps) const;
+  Status Settle(Txn& txn);
+  void ReapLost(const std::vector<int64_t>& ids, const std::string& wizard);
+  Status TryTake(Queue* q, const TakeRequest& request, std::string* payload);
+  AgentReply WithLease(
+      int64_t task_id, const std::string& lease, const char* what,
+      const std::function<Status(Txn&, const Task&, AgentReply*)>& fn);
+
+  const std::string dir_;
+  Env* const env_;
+  std::string frozen_;  // the workflow text `workflow_` was thawed from
+  std::unique_ptr<Workflow> workflow_;
 };
+
+Status DirAgentService::OpenQueue(std::unique_ptr<Queue>* q, bool* finished) {
+  QueueOptions o;
+  o.env = env_;
+  char buf[PATH_MAX];
+  o.install_dir = realpath(dir_.c_str(), buf) != nullptr ? buf : dir_;
+  o.mode = OpenMode::kAttach;
+  o.leases_only = true;
+  OpenReport report;
+  Status s = Queue::Open(o, q, &report);
+  if (s.IsNotFound()) {
+    return Status::NotFound("no run in " + dir_ +
+                            " (start one with: wizq run WORKFLOW --dir " +
+                            dir_ + ")");
+  }
+  WIZQ_RETURN_IF_ERROR(s);
+  *finished = report.action == OpenAction::kFinished;
+  return Thaw((*q)->state());
+}
+
+// The run's frozen workflow, parsed once per run.
+Status DirAgentService::Thaw(const QueueState& s) {
+  const std::string& frozen = s.run().workflow;
+  if (workflow_ && frozen == frozen_) return Status::OK();
+  std::unique_ptr<Workflow> wf;
+  Status p = Workflow::Parse(frozen, "the run's frozen workflow", &wf);
+  if (!p.ok()) return Status::Corruption(p.message());
+  workflow_ = std::move(wf);
+  frozen_ = frozen;
+  return Status::OK();
+}
+
+const Step* DirAgentService::PoolStepOf(const Task& t) const {
+  if (t.origin == Origin::kFinally) return nullptr;  // hooks are Commands
+  const Step* step = workflow_->FindStep(t.type);
+  if (step == nullptr || step->action.kind != Action::Kind::kPool) {
+    return nullptr;
+  }
+  return step;
+}
+
+int64_t DirAgentService::LeaseMs(const Task& t) const {
+  const Step* step = workflow_->FindStep(t.type);
+  const double s =
+      step ? step->options.lease_seconds : StepOptions::kDefaultLeaseSeconds;
+  return std::max<int64_t>(1, std::llround(s * 1000));
+}
+
+bool DirAgentService::Takeable(const Task& t,
+                               const std::vector<std::string>& steps,
+                               int64_t now) const {
+  if (t.state != TaskState::kPending || t.retry_at_ms > now) return false;
+  if (PoolStepOf(t) == nullptr) return false;
+  return steps.empty() ||
+         std::find(steps.begin(), steps.end(), t.type) != steps.end();
+}
+
+// Cheap, on the state as last read: is there a task to take, a lapsed
+// lease to put back, or an end to record?
+bool DirAgentService::WorthATransaction(
+    const QueueState& s, const std::vector<std::string>& steps) const {
+  const int64_t now = static_cast<int64_t>(env_->NowMicros() / 1000);
+  if (s.run().status != wizq::RunStatus::kRunning) return true;
+  if (!s.hooks_due().empty() || s.AllSettled()) return true;
+  for (int64_t id : s.in_progress()) {
+    const Task* t = s.Find(id);
+    if (!t->lease_token.empty() && t->lease_expires_ms < now) return true;
+  }
+  for (int64_t id : s.pending()) {
+    if (Takeable(*s.Find(id), steps, now)) return true;
+  }
+  return false;
+}
+
+// What the run loop does after its results: due finally hooks are
+// submitted and a run whose tasks have all settled is finished, so a run
+// whose last tasks are agents' does not wait for a `wizq run`.
+Status DirAgentService::Settle(Txn& txn) {
+  if (txn.state().run().status != wizq::RunStatus::kRunning)
+    return Status::OK();
+  const std::vector<int64_t> due(txn.state().hooks_due().begin(),
+                                 txn.state().hooks_due().end());
+  for (int64_t owner : due) {
+    int64_t id = 0;
+    bool dup = false;
+    WIZQ_RETURN_IF_ERROR(txn.Submit(
+        FinallyHookOf(*workflow_, *txn.state().Find(owner)), &id, &dup));
+  }
+  const QueueState& st = txn.state();
+  if (!st.AllSettled()) return Status::OK();
+  const wizq::RunStatus end = st.count(TaskState::kFailed) > 0
+                                  ? wizq::RunStatus::kFailed
+                                  : wizq::RunStatus::kCompleted;
+  return txn.FinishRun(end, txn.now_ms() - st.run().started_ms);
+}
+
+// Tasks failed as worker_lost by a reclaim: what their attempt may have
+// left running (an agent `serve` started, then died) is ended now, since
+// no later attempt will do it.
+void DirAgentService::ReapLost(const std::vector<int64_t>& ids,
+                               const std::string& wizard) {
+  for (int64_t id : ids) {
+    ReapOrphans(AttemptFiles::TaskDir(wizard, id), kOrphanGraceSeconds,
+                kOrphanMaxWaitSeconds, env_)
+        .IgnoreError();
+  }
+}
+
+Status DirAgentService::TryTake(Queue* q, const TakeRequest& request,
+                                std::string* payload) {
+  int64_t id = 0;
+  std::string token;
+  std::vector<int64_t> lost;
+  WIZQ_RETURN_IF_ERROR(q->Transact([&](Txn& txn) {
+    id = 0;
+    lost = txn.reclaimed().lost;
+    WIZQ_RETURN_IF_ERROR(Settle(txn));
+    if (txn.state().run().status != wizq::RunStatus::kRunning)
+      return Status::OK();
+    const int64_t now = txn.now_ms();
+    int64_t want = 0;
+    for (int64_t pid : txn.state().pending()) {
+      if (Takeable(*txn.state().Find(pid), request.steps, now)) {
+        want = pid;
+        break;
+      }
+    }
+    if (want == 0) return Status::OK();
+    return txn.ClaimLeased([want](const Task& t) { return t.id == want; },
+                           LeaseMs(*txn.state().Find(want)), request.agent, &id,
+                           &token);
+  }));
+  ReapLost(lost, q->wizard_dir());
+  if (id == 0) return Status::OK();
+  const QueueState& s = q->state();
+  const Task& t = *s.Find(id);
+  // An earlier attempt's process tree (a `serve` that died) ends before
+  // this one is handed out: two attempts never overlap (SPEC §6.3).
+  WIZQ_RETURN_IF_ERROR(ReapOrphans(AttemptFiles::TaskDir(q->wizard_dir(), id),
+                                   kOrphanGraceSeconds, kOrphanMaxWaitSeconds,
+                                   env_));
+  PayloadInfo info;
+  info.run_id = s.run().run_id;
+  info.idempotency_key = IdempotencyKey(info.run_id, s.run().started_ms, id);
+  info.lease = token;
+  info.lease_seconds = static_cast<double>(LeaseMs(t)) / 1000;
+  *payload = PoolPayload(*workflow_, *PoolStepOf(t), t, info);
+  return Status::OK();
+}
+
+AgentReply DirAgentService::Take(const TakeRequest& request) {
+  if (!(request.wait_seconds >= 0)) {
+    return Reply(kExitBadArgs, "", "--wait must be a number of seconds >= 0");
+  }
+  const int64_t deadline =
+      static_cast<int64_t>(env_->NowMicros() / 1000) +
+      static_cast<int64_t>(std::min(request.wait_seconds, 1e9) * 1000);
+  std::unique_ptr<Queue> q;
+  bool finished = false;
+  Status s = OpenQueue(&q, &finished);
+  if (!s.ok()) return EnvError(s);
+  for (const std::string& name : request.steps) {
+    const Step* step = workflow_->FindStep(name);
+    if (step == nullptr || step->action.kind != Action::Kind::kPool) {
+      return Reply(kExitBadArgs, "",
+                   "--step " + name + ": the run's workflow has no Pool step " +
+                       "of that name");
+    }
+  }
+  std::string payload;
+  while (true) {
+    const QueueState& st = q->state();
+    if (st.run().status != wizq::RunStatus::kRunning) {
+      q->Close().IgnoreError();
+      return Reply(kExitNothing, FinishedJson(st.run().status));
+    }
+    if (WorthATransaction(st, request.steps)) {
+      s = TryTake(q.get(), request, &payload);
+      if (!s.ok()) return EnvError(s);
+      if (!payload.empty()) {
+        q->Close().IgnoreError();
+        return Reply(kExitOk, payload);
+      }
+      continue;  // the run may have finished meanwhile
+    }
+    if (static_cast<int64_t>(env_->NowMicros() / 1000) >= deadline) break;
+    SleepMs(kWaitPollMs);
+    s = q->Refresh();
+    if (!s.ok()) return EnvError(s);
+  }
+  q->Close().IgnoreError();
+  return Reply(kExitNothing, "{\"status\":\"idle\"}");
+}
+
+// Runs `fn` for the holder of `lease` on `task_id`, in one transaction with
+// the lease check. A lost lease records nothing but the reclaim any
+// transaction does, and answers exit 3.
+AgentReply DirAgentService::WithLease(
+    int64_t task_id, const std::string& lease, const char* what,
+    const std::function<Status(Txn&, const Task&, AgentReply*)>& fn) {
+  std::unique_ptr<Queue> q;
+  bool finished = false;
+  Status s = OpenQueue(&q, &finished);
+  if (!s.ok()) return EnvError(s);
+  AgentReply reply;
+  std::vector<int64_t> lost;
+  if (finished) {
+    reply = Reply(kExitLost, "",
+                  "lease lost: task " + std::to_string(task_id) +
+                      " belongs to a run that has finished (" +
+                      RunStatusName(q->state().run().status) + ")");
+  } else {
+    s = q->Transact([&](Txn& txn) {
+      lost = txn.reclaimed().lost;
+      reply = AgentReply();
+      Status u = txn.UseLease(task_id, lease);
+      if (u.IsConflict() || u.IsInvalidArgument()) {
+        reply =
+            Reply(u.IsConflict() ? kExitLost : kExitBadArgs, "", u.message());
+        return Settle(txn);  // the reclaim is kept; nothing else is done
+      }
+      WIZQ_RETURN_IF_ERROR(u);
+      WIZQ_RETURN_IF_ERROR(fn(txn, *txn.state().Find(task_id), &reply));
+      return Settle(txn);
+    });
+    if (!s.ok()) {
+      return EnvError(
+          s.Annotate(std::string(what) + " task " + std::to_string(task_id)));
+    }
+  }
+  ReapLost(lost, q->wizard_dir());
+  q->Close().IgnoreError();
+  return reply;
+}
+
+AgentReply DirAgentService::Heartbeat(int64_t task_id,
+                                      const std::string& lease) {
+  return WithLease(
+      task_id, lease, "renewing the lease of",
+      [&](Txn& txn, const Task& t, AgentReply* reply) {
+        int64_t expires = 0;
+        const int64_t ms = LeaseMs(t);
+        WIZQ_RETURN_IF_ERROR(txn.RenewLease(task_id, lease, ms, &expires));
+        std::string out;
+        JsonWriter w(&out);
+        w.BeginObject().Key("task_id").Int(task_id);
+        w.Key("lease_expires_ms").Int(expires);
+        w.Key("lease_seconds").Double(ms / 1000.0).EndObject();
+        *reply = Reply(kExitOk, out);
+        return Status::OK();
+      });
+}
+
+AgentReply DirAgentService::Done(int64_t task_id, const std::string& lease,
+                                 const std::string& response_json) {
+  return WithLease(
+      task_id, lease, "completing",
+      [&](Txn& txn, const Task& task, AgentReply* reply) {
+        const Task t = task;  // the state changes under the reference
+        std::vector<NewTask> children;
+        Status v = ChildrenOf(*workflow_, t, response_json, &children);
+        std::string out;
+        JsonWriter w(&out);
+        w.BeginObject().Key("task_id").Int(task_id);
+        if (!v.ok()) {
+          const Step* step = workflow_->FindStep(t.type);
+          bool again = false;
+          WIZQ_RETURN_IF_ERROR(txn.Fail(
+              task_id, kReasonInvalidResponse, v.message(),
+              step == nullptr || step->options.retry_on_invalid_response,
+              BackoffMs(t.attempts), &again));
+          w.Field("status", "invalid_response").Field("will_retry", again);
+          w.EndObject();
+          *reply = Reply(kExitInvalidResponse, out,
+                         "invalid response for task " +
+                             std::to_string(task_id) + " (" + t.type +
+                             "): " + v.message() + "; the attempt failed (" +
+                             std::string(kReasonInvalidResponse) + ")" +
+                             (again ? " and the task will be retried"
+                                    : " and the task failed for good"));
+          return Status::OK();
+        }
+        std::vector<int64_t> ids;
+        WIZQ_RETURN_IF_ERROR(txn.Complete(task_id, children, &ids));
+        w.Field("status", "done").Key("children").BeginArray();
+        for (int64_t id : ids) w.Int(id);
+        w.EndArray().EndObject();
+        *reply = Reply(kExitOk, out);
+        return Status::OK();
+      });
+}
+
+AgentReply DirAgentService::Fail(int64_t task_id, const std::string& lease,
+                                 const std::string& message) {
+  return WithLease(
+      task_id, lease, "failing",
+      [&](Txn& txn, const Task& task, AgentReply* reply) {
+        const int attempts = task.attempts;
+        bool again = false;
+        WIZQ_RETURN_IF_ERROR(
+            txn.Fail(task_id, kReasonAgentFailed,
+                     message.empty() ? "the agent gave up" : message, true,
+                     BackoffMs(attempts), &again));
+        std::string out;
+        JsonWriter w(&out);
+        w.BeginObject().Key("task_id").Int(task_id);
+        w.Field("status", "failed").Field("will_retry", again).EndObject();
+        *reply = Reply(kExitOk, out);
+        return Status::OK();
+      });
+}
+
+AgentReply DirAgentService::RunStatus() {
+  QueueOptions o;
+  o.env = env_;
+  o.install_dir = dir_;
+  o.mode = OpenMode::kReadOnly;
+  std::unique_ptr<Queue> q;
+  Status s = Queue::Open(o, &q, nullptr);
+  if (s.IsNotFound()) {
+    return Reply(kExitLost, "", "no run in " + dir_);
+  }
+  if (!s.ok()) return EnvError(s);
+  return Reply(kExitOk,
+               RunStatusJson(q->state(),
+                             static_cast<int64_t>(env_->NowMicros() / 1000)));
+}
 
 }  // namespace
 
-std::unique_ptr<AgentService> AgentService::Open(const std::string&, Env*) {
-  return std::make_unique<Unavailable>();
+std::unique_ptr<AgentService> AgentService::Open(const std::string& install_dir,
+                                                 Env* env) {
+  return std::make_unique<DirAgentService>(install_dir, env);
 }
 
 }  // namespace wizq

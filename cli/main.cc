@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "cli/agent.h"
 #include "cli/inspect.h"
 #include "cli/mcp.h"
 #include "cli/progress.h"
@@ -141,6 +142,9 @@ int Main(int argc, char** argv) {
                     "Archive an existing run and start over");
   run_cmd->add_flag("--json", run.json, "NDJSON events on stdout");
   run_cmd->add_flag("--quiet,-q", run.quiet, "No progress output");
+  run_cmd->add_option("--agent", run.options.agent_command,
+                      "Run Pool tasks with this shell command (the payload "
+                      "on stdin, the response on stdout)");
 
   std::string dir = ".";
   bool json = false;
@@ -166,10 +170,7 @@ int Main(int argc, char** argv) {
                                  std::string("wizq ") + WIZQ_VERSION);
   validate_cmd->add_option("WORKFLOW", workflow, "Workflow file")->required();
 
-  CLI::App* agent_cmd = app.add_subcommand(
-      "agent", "Agent protocol for Pool steps (not yet available)");
-  agent_cmd->allow_extras();
-  agent_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
+  AgentCli agent(app);
 
   McpArgs mcp;
   CLI::App* mcp_cmd = AddMcpCommand(app, &mcp, WIZQ_VERSION);
@@ -202,9 +203,7 @@ int Main(int argc, char** argv) {
   if (*log_cmd) return PrintLog(dir, task_id, json);
   if (*validate_cmd) return DoValidate(workflow);
   if (*mcp_cmd) return RunMcpCommand(mcp, WIZQ_VERSION);
-  std::fprintf(stderr,
-               "wizq agent: Pool steps and the agent protocol are not "
-               "available in this version\n");
+  if (agent.chosen()) return agent.Run();
   return kExitInvalid;
 }
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 
+#include "agent/agent_executor.h"
 #include "fs/env.h"
 #include "orchestrator/run_loop.h"
 #include "tasks/command_executor.h"
@@ -100,6 +101,12 @@ int RunWorkflow(const RunOptions& options, RunObserver* observer,
   // One executor per action kind (tasks/executor_set.h).
   CommandExecutor commands(options.env, WizardDir(config.install_dir));
   ExecutorSet executor({&commands});
+  std::unique_ptr<AgentExecutor> agents;
+  if (!options.agent_command.empty()) {
+    agents = std::make_unique<AgentExecutor>(
+        options.env, WizardDir(config.install_dir), options.agent_command);
+    executor.Add(agents.get());
+  }
   config.executor = &executor;
   RunLoop loop(config, std::move(workflow), observer);
   int code = kExitCompleted;

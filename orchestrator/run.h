@@ -39,6 +39,10 @@ struct RunOptions {
   bool fresh = false;
   std::string wizq_version;
   Env* env = nullptr;  // nullptr: Env::Posix()
+  // `--agent COMMAND`: Pool tasks are run in this process by this shell
+  // command, the payload on stdin (agent/agent_executor.h). Empty: they
+  // wait for agents (`wizq agent`).
+  std::string agent_command;
 };
 
 // Runs (or resumes, or joins) the run and returns its exit code. Errors are

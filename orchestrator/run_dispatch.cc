@@ -74,6 +74,7 @@ Status RunLoop::StartTask(const Task& task) {
                       "-" + std::to_string(task.id);
   a.timeout_seconds = step->options.timeout_seconds;
   a.max_response_bytes = kMaxResponseBytes;
+  a.workflow = workflow_.get();
   Status s = executor_->Start(a);
   if (!s.ok()) return s.Annotate("starting task " + std::to_string(task.id));
   running_[task.id] = task;

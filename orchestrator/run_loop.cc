@@ -152,23 +152,38 @@ Status RunLoop::Run(int* exit_code) {
   }
 }
 
-// Called when nothing of ours runs and no commit is in flight: fails when
-// the only tasks left are Pool steps, which no Command worker can take.
-Status RunLoop::CheckSomethingCanRun() const {
+// Called when nothing of ours runs and no commit is in flight. When the
+// only tasks left are ones this process cannot run (Pool steps, without
+// --agent), the run goes on waiting for agents: it says so once, with how
+// to start one, and keeps polling (it puts back lapsed leases, submits
+// hooks and finishes the run when the agents are done).
+Status RunLoop::CheckSomethingCanRun() {
   const QueueState& s = queue_->state();
-  if (!ready_.empty() || !s.in_progress().empty() || s.pending().empty()) {
-    return Status::OK();
-  }
+  int64_t waiting = 0;
   for (int64_t id : s.pending()) {
     const Step* step = nullptr;
     const Action* a = ActionFor(*s.Find(id), &step);
     if (a == nullptr || executor_->CanRun(*a)) return Status::OK();
+    waiting++;
   }
-  return Status::NotSupported(
-      "the remaining " + std::to_string(s.pending().size()) +
-      " pending task(s) are Pool steps, which need an agent (wizq agent); "
-      "this version of wizq runs Command steps only. The run is kept as it "
-      "is and can be resumed once agents are supported");
+  for (int64_t id : s.in_progress()) {
+    if (!s.Find(id)->lease_token.empty()) waiting++;
+  }
+  if (!ready_.empty() || waiting == 0) {
+    told_waiting_ = false;
+    return Status::OK();
+  }
+  if (!told_waiting_) {
+    told_waiting_ = true;
+    observer_->OnNote(
+        "waiting for agents: " + std::to_string(waiting) +
+        " Pool task(s) pending or leased; start one with `wizq agent serve "
+        "--dir " +
+        config_.install_dir +
+        " -- COMMAND` (or run with --agent COMMAND); Ctrl+C leaves them "
+        "pending");
+  }
+  return Status::OK();
 }
 
 const Action* RunLoop::ActionFor(const Task& t, const Step** step) const {

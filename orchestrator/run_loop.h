@@ -101,7 +101,7 @@ class RunLoop {
 
   // Main thread.
   Status Harvest(bool block);
-  Status CheckSomethingCanRun() const;
+  Status CheckSomethingCanRun();
   void ReapLostOrphans(const std::vector<int64_t>& ids);
   Status StartReady();
   void MaybeLaunchCommit();
@@ -147,6 +147,7 @@ class RunLoop {
   int poll_backoff_ms_ = 0;
   RunStatus run_status_ = RunStatus::kRunning;
   Progress progress_;
+  bool told_waiting_ = false;  // "waiting for agents" said since last work
 };
 
 }  // namespace wizq

@@ -7,9 +7,8 @@
 //    queue-directory store: `workers/<id>`, queue/workers.h). It is lost
 //    when that lock can be taken or its process is gone.
 //  - kLease: a token with an expiry (an agent in another process tree,
-//    SPEC §9). It is lost once now_ms > expires_ms. Nothing takes leases
-//    yet: the kind exists so that the liveness check and every store handle
-//    it from the start.
+//    SPEC §9). It is lost once now_ms > expires_ms (wall-clock ms, so every
+//    process agrees). Taken by Txn::ClaimLeased, renewed by RenewLease.
 //
 // A lost holder's tasks are put back (pending, or failed with worker_lost
 // when no attempt is left) by the next transaction of any process, before
@@ -50,9 +49,12 @@ struct ClaimHolder {
   }
 };
 
-// Who holds `t` (meaningful while it is in_progress). Every claim today is
-// a worker's: `claimed_by` is its id.
+// Who holds `t` (meaningful while it is in_progress): its lease if it has
+// one, else the worker named by `claimed_by`.
 inline ClaimHolder HolderOf(const Task& t) {
+  if (!t.lease_token.empty()) {
+    return ClaimHolder::Lease(t.lease_token, t.lease_expires_ms);
+  }
   return ClaimHolder::Worker(t.claimed_by);
 }
 

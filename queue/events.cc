@@ -205,6 +205,11 @@ void TaskClaimed::EncodeTo(JsonWriter& w) const {
   w.Field("type", type);
   w.Field("worker", worker);
   w.Key("attempt").Int(attempt);
+  if (!lease.empty()) {
+    w.Field("lease", lease);
+    w.Key("lease_expires_ms").Int(lease_expires_ms);
+    if (!agent.empty()) w.Field("agent", agent);
+  }
 }
 
 EventError TaskClaimed::DecodeField(std::string_view key, EventValue v) {
@@ -212,12 +217,16 @@ EventError TaskClaimed::DecodeField(std::string_view key, EventValue v) {
   if (key == "type") return StringView(v, &type);
   if (key == "worker") return StringView(v, &worker);
   if (key == "attempt") return ReadInt(v, &attempt);
+  if (key == "lease") return StringView(v, &lease);
+  if (key == "lease_expires_ms") return ReadInt(v, &lease_expires_ms);
+  if (key == "agent") return StringView(v, &agent);
   return SUCCESS;
 }
 
 bool TaskClaimed::operator==(const TaskClaimed& o) const {
   return id == o.id && type == o.type && worker == o.worker &&
-         attempt == o.attempt;
+         attempt == o.attempt && lease == o.lease &&
+         lease_expires_ms == o.lease_expires_ms && agent == o.agent;
 }
 
 void TaskCompleted::EncodeTo(JsonWriter& w) const {
@@ -429,6 +438,23 @@ Status EventDecoder::Decode(std::string_view line, EventHeader* header,
                               simdjson::error_message(err));
   }
   return Status::OK();
+}
+
+// --- lease_renewed -----------------------------------------------------------
+
+void LeaseRenewed::EncodeTo(JsonWriter& w) const {
+  w.Key("id").Int(id);
+  w.Key("lease_expires_ms").Int(lease_expires_ms);
+}
+
+EventError LeaseRenewed::DecodeField(std::string_view key, EventValue v) {
+  if (key == "id") return ReadInt(v, &id);
+  if (key == "lease_expires_ms") return ReadInt(v, &lease_expires_ms);
+  return SUCCESS;
+}
+
+bool LeaseRenewed::operator==(const LeaseRenewed& o) const {
+  return id == o.id && lease_expires_ms == o.lease_expires_ms;
 }
 
 }  // namespace wizq

@@ -146,6 +146,11 @@ struct TaskClaimed {
   std::string_view type;
   std::string_view worker;  // the holder (ClaimHolder::kWorker)
   int64_t attempt = 0;
+  // A claim held by a lease (ClaimHolder::kLease, SPEC §9); written only
+  // when `lease` is set. `worker` is then the process that took it.
+  std::string_view lease;        // the token
+  int64_t lease_expires_ms = 0;  // wall-clock ms
+  std::string_view agent;        // the agent's name; written only if given
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const TaskClaimed& o) const;
@@ -206,6 +211,16 @@ struct RunFinished {
   bool operator==(const RunFinished& o) const;
 };
 
+// An agent renewed the lease on an in_progress task (SPEC §9).
+struct LeaseRenewed {
+  static constexpr std::string_view kName = "lease_renewed";
+  int64_t id = 0;
+  int64_t lease_expires_ms = 0;  // the new expiry, wall-clock ms
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const LeaseRenewed& o) const;
+};
+
 // An event this wizq does not know (a newer one's): skipped.
 struct UnknownEvent {
   void EncodeTo(JsonWriter&) const {}
@@ -220,7 +235,7 @@ struct UnknownEvent {
 using Event = std::variant<UnknownEvent, RunStarted, RunResumed, QueueArchived,
                            WorkerJoined, WorkerLeft, TaskSubmitted,
                            TaskDeduplicated, TaskClaimed, TaskCompleted,
-                           TaskFailed, TaskReset, RunFinished>;
+                           TaskFailed, TaskReset, RunFinished, LeaseRenewed>;
 
 // The name of the event held (the header's name for an UnknownEvent).
 std::string_view EventName(const Event& e);

@@ -74,6 +74,10 @@ struct QueueOptions {
   // worker's task whose attempt never started (it was claimed ahead) goes
   // back to pending without counting the attempt. Null: always true.
   std::function<bool(const Task&)> attempt_started;
+  // With OpenMode::kAttach: hold nothing but leases (one `wizq agent`
+  // call). No worker is registered (no worker_joined/worker_left), claims
+  // must be ClaimLeased, and Close writes nothing.
+  bool leases_only = false;
 };
 
 enum class OpenAction {
@@ -170,6 +174,27 @@ class Txn {
   virtual Status Release(int64_t id, std::string_view reason) = 0;
   // Records run_finished with the status and counts.
   virtual Status FinishRun(RunStatus status, int64_t duration_ms) = 0;
+
+  // --- Leases (SPEC §9): claims held by a token with an expiry, for agents
+  // that cannot hold a worker lock. A lapsed lease is a lost holder: the
+  // next transaction of any process puts its task back (task_reset
+  // lease_expired) or fails it (worker_lost), as for a dead worker.
+
+  // As ClaimNext, but the claim is held by a new random lease that lapses
+  // `lease_ms` from now; *token receives it. `agent` (may be empty) names
+  // the taker for status and the log.
+  virtual Status ClaimLeased(const std::function<bool(const Task&)>& accept,
+                             int64_t lease_ms, std::string_view agent,
+                             int64_t* id, std::string* token) = 0;
+  // Extends the lease on `id` to now + lease_ms (lease_renewed). Conflict
+  // "lease lost: ..." when the task is no longer held by that lease (it
+  // lapsed and was put back, it finished, or the token is unknown).
+  virtual Status RenewLease(int64_t id, std::string_view token,
+                            int64_t lease_ms, int64_t* expires_ms) = 0;
+  // Lets this transaction act for the holder of the lease on `id`: after
+  // it, Complete, Fail and Release accept `id`. Conflict "lease lost: ..."
+  // as for RenewLease; the check and the action are under the same lock.
+  virtual Status UseLease(int64_t id, std::string_view token) = 0;
 };
 
 // Where the directory store keeps a run: `<install_dir>/.wizard`. The one

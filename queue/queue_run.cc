@@ -155,13 +155,17 @@ Status DirQueue::AttachRun(OpenReport* report) {
   }
   WIZQ_RETURN_IF_ERROR(LogWriter::Open(env_, Path(kLogFile), log_end_,
                                        state_->last_seq() + 1, &writer_));
-  WIZQ_RETURN_IF_ERROR(workers_.Register(state_->run().run_id, NowMs()));
+  if (!options_.leases_only) {
+    WIZQ_RETURN_IF_ERROR(workers_.Register(state_->run().run_id, NowMs()));
+  }
   WIZQ_RETURN_IF_ERROR(ReclaimLostClaims(&reclaimed_));
   report->tasks_reset = static_cast<int64_t>(reclaimed_.reset.size());
   report->tasks_lost = static_cast<int64_t>(reclaimed_.lost.size());
   report->tasks_pending = state_->count(TaskState::kPending);
-  WIZQ_RETURN_IF_ERROR(Stage(WorkerJoined{workers_.self(), getpid()}));
-  WIZQ_RETURN_IF_ERROR(CommitStaged());
+  if (!options_.leases_only) {
+    WIZQ_RETURN_IF_ERROR(Stage(WorkerJoined{workers_.self(), getpid()}));
+  }
+  if (writer_->pending_events() > 0) WIZQ_RETURN_IF_ERROR(CommitStaged());
   report->action = OpenAction::kAttached;
   return Status::OK();
 }
@@ -280,6 +284,7 @@ Status DirQueue::Close() {
   if (closed_ || !writer_) return Status::OK();
   closed_ = true;
   if (!poisoned_.ok()) return poisoned_;
+  if (options_.leases_only) return Status::OK();  // no worker to sign off
   WIZQ_RETURN_IF_ERROR(env_->LockFile(Path("lock"), true, &dir_lock_));
   Status s = CatchUp();
   if (s.ok()) {

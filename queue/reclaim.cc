@@ -16,21 +16,30 @@ bool DirQueue::HolderLost(const ClaimHolder& holder, int64_t now_ms) {
 
 // A lost attempt that started counts (pending again if attempts remain,
 // else failed); one that never started (claimed ahead, see
-// QueueOptions::attempt_started) does not, and the task goes back.
+// QueueOptions::attempt_started) does not, and the task goes back. A
+// lease's attempt always started: its payload was handed out.
 Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
   const auto& started = options_.attempt_started;
+  const bool leased = !t.lease_token.empty();
   const std::string worker = t.claimed_by;
   const int attempt = t.attempts;
-  const bool ran = !started || started(t);
+  const bool ran = leased || !started || started(t);
   const bool again = !ran || t.attempts < t.max_attempts;
-  const std::string message =
-      ran ? "worker " + worker +
-                " died while the task was in progress (attempt " +
-                std::to_string(attempt) + " of " +
-                std::to_string(t.max_attempts) + ")"
-          : "worker " + worker +
-                " died after claiming the task but before starting it; the "
-                "attempt does not count";
+  const std::string of = " (attempt " + std::to_string(attempt) + " of " +
+                         std::to_string(t.max_attempts) + ")";
+  std::string message;
+  if (leased) {
+    message =
+        "the lease of " +
+        (t.agent.empty() ? std::string("its agent") : "agent " + t.agent) +
+        " lapsed without a heartbeat" + of;
+  } else if (ran) {
+    message = "worker " + worker + " died while the task was in progress" + of;
+  } else {
+    message = "worker " + worker +
+              " died after claiming the task but before starting it; the "
+              "attempt does not count";
+  }
   // task_reset and task_failed share these fields.
   auto fill = [&](auto* e) {
     e->id = t.id;
@@ -43,6 +52,7 @@ Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
     out->reset.push_back(t.id);
     TaskReset e;
     fill(&e);
+    if (leased) e.reason = kReasonLeaseExpired;
     e.refund = !ran;
     return Stage(e);
   }
@@ -63,7 +73,8 @@ Status DirQueue::ReclaimLostClaims(Reclaimed* out) {
   const std::string& self = workers_.self();
   std::vector<int64_t> others;
   for (int64_t id : state_->in_progress()) {
-    if (state_->Find(id)->claimed_by != self) others.push_back(id);
+    const Task* t = state_->Find(id);
+    if (t->claimed_by != self || !t->lease_token.empty()) others.push_back(id);
   }
   if (others.empty()) return Status::OK();
   workers_.ForgetCache();

@@ -50,6 +50,12 @@ void EncodeTask(const Task& t, JsonWriter* w) {
   w->Key("created_ms").Int(t.created_ms);
   w->Key("updated_ms").Int(t.updated_ms);
   w->Key("retry_at_ms").Int(t.retry_at_ms);
+  // Only while a lease holds the task, or an agent took it (SPEC §9).
+  if (!t.lease_token.empty() || !t.agent.empty()) {
+    w->Key("lease").BeginObject().Field("token", t.lease_token);
+    w->Key("expires_ms").Int(t.lease_expires_ms);
+    w->Field("agent", t.agent).EndObject();
+  }
   w->EndObject();
 }
 

@@ -348,6 +348,14 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
     err = v.get_int64().get(t->updated_ms);
   } else if (key == "retry_at_ms") {
     err = v.get_int64().get(t->retry_at_ms);
+  } else if (key == "lease") {
+    object l;
+    err = v.get_object().get(l);
+    if (!err) err = l["token"].get_string().get(s);
+    t->lease_token = s;
+    if (!err) err = l["expires_ms"].get_int64().get(t->lease_expires_ms);
+    if (!err) err = l["agent"].get_string().get(s);
+    t->agent = s;
   }
   // children, finally_task: derived again by QueueState::Rebuild.
   return err;

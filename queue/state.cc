@@ -174,10 +174,29 @@ Status QueueState::Apply(const TaskClaimed& e, int64_t ts) {
     return Status::Corruption("attempt " + std::to_string(e.attempt) +
                               " is out of range");
   }
+  if (!e.lease.empty() && e.lease_expires_ms <= 0) {
+    return Status::Corruption("a lease needs lease_expires_ms");
+  }
   t->attempts = static_cast<int>(e.attempt);
   t->claimed_by = e.worker;
   t->updated_ms = ts;
   SetState(t, TaskState::kInProgress);
+  t->lease_token = e.lease;
+  t->lease_expires_ms = e.lease.empty() ? 0 : e.lease_expires_ms;
+  t->agent = e.agent;
+  return Status::OK();
+}
+
+Status QueueState::Apply(const LeaseRenewed& e, int64_t ts) {
+  Task* t = MutableFind(e.id);
+  WIZQ_RETURN_IF_ERROR(
+      RequireState(t, e.id, TaskState::kInProgress, "lease renewal"));
+  if (t->lease_token.empty()) {
+    return Status::Corruption("lease renewal of task " + std::to_string(e.id) +
+                              ", which no lease holds");
+  }
+  t->lease_expires_ms = e.lease_expires_ms;
+  t->updated_ms = ts;
   return Status::OK();
 }
 
@@ -271,7 +290,11 @@ void QueueState::SetState(Task* t, TaskState s) {
   counts_[static_cast<int>(t->state)]--;
   counts_[static_cast<int>(s)]++;
   if (t->state == TaskState::kPending) pending_.erase(t->id);
-  if (t->state == TaskState::kInProgress) in_progress_.erase(t->id);
+  if (t->state == TaskState::kInProgress) {
+    in_progress_.erase(t->id);
+    t->lease_token.clear();  // a lease ends with its claim
+    t->lease_expires_ms = 0;
+  }
   if (s == TaskState::kPending) pending_.insert(t->id);
   if (s == TaskState::kInProgress) in_progress_.insert(t->id);
   t->state = s;

@@ -40,6 +40,7 @@ struct TaskCompleted;
 struct TaskFailed;
 struct TaskReset;
 struct RunFinished;
+struct LeaseRenewed;
 
 enum class RunStatus { kRunning, kPaused, kCompleted, kFailed };
 const char* RunStatusName(RunStatus s);
@@ -116,6 +117,7 @@ class QueueState {
   Status Apply(const TaskFailed& e, int64_t ts);
   Status Apply(const TaskReset& e, int64_t ts);
   Status Apply(const RunFinished& e, int64_t ts);
+  Status Apply(const LeaseRenewed& e, int64_t ts);
   Status AddLiveTask(Task t);
   Task* MutableFind(int64_t id);
   Status RequireState(const Task* t, int64_t id, TaskState s,

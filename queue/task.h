@@ -31,6 +31,10 @@ inline constexpr std::string_view kReasonExitCode = "exit_code";
 inline constexpr std::string_view kReasonTimeout = "timeout";
 inline constexpr std::string_view kReasonInvalidResponse = "invalid_response";
 inline constexpr std::string_view kReasonWorkerLost = "worker_lost";
+// Pool steps (SPEC §9): an agent's lease lapsed (task_reset), an agent
+// called `fail` (task_failed).
+inline constexpr std::string_view kReasonLeaseExpired = "lease_expired";
+inline constexpr std::string_view kReasonAgentFailed = "agent_failed";
 
 struct Task {
   int64_t id = 0;
@@ -49,6 +53,13 @@ struct Task {
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
   int64_t retry_at_ms = 0;  // a retried task is not claimed before this
+  // A claim held by a lease (an agent, SPEC §9) rather than by a worker:
+  // the token and when it lapses (wall-clock ms). Empty / 0 while the task
+  // is not in_progress or is held by a worker. `agent`: the name the agent
+  // gave when it took the task (kept after the claim ends, for status).
+  std::string lease_token;
+  int64_t lease_expires_ms = 0;
+  std::string agent;
   // Finally hooks (SPEC §2). `has_finally`: the step has a hook, so the
   // task is not settled until its hook task exists. `finally_task`: the id
   // of that hook task once submitted. `finally_for`: for a hook task, the

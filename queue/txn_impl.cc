@@ -1,5 +1,9 @@
 #include "queue/txn_impl.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
 #include "queue/queue_impl.h"
 
 namespace wizq {
@@ -55,9 +59,16 @@ Status TxnImpl::ClaimNext(const std::function<bool(const Task&)>& accept,
   TaskClaimed e;
   e.id = *id;
   e.type = t->type;
-  e.worker = q_->worker_id();
+  e.worker = Actor();
   e.attempt = t->attempts + 1;
   return q_->Stage(e);
+}
+
+// Who acts, for the events' `worker` field: this worker, or "agent" for a
+// store opened to hold leases only (QueueOptions::leases_only).
+std::string_view TxnImpl::Actor() const {
+  const std::string& w = q_->worker_id();
+  return w.empty() ? std::string_view("agent") : std::string_view(w);
 }
 
 Status TxnImpl::RequireHeld(int64_t id, const Task** task) const {
@@ -65,7 +76,11 @@ Status TxnImpl::RequireHeld(int64_t id, const Task** task) const {
   if (t == nullptr) {
     return Status::InvalidArgument("no task " + std::to_string(id));
   }
-  if (t->state != TaskState::kInProgress || t->claimed_by != q_->worker_id()) {
+  const bool held =
+      leased_.count(id) != 0
+          ? !t->lease_token.empty()
+          : t->lease_token.empty() && t->claimed_by == q_->worker_id();
+  if (t->state != TaskState::kInProgress || !held) {
     return Status::Conflict("task " + std::to_string(id) +
                             " is no longer held by this worker (state " +
                             TaskStateName(t->state) + ", claimed by " +
@@ -81,7 +96,7 @@ Status TxnImpl::Complete(int64_t id, const std::vector<NewTask>& children,
   WIZQ_RETURN_IF_ERROR(RequireHeld(id, &t));
   TaskCompleted e;
   e.id = id;
-  e.worker = q_->worker_id();
+  e.worker = Actor();
   for (const NewTask& child : children) {
     int64_t cid = 0;
     bool dup = false;
@@ -99,7 +114,7 @@ Status TxnImpl::Fail(int64_t id, std::string_view reason,
   WIZQ_RETURN_IF_ERROR(RequireHeld(id, &t));
   TaskFailed e;
   e.id = id;
-  e.worker = q_->worker_id();
+  e.worker = Actor();
   e.reason = reason;
   e.message = message;
   e.attempt = t->attempts;
@@ -114,7 +129,7 @@ Status TxnImpl::Release(int64_t id, std::string_view reason) {
   WIZQ_RETURN_IF_ERROR(RequireHeld(id, &t));
   TaskReset e;
   e.id = id;
-  e.worker = q_->worker_id();
+  e.worker = Actor();
   e.reason = reason;
   e.message = "stopped before it finished; the attempt does not count";
   e.attempt = t->attempts;
@@ -132,6 +147,102 @@ Status TxnImpl::FinishRun(RunStatus status, int64_t duration_ms) {
   e.tasks_failed = s.count(TaskState::kFailed);
   e.duration_ms = duration_ms;
   return q_->Stage(e);
+}
+
+// --- leases ------------------------------------------------------------------
+
+namespace {
+
+// 128 random bits as 32 hex digits.
+std::string NewLeaseToken() {
+  std::random_device rd;
+  std::string out;
+  char buf[9];
+  for (int i = 0; i < 4; i++) {
+    std::snprintf(buf, sizeof(buf), "%08x", static_cast<unsigned>(rd()));
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace
+
+Status TxnImpl::ClaimLeased(const std::function<bool(const Task&)>& accept,
+                            int64_t lease_ms, std::string_view agent,
+                            int64_t* id, std::string* token) {
+  *id = 0;
+  if (lease_ms <= 0) {
+    return Status::InvalidArgument("a lease must last at least 1 ms");
+  }
+  const int64_t now = now_ms();
+  for (int64_t pid : state().pending()) {
+    const Task* t = state().Find(pid);
+    if (t->retry_at_ms > now || (accept && !accept(*t))) continue;
+    *id = pid;
+    break;
+  }
+  if (*id == 0) return Status::OK();
+  *token = NewLeaseToken();
+  const Task* t = state().Find(*id);
+  TaskClaimed e;
+  e.id = *id;
+  e.type = t->type;
+  e.worker = Actor();
+  e.attempt = t->attempts + 1;
+  e.lease = *token;
+  e.lease_expires_ms = now + lease_ms;
+  e.agent = agent;
+  return q_->Stage(e);
+}
+
+// A lapsed lease is refused even if no transaction has put its task back
+// yet (the reclaim at the start of this one normally has).
+Status TxnImpl::CheckLease(int64_t id, std::string_view token,
+                           const Task** task) const {
+  const Task* t = state().Find(id);
+  if (t == nullptr) {
+    return Status::InvalidArgument("no task " + std::to_string(id) +
+                                   " in this run");
+  }
+  const std::string head = "lease lost: task " + std::to_string(id);
+  if (t->state != TaskState::kInProgress || t->lease_token.empty() ||
+      t->lease_token != token) {
+    std::string why;
+    if (t->state == TaskState::kPending) {
+      why = " was put back (its lease lapsed or was replaced); take it again";
+    } else if (t->state == TaskState::kInProgress) {
+      why = " was put back (its lease lapsed) and is now held by another " +
+            std::string(t->lease_token.empty() ? "worker" : "agent");
+    } else {
+      why = std::string(" is already ") + TaskStateName(t->state);
+    }
+    return Status::Conflict(head + why);
+  }
+  if (t->lease_expires_ms < now_ms()) {
+    return Status::Conflict(head + " was put back: its lease lapsed " +
+                            std::to_string(now_ms() - t->lease_expires_ms) +
+                            " ms ago");
+  }
+  *task = t;
+  return Status::OK();
+}
+
+Status TxnImpl::RenewLease(int64_t id, std::string_view token, int64_t lease_ms,
+                           int64_t* expires_ms) {
+  const Task* t = nullptr;
+  WIZQ_RETURN_IF_ERROR(CheckLease(id, token, &t));
+  LeaseRenewed e;
+  e.id = id;
+  e.lease_expires_ms = std::max(now_ms() + lease_ms, t->lease_expires_ms);
+  if (expires_ms) *expires_ms = e.lease_expires_ms;
+  return q_->Stage(e);
+}
+
+Status TxnImpl::UseLease(int64_t id, std::string_view token) {
+  const Task* t = nullptr;
+  WIZQ_RETURN_IF_ERROR(CheckLease(id, token, &t));
+  leased_.insert(id);
+  return Status::OK();
 }
 
 }  // namespace wizq

@@ -2,6 +2,9 @@
 #ifndef WIZQ_QUEUE_TXN_IMPL_H_
 #define WIZQ_QUEUE_TXN_IMPL_H_
 
+#include <set>
+#include <string>
+
 #include "queue/queue.h"
 
 namespace wizq {
@@ -28,11 +31,21 @@ class TxnImpl : public Txn {
               bool* will_retry) override;
   Status Release(int64_t id, std::string_view reason) override;
   Status FinishRun(RunStatus status, int64_t duration_ms) override;
+  Status ClaimLeased(const std::function<bool(const Task&)>& accept,
+                     int64_t lease_ms, std::string_view agent, int64_t* id,
+                     std::string* token) override;
+  Status RenewLease(int64_t id, std::string_view token, int64_t lease_ms,
+                    int64_t* expires_ms) override;
+  Status UseLease(int64_t id, std::string_view token) override;
 
  private:
   Status RequireHeld(int64_t id, const Task** task) const;
+  std::string_view Actor() const;
+  Status CheckLease(int64_t id, std::string_view token,
+                    const Task** task) const;
   DirQueue* q_;
   const Reclaimed* reclaimed_;
+  std::set<int64_t> leased_;  // ids whose lease UseLease accepted
 };
 
 }  // namespace wizq

@@ -49,6 +49,9 @@ struct Attempt {
   std::string idempotency_key;
   std::optional<double> timeout_seconds;  // unset: no limit
   size_t max_response_bytes = kDefaultMaxResponseBytes;
+  // The run's workflow (`action` is one of its steps'), for executors that
+  // describe the step to their body (a Pool agent's instructions).
+  const Workflow* workflow = nullptr;
 };
 
 // How an attempt ended. A Command's exit code 0 with its stdout, an agent's

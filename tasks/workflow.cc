@@ -272,7 +272,7 @@ class WorkflowChecker {
     }
     CheckFields(*opts, path,
                 {"max_retries", "timeout", "max_concurrency",
-                 "retry_on_timeout", "retry_on_invalid_response"},
+                 "retry_on_timeout", "retry_on_invalid_response", "lease"},
                 "options");
     for (auto& [key, v] : opts->items()) {
       ParseOption(key, v, KeyPath(path, key), out);
@@ -292,6 +292,14 @@ class WorkflowChecker {
       }
     } else if (key == "timeout") {
       ParseTimeout(v, path, out);
+    } else if (key == "lease") {
+      if (v.is_number() && v.get<double>() > 0 && v.get<double>() <= 1e6) {
+        out->lease_seconds = v.get<double>();
+      } else {
+        Add(path,
+            "must be a number of seconds greater than 0 (at most 1e6), " +
+                Got(v));
+      }
     } else if (key == "max_concurrency") {
       ParseMaxConcurrency(v, path, out);
     } else if (key == "retry_on_timeout" ||
@@ -363,6 +371,21 @@ class WorkflowChecker {
     if (!GetString(v, path, "kind", " (\"Command\" or \"Pool\")", &kind)) {
       return false;
     }
+    // Barnum's nested form: {"kind": K, "params": {...}}.
+    if (const Json* params = Find(v, "params")) {
+      CheckFields(v, path, {"kind", "params"},
+                  std::string(what) + " with \"params\"");
+      if (!params->is_object()) {
+        Add(KeyPath(path, "params"),
+            "must be an object of the action's fields, " + Got(*params));
+        return false;
+      }
+      const std::string ppath = KeyPath(path, "params");
+      Json flat = *params;
+      flat["kind"] = kind;
+      if (kind == "Command") return ParseCommand(flat, ppath, what, out);
+      if (kind == "Pool" && !is_hook) return ParsePool(flat, ppath, out);
+    }
     if (kind == "Command") return ParseCommand(v, path, what, out);
     if (kind == "Pool" && !is_hook) return ParsePool(v, path, out);
     std::string hint = is_hook ? "a finally hook must be {\"kind\": "
@@ -399,11 +422,91 @@ class WorkflowChecker {
     return true;
   }
 
+  // `path` is the action's, or its params' for the nested form (where
+  // Barnum's `pool`, `root` and `timeout` are allowed too).
   bool ParsePool(const Json& v, const std::string& path, Action* out) {
-    CheckFields(v, path, {"kind", "instructions"}, "an action of kind Pool");
+    const bool nested = path.size() > 7 &&
+                        path.compare(path.size() - 7, 7, ".params") == 0;
+    Fields allowed = {"kind", "instructions"};
+    if (nested) allowed = {"kind", "instructions", "pool", "root", "timeout"};
+    CheckFields(v, path, allowed, "an action of kind Pool");
     out->kind = Action::Kind::kPool;
-    return GetString(v, path, "instructions", " (markdown for the agent)",
-                     &out->instructions);
+    if (nested) ParsePoolExtras(v, path);
+    const Json* ins = Find(v, "instructions");
+    if (ins == nullptr || !ins->is_object()) {
+      return GetString(v, path, "instructions", " (markdown for the agent)",
+                       &out->instructions);
+    }
+    return ParseLinked(*ins, KeyPath(path, "instructions"),
+                       &out->instructions);
+  }
+
+  void ParsePoolExtras(const Json& v, const std::string& path) {
+    for (const char* key : {"pool", "root"}) {
+      const Json* f = Find(v, key);
+      if (f && !f->is_null() && !f->is_string()) {
+        Add(KeyPath(path, key), "must be a string or null, " + Got(*f));
+      }
+    }
+    const Json* t = Find(v, "timeout");
+    if (t && !t->is_null()) {
+      StepOptions o;
+      ParseTimeout(*t, KeyPath(path, "timeout"), &o);
+      pool_timeout_ = o.timeout_seconds;
+    }
+  }
+
+  // Barnum's MaybeLinked instructions: {"kind": "Inline", "value": text} or
+  // {"kind": "Link", "path": file}, a file relative to the workflow's
+  // directory. A Link is resolved here and remembered, so that Parse
+  // freezes its text (as Inline) into the run.
+  bool ParseLinked(const Json& v, const std::string& path, std::string* out) {
+    std::string kind;
+    if (!GetString(v, path, "kind", " (\"Inline\" or \"Link\")", &kind)) {
+      return false;
+    }
+    if (kind == "Inline") {
+      CheckFields(v, path, {"kind", "value"}, "inline instructions");
+      const Json* value = Find(v, "value");
+      if (value == nullptr || !value->is_string()) {
+        Add(value ? KeyPath(path, "value") : path,
+            value ? "must be a string (the instructions), " + Got(*value)
+                  : "missing required field \"value\" (the instructions)");
+        return false;
+      }
+      *out = value->get<std::string>();
+      return true;
+    }
+    if (kind != "Link") {
+      Add(KeyPath(path, "kind"),
+          "unknown instructions kind " + Quote(kind) +
+              Suggest(kind, {"Inline", "Link"}) +
+              "; use {\"kind\": \"Inline\", \"value\": text} or "
+              "{\"kind\": \"Link\", \"path\": \"file.md\"}");
+      return false;
+    }
+    CheckFields(v, path, {"kind", "path"}, "linked instructions");
+    std::string file;
+    if (!GetString(v, path, "path", " (a file next to the workflow)", &file)) {
+      return false;
+    }
+    if (wf_->base_dir.empty()) {
+      Add(KeyPath(path, "path"),
+          "linked instructions are read from a workflow file's directory; "
+          "load the workflow from its file");
+      return false;
+    }
+    const std::string full =
+        file[0] == '/' ? file : wf_->base_dir + "/" + file;
+    Status s = (env_ ? env_ : Env::Posix())->ReadUserFile(full, out);
+    if (!s.ok()) {
+      Add(KeyPath(path, "path"),
+          "cannot read the linked instructions file " + Quote(full) + ": " +
+              s.message());
+      return false;
+    }
+    links_.push_back({path, *out});
+    return true;
   }
 
   // --- steps ---
@@ -450,6 +553,8 @@ class WorkflowChecker {
     }
     ParseOptions(Find(v, "options"), KeyPath(path, "options"),
                  wf_->default_options, &step.options);
+    if (pool_timeout_) step.options.timeout_seconds = *pool_timeout_;
+    pool_timeout_.reset();
     ParseNextList(Find(v, "next"), KeyPath(path, "next"), &step.next);
     ParseSchema(Find(v, "value_schema"), KeyPath(path, "value_schema"), &step);
     AddStep(path, std::move(step));
@@ -549,7 +654,17 @@ class WorkflowChecker {
 
   WorkflowData* wf_;
   std::vector<Finding>* findings_;
+
+ public:
+  Env* env_ = nullptr;  // reads linked files; nullptr: Env::Posix()
+  // Linked instructions read: the JSON path of each Link object and its
+  // text, to freeze in its place.
+  std::vector<std::pair<std::string, std::string>> links_;
+
+ private:
   std::vector<std::string> next_paths_;  // of the step being parsed
+  // A Pool action's params.timeout, for the step being parsed.
+  std::optional<std::optional<double>> pool_timeout_;
   std::vector<std::vector<std::string>> step_next_paths_;
 };
 
@@ -568,20 +683,55 @@ struct Workflow::Impl : WorkflowData {};
 Workflow::Workflow(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Workflow::~Workflow() = default;
 
+namespace {
+
+// "$.steps[2].action.params.instructions" -> "/steps/2/action/params/...".
+Json::json_pointer PointerOf(const std::string& path) {
+  std::string p;
+  for (size_t i = 1; i < path.size(); i++) {
+    const char c = path[i];
+    if (c == '.' || c == '[') {
+      p.push_back('/');
+    } else if (c != ']') {
+      p.push_back(c);
+    }
+  }
+  return Json::json_pointer(p);
+}
+
+}  // namespace
+
 Status Workflow::Parse(std::string_view text, const std::string& source,
                        std::unique_ptr<Workflow>* out,
                        std::vector<Finding>* findings) {
+  return ParseIn(text, source, "", nullptr, out, findings);
+}
+
+Status Workflow::ParseIn(std::string_view text, const std::string& source,
+                         const std::string& base_dir, Env* env,
+                         std::unique_ptr<Workflow>* out,
+                         std::vector<Finding>* findings) {
   std::vector<Finding> found;
   auto impl = std::make_unique<Impl>();
+  impl->base_dir = base_dir;
   Json root;
+  std::vector<std::pair<std::string, std::string>> links;
   if (ParseJsonc(text, &root, &found)) {
-    WorkflowChecker(impl.get(), &found).Check(root);
+    WorkflowChecker checker(impl.get(), &found);
+    checker.env_ = env;
+    checker.Check(root);
+    links = std::move(checker.links_);
   }
   if (findings) *findings = found;
   if (!found.empty()) {
     return Status::InvalidArgument(FormatFindings(source, found));
   }
+  // Linked instructions are frozen as the text that was read.
+  for (const auto& [path, text_read] : links) {
+    root[PointerOf(path)] = Json{{"kind", "Inline"}, {"value", text_read}};
+  }
   impl->frozen_json = root.dump();
+  impl->base_dir.clear();
   out->reset(new Workflow(std::move(impl)));
   return Status::OK();
 }
@@ -598,7 +748,7 @@ Status Workflow::Load(const std::string& path, std::unique_ptr<Workflow>* out,
   std::string base_dir(real);
   free(real);
   std::unique_ptr<Workflow> wf;
-  WIZQ_RETURN_IF_ERROR(Parse(text, path, &wf, findings));
+  WIZQ_RETURN_IF_ERROR(ParseIn(text, path, base_dir, env, &wf, findings));
   wf->set_base_dir(std::move(base_dir));
   *out = std::move(wf);
   return Status::OK();

@@ -22,6 +22,15 @@
 // `value_schema` and `finally` may also be null (= absent). Comments and
 // trailing commas are allowed (JSONC, see tasks/jsonc.h).
 //
+// A Pool action may be spelt any way Barnum accepts: {"kind": "Pool",
+// "instructions": "text"}, with instructions {"kind": "Inline", "value":
+// "text"} or {"kind": "Link", "path": "file.md"} (a file next to the
+// workflow, read by Load; its text is frozen into the run as Inline), or
+// nested as {"kind": "Pool", "params": {"instructions": ..., "timeout": N,
+// "pool": ..., "root": ...}} (a params timeout is the step's timeout, over
+// its options; pool and root are accepted and ignored).
+// A Command may likewise be {"kind": "Command", "params": {"script": ...}}.
+//
 // Options and their defaults (Barnum's defaults, see StepOptions):
 //   max_retries                0     attempts = max_retries + 1
 //   timeout                    null  seconds, > 0; null = no timeout
@@ -29,6 +38,8 @@
 //                                    process, >= 1; null = no per-step limit
 //   retry_on_timeout           true
 //   retry_on_invalid_response  true
+//   lease                      60    seconds an agent's claim lasts without
+//                                    a heartbeat (wizq's; Pool steps)
 // A step's option is its own `options` value if present, else the top-level
 // `options` value, else the default. An explicit `"timeout": null` (or
 // `"max_concurrency": null`) in a step means "none" and overrides the
@@ -84,6 +95,10 @@ struct StepOptions {
   int max_concurrency = kUnlimited;
   bool retry_on_timeout = true;
   bool retry_on_invalid_response = true;
+  // wizq's `lease` option (Pool steps, SPEC §9): how long an agent's claim
+  // lasts without a heartbeat, seconds, > 0.
+  static constexpr double kDefaultLeaseSeconds = 60;
+  double lease_seconds = kDefaultLeaseSeconds;
 
   int max_attempts() const { return max_retries + 1; }
 };
@@ -92,7 +107,7 @@ struct Action {
   enum class Kind { kCommand, kPool };
   Kind kind = Kind::kCommand;
   std::string script;        // kCommand: run as `sh -c script` in base_dir
-  std::string instructions;  // kPool: markdown for the agent
+  std::string instructions;  // kPool: markdown for the agent (resolved)
 };
 
 struct Step {
@@ -170,6 +185,11 @@ class Workflow {
  private:
   struct Impl;
   explicit Workflow(std::unique_ptr<Impl> impl);
+  // Parse, with linked files read from `base_dir` (empty: none allowed).
+  static Status ParseIn(std::string_view text, const std::string& source,
+                        const std::string& base_dir, Env* env,
+                        std::unique_ptr<Workflow>* out,
+                        std::vector<Finding>* findings);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -110,10 +110,31 @@ TEST(QueueEventsTest, TaskEventsEncodeToTheirGoldenLines) {
               std::string(kHead) +
                   "\"task_deduplicated\",\"type\":\"Step\","
                   "\"dedup_key\":\"abc\",\"existing_id\":3,\"parent_id\":1}");
-  ExpectCodec(TaskClaimed{4, "Download", "w4242-1a2b3c4d", 1},
+  ExpectCodec(TaskClaimed{4, "Download", "w4242-1a2b3c4d", 1, {}, 0, {}},
               std::string(kHead) +
                   "\"task_claimed\",\"id\":4,\"type\":\"Download\","
                   "\"worker\":\"w4242-1a2b3c4d\",\"attempt\":1}");
+  // A claim held by a lease (SPEC §9), with and without the agent's name.
+  ExpectCodec(TaskClaimed{4, "Review", "agent", 2, "0a1b", 1700000060000,
+                          "claude"},
+              std::string(kHead) +
+                  "\"task_claimed\",\"id\":4,\"type\":\"Review\","
+                  "\"worker\":\"agent\",\"attempt\":2,\"lease\":\"0a1b\","
+                  "\"lease_expires_ms\":1700000060000,\"agent\":\"claude\"}");
+  ExpectCodec(TaskClaimed{4, "Review", "agent", 1, "0a1b", 99, {}},
+              std::string(kHead) +
+                  "\"task_claimed\",\"id\":4,\"type\":\"Review\","
+                  "\"worker\":\"agent\",\"attempt\":1,\"lease\":\"0a1b\","
+                  "\"lease_expires_ms\":99}");
+  ExpectCodec(LeaseRenewed{4, 1700000090000},
+              std::string(kHead) +
+                  "\"lease_renewed\",\"id\":4,"
+                  "\"lease_expires_ms\":1700000090000}");
+  ExpectCodec(TaskReset{4, "agent", "lease_expired", "lapsed", 1, false},
+              std::string(kHead) +
+                  "\"task_reset\",\"id\":4,\"worker\":\"agent\","
+                  "\"reason\":\"lease_expired\",\"message\":\"lapsed\","
+                  "\"attempt\":1}");
   ExpectCodec(TaskCompleted{4, "w1", {5, 6}, {2}},
               std::string(kHead) +
                   "\"task_completed\",\"id\":4,\"worker\":\"w1\","
@@ -163,7 +184,7 @@ TEST(QueueEventsTest, CorpusLogsReencodeByteForByte) {
   std::set<std::string> kinds;
   for (const char* name :
        {"installer", "fanoutkill", "hookretry", "poison", "retried", "nested",
-        "childfails", "invalid", "basic3"}) {
+        "childfails", "invalid", "basic3", "leases"}) {
     const std::string path = dir + "/" + name + ".audit.jsonl";
     const std::string data = test::ReadAll(path);
     ASSERT_FALSE(data.empty()) << path;
@@ -199,12 +220,12 @@ TEST(QueueEventsTest, UnknownEventsAndFieldsAreSkipped) {
   EventHeader h;
   Event e;
   ASSERT_TRUE(decoder
-                  .Decode("{\"seq\":3,\"ts\":1,\"event\":\"lease_renewed\","
+                  .Decode("{\"seq\":3,\"ts\":1,\"event\":\"a_future_event\","
                           "\"id\":[1]}",
                           &h, &e)
                   .ok());
   EXPECT_EQ(e.index(), 0u);
-  EXPECT_EQ(h.name, "lease_renewed");
+  EXPECT_EQ(h.name, "a_future_event");
   ASSERT_TRUE(decoder
                   .Decode("{\"seq\":3,\"ts\":1,\"event\":\"worker_left\","
                           "\"worker\":\"w\",\"new\":{\"x\":1}}",
@@ -226,7 +247,7 @@ TEST(QueueEventsTest, FieldsBeforeTheEventNameAreDecoded) {
                           &h, &e)
                   .ok());
   ASSERT_TRUE(std::holds_alternative<TaskClaimed>(e));
-  EXPECT_TRUE((std::get<TaskClaimed>(e) == TaskClaimed{4, "T", "w", 3}));
+  EXPECT_TRUE((std::get<TaskClaimed>(e) == TaskClaimed{4, "T", "w", 3, {}, 0, {}}));
   EXPECT_EQ(h.seq, 2);
   EXPECT_EQ(h.ts, 5);
 }
@@ -255,7 +276,7 @@ TEST(QueueEventsTest, StateErrorsNameTheSeqAndEvent) {
               1, 1, RunStarted{1, "r", "/x", "t", 1, "{}", "{\"s\":1}"}))
           .ok());
   Status s =
-      state.ApplyEvent(EncodeEventLine(2, 1, TaskClaimed{9, "T", "w", 1}));
+      state.ApplyEvent(EncodeEventLine(2, 1, TaskClaimed{9, "T", "w", 1, {}, 0, {}}));
   EXPECT_TRUE(s.IsCorruption());
   EXPECT_NE(s.message().find("audit event seq 2 (task_claimed)"),
             std::string::npos)

@@ -807,20 +807,29 @@ TEST_F(WizqCliTest, SigtermStopsTasksAndPutsThemBack) {
   }
 }
 
-// Pool steps need an agent, which this wizq does not have: once only Pool
-// tasks are left, `wizq run` must say so and stop (keeping the run), not
-// wait forever.
-TEST_F(WizqCliTest, RunWithOnlyPoolTasksLeftStopsWithAMessage) {
-  const WizqResult r =
-      RunWizq({"wizq", "run", DataFile("pool.jsonc"), "--dir", dir_.path()}, {},
-              test::seconds(20));
-  EXPECT_FALSE(r.timed_out) << "wizq waited forever for an agent";
-  EXPECT_TRUE(r.exited && r.code != 0) << r.Describe();
-  EXPECT_TRUE(Contains(r.err, "Pool") || Contains(r.err, "agent")) << r.err;
+// Once only Pool tasks are left, `wizq run` without --agent keeps going,
+// says once that it waits for agents and how to start one (also as a
+// --json note), and Ctrl+C leaves the Pool task pending for later.
+TEST_F(WizqCliTest, RunWithOnlyPoolTasksLeftWaitsForAgents) {
+  WizqProcess run({"wizq", "run", DataFile("pool.jsonc"), "--dir", dir_.path(),
+                   "--json"});
+  ASSERT_TRUE(test::WaitFor(
+      [&] { return Contains(run.Stderr(), "waiting for agents"); },
+      test::seconds(30)))
+      << run.Stderr();
+  EXPECT_TRUE(Contains(run.Stderr(), "wizq agent serve")) << run.Stderr();
+  EXPECT_TRUE(Contains(run.Stdout(), "\"waiting for agents")) << run.Stdout();
+  std::this_thread::sleep_for(test::milliseconds(300));
+  EXPECT_FALSE(run.Poll()) << "wizq stopped instead of waiting: "
+                           << run.result().Describe();
+  run.Kill(SIGINT);
+  const WizqResult& r = run.Wait(test::seconds(20));
+  EXPECT_TRUE(r.exited && r.code == 130) << r.Describe();
   EXPECT_EQ(test::LedgerFind(Ledger(), "end", "root").size(), 1u);
   const Json st = test::StatusJson(dir_.path());
   EXPECT_EQ(st["status"], "running") << "the run is kept for later";
   EXPECT_EQ(OneTask(st, "Review")["state"], "pending");
+  EXPECT_EQ(OneTask(st, "Review")["attempts"], 0);
 }
 
 // --- timeouts ----------------------------------------------------------------

@@ -1,0 +1,119 @@
+#include "agent/agent_executor.h"
+
+#include "agent/instructions.h"
+#include "fs/env.h"
+#include "tasks/attempt_files.h"
+
+namespace wizq {
+namespace {
+
+AttemptResult FromCommand(CommandResult c) {
+  using In = CommandResult::Outcome;
+  using Out = AttemptResult::Outcome;
+  AttemptResult r;
+  switch (c.outcome) {
+    case In::kExited:
+      r.outcome = c.exit_code == 0 ? Out::kResponded : Out::kExited;
+      break;
+    case In::kSignaled:
+      r.outcome = Out::kSignaled;
+      break;
+    case In::kTimedOut:
+      r.outcome = Out::kTimedOut;
+      break;
+    case In::kSpawnFailed:
+      r.outcome = Out::kSpawnFailed;
+      break;
+  }
+  r.exit_code = c.exit_code;
+  r.signal = c.signal;
+  r.response = std::move(c.stdout_text);
+  r.response_truncated = c.stdout_truncated;
+  r.error = std::move(c.error);
+  r.seconds = c.seconds;
+  return r;
+}
+
+}  // namespace
+
+AgentExecutor::AgentExecutor(Env* env, std::string wizard_dir,
+                             std::string command)
+    : env_(env != nullptr ? env : Env::Posix()),
+      wizard_dir_(std::move(wizard_dir)),
+      command_(std::move(command)),
+      runner_(env_) {}
+
+AgentExecutor::~AgentExecutor() = default;
+
+bool AgentExecutor::CanRun(const Action& action) const {
+  return action.kind == Action::Kind::kPool;
+}
+
+Status AgentExecutor::Start(const Attempt& a) {
+  if (a.workflow == nullptr) {
+    return Status::InvalidArgument("a Pool attempt needs its workflow");
+  }
+  const Step* step = a.workflow->FindStep(a.step);
+  if (step == nullptr) {
+    return Status::InvalidArgument("no step " + a.step + " in the workflow");
+  }
+  Task t;
+  t.id = a.task_id;
+  t.type = a.step;
+  t.inputs = a.value_json;
+  t.attempts = a.number;
+  t.origin = a.origin;
+  PayloadInfo info;
+  info.run_id = a.run_id;
+  info.idempotency_key = a.idempotency_key;
+  const AttemptFiles files(wizard_dir_, a.task_id, a.number);
+  CommandSpec spec;
+  spec.script = command_;
+  spec.stdin_data = PoolPayload(*a.workflow, *step, t, info) + "\n";
+  spec.env = {{"WIZQ_RUN_ID", a.run_id},
+              {"WIZQ_TASK_ID", std::to_string(a.task_id)},
+              {"WIZQ_ATTEMPT", std::to_string(a.number)},
+              {"WIZQ_INSTALL_DIR", a.install_dir},
+              {"WIZQ_IDEMPOTENCY_KEY", a.idempotency_key},
+              {"WIZQ_STEP", a.step}};
+  spec.output_dir = files.dir();
+  spec.attempt = a.number;
+  spec.timeout_seconds = a.timeout_seconds;
+  spec.max_stdout_bytes = a.max_response_bytes;
+  return runner_.Start(spec, static_cast<uint64_t>(a.task_id));
+}
+
+Status AgentExecutor::Wait(int timeout_ms, Done* done) {
+  CommandRunner::Done finished;
+  WIZQ_RETURN_IF_ERROR(runner_.Wait(timeout_ms, &finished));
+  for (auto& [token, command] : finished) {
+    done->emplace_back(static_cast<int64_t>(token),
+                       FromCommand(std::move(command)));
+  }
+  return Status::OK();
+}
+
+size_t AgentExecutor::running() const { return runner_.running(); }
+
+bool AgentExecutor::FindByProcess(int pid, int64_t* task_id) const {
+  uint64_t token = 0;
+  if (!runner_.FindByProcess(static_cast<pid_t>(pid), &token)) return false;
+  *task_id = static_cast<int64_t>(token);
+  return true;
+}
+
+void AgentExecutor::TerminateAll(double grace_seconds) {
+  runner_.TerminateAll(grace_seconds);
+}
+
+bool AgentExecutor::AttemptStarted(int64_t task_id, int attempt) const {
+  return env_->FileExists(
+      AttemptFiles(wizard_dir_, task_id, attempt).stdin_path());
+}
+
+Status AgentExecutor::ReapOrphans(int64_t task_id) {
+  return wizq::ReapOrphans(AttemptFiles::TaskDir(wizard_dir_, task_id), 1.0,
+                           10.0, env_);
+}
+
+}  // namespace wizq

@@ -1,0 +1,230 @@
+#include "agent/agent_serve.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "agent/agent_service.h"
+#include "fs/env.h"
+#include "orchestrator/run.h"
+#include "orchestrator/run_loop.h"
+#include "queue/queue.h"
+#include "tasks/attempt_files.h"
+#include "tasks/command_runner.h"
+
+namespace wizq {
+namespace {
+
+using Json = nlohmann::json;
+
+// One COMMAND at work on one leased task.
+struct Job {
+  int64_t task_id = 0;
+  std::string lease;
+  int64_t lease_ms = 60000;
+  int64_t next_heartbeat_ms = 0;  // wall clock
+};
+
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "'";
+}
+
+// `exec` the argv: the shell is replaced by COMMAND (no shell semantics),
+// while CommandRunner still gives it its own group, lock and files.
+std::string ExecScript(const std::vector<std::string>& argv) {
+  std::string script = "exec";
+  for (const std::string& a : argv) script += " " + ShellQuote(a);
+  return script;
+}
+
+class Server {
+ public:
+  Server(const ServeOptions& o, std::string wizard)
+      : o_(o),
+        env_(o.env != nullptr ? o.env : Env::Posix()),
+        wizard_(std::move(wizard)),
+        service_(AgentService::Open(o.install_dir, o.env)),
+        runner_(env_) {}
+
+  int Run(std::string* error);
+
+ private:
+  int64_t NowMs() const {
+    return static_cast<int64_t>(env_->NowMicros() / 1000);
+  }
+  void Note(const std::string& line) const {
+    if (o_.note) o_.note(line);
+  }
+  // Takes one task and starts its COMMAND; false when none was taken.
+  bool TakeOne(double wait_seconds, std::string* error, int* code);
+  Status Start(const std::string& payload);
+  void Heartbeats();
+  void Finish(uint64_t token, const CommandResult& r);
+
+  const ServeOptions& o_;
+  Env* const env_;
+  const std::string wizard_;
+  std::unique_ptr<AgentService> service_;
+  CommandRunner runner_;
+  std::map<uint64_t, Job> jobs_;  // by task id
+  bool finished_ = false;
+  int run_code_ = 0;
+};
+
+Status Server::Start(const std::string& payload) {
+  const Json p = Json::parse(payload);
+  Job job;
+  job.task_id = p["task_id"].get<int64_t>();
+  job.lease = p["lease"].get<std::string>();
+  job.lease_ms = std::max<int64_t>(
+      1, std::llround(p["lease_seconds"].get<double>() * 1000));
+  job.next_heartbeat_ms = NowMs() + job.lease_ms / 3;
+  const int attempt = p["attempt"].get<int>();
+  CommandSpec spec;
+  spec.script = ExecScript(o_.command);
+  spec.stdin_data = payload + "\n";
+  spec.env = {{"WIZQ_RUN_ID", p["run_id"].get<std::string>()},
+              {"WIZQ_TASK_ID", std::to_string(job.task_id)},
+              {"WIZQ_ATTEMPT", std::to_string(attempt)},
+              {"WIZQ_INSTALL_DIR", o_.install_dir},
+              {"WIZQ_IDEMPOTENCY_KEY", p["idempotency_key"].get<std::string>()},
+              {"WIZQ_STEP", p["task"]["kind"].get<std::string>()},
+              {"WIZQ_LEASE", job.lease}};
+  spec.output_dir = AttemptFiles::TaskDir(wizard_, job.task_id);
+  spec.attempt = attempt;
+  if (p["timeout_seconds"].is_number()) {
+    spec.timeout_seconds = p["timeout_seconds"].get<double>();
+  }
+  const uint64_t token = static_cast<uint64_t>(job.task_id);
+  WIZQ_RETURN_IF_ERROR(runner_.Start(spec, token));
+  Note("task " + std::to_string(job.task_id) + " (" +
+       p["task"]["kind"].get<std::string>() + ") attempt " +
+       std::to_string(attempt) + ": started");
+  jobs_[token] = job;
+  return Status::OK();
+}
+
+bool Server::TakeOne(double wait_seconds, std::string* error, int* code) {
+  TakeRequest req;
+  req.steps = o_.steps;
+  req.wait_seconds = wait_seconds;
+  req.agent = o_.agent;
+  const AgentReply r = service_->Take(req);
+  if (r.exit_code == 5) {
+    const Json j = Json::parse(r.json, nullptr, false);
+    if (j.is_object() && j.value("status", "") == "finished") {
+      finished_ = true;
+      run_code_ = j.value("run_status", "") == "completed" ? 0 : 1;
+    }
+    return false;
+  }
+  if (r.exit_code != 0) {
+    *error = r.message;
+    *code = kExitEnvironment;
+    return false;
+  }
+  Status s = Start(r.json);
+  if (!s.ok()) {
+    *error = s.message();
+    *code = kExitEnvironment;
+  }
+  return s.ok();
+}
+
+void Server::Heartbeats() {
+  const int64_t now = NowMs();
+  for (auto& [token, job] : jobs_) {
+    if (job.next_heartbeat_ms > now) continue;
+    const AgentReply r = service_->Heartbeat(job.task_id, job.lease);
+    job.next_heartbeat_ms = now + job.lease_ms / 3;
+    if (r.exit_code != 0)
+      Note("task " + std::to_string(job.task_id) + ": " + r.message);
+  }
+}
+
+void Server::Finish(uint64_t token, const CommandResult& r) {
+  auto it = jobs_.find(token);
+  if (it == jobs_.end()) return;
+  const Job job = it->second;
+  jobs_.erase(it);
+  AgentReply reply;
+  if (r.outcome == CommandResult::Outcome::kExited && r.exit_code == 0 &&
+      !r.stdout_truncated) {
+    reply = service_->Done(job.task_id, job.lease, r.stdout_text);
+  } else {
+    std::string why = r.stdout_truncated ? "its output was too large" : r.error;
+    reply = service_->Fail(job.task_id, job.lease,
+                           "the agent command failed: " + why);
+  }
+  Note("task " + std::to_string(job.task_id) + ": " +
+       (reply.exit_code == 0 ? reply.json : reply.message));
+}
+
+int Server::Run(std::string* error) {
+  int code = 0;
+  while (true) {
+    if (StopRequested()) {
+      runner_.TerminateAll(2.0);
+      Note("interrupted: " + std::to_string(jobs_.size()) +
+           " task(s) stopped; their leases lapse and they go back");
+      return kExitInterrupted;
+    }
+    while (!finished_ &&
+           jobs_.size() < static_cast<size_t>(std::max(1, o_.jobs))) {
+      // Block in take only when nothing of ours runs.
+      if (!TakeOne(jobs_.empty() ? 0.5 : 0, error, &code)) break;
+    }
+    if (code != 0) {
+      runner_.TerminateAll(2.0);
+      return code;
+    }
+    if (finished_ && jobs_.empty()) return run_code_;
+    if (jobs_.empty()) continue;
+    int64_t next = NowMs() + 200;
+    for (const auto& [t, job] : jobs_)
+      next = std::min(next, job.next_heartbeat_ms);
+    CommandRunner::Done done;
+    Status s = runner_.Wait(
+        static_cast<int>(std::max<int64_t>(0, next - NowMs())), &done);
+    if (!s.ok()) {
+      *error = s.message();
+      runner_.TerminateAll(2.0);
+      return kExitEnvironment;
+    }
+    for (const auto& [token, result] : done) Finish(token, result);
+    Heartbeats();
+  }
+}
+
+}  // namespace
+
+int ServeAgent(const ServeOptions& options, std::string* error) {
+  if (options.command.empty()) {
+    *error = "a COMMAND to run for each task is required (after --)";
+    return kExitInvalid;
+  }
+  char buf[PATH_MAX];
+  if (realpath(options.install_dir.c_str(), buf) == nullptr) {
+    *error = "no such install directory: " + options.install_dir;
+    return kExitEnvironment;
+  }
+  ServeOptions o = options;
+  o.install_dir = buf;
+  Server server(o, WizardDir(o.install_dir));
+  return server.Run(error);
+}
+
+}  // namespace wizq
