@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "agent/run_status.h"
 #include "audit/log.h"
 #include "fs/env.h"
 #include "queue/queue.h"
@@ -24,6 +25,10 @@ std::string FormatTime(int64_t ms) {
   return out;
 }
 
+int64_t NowMs() {
+  return static_cast<int64_t>(Env::Posix()->NowMicros() / 1000);
+}
+
 void PrintTree(const QueueState& s, const Task& t, int depth) {
   std::string line(static_cast<size_t>(depth) * 2, ' ');
   line += "#" + std::to_string(t.id) + " " + t.type;
@@ -31,6 +36,14 @@ void PrintTree(const QueueState& s, const Task& t, int depth) {
   line += std::string("  ") + TaskStateName(t.state);
   line += "  attempts " + std::to_string(t.attempts) + "/" +
           std::to_string(t.max_attempts);
+  if (t.state == TaskState::kInProgress && !t.lease_token.empty()) {
+    const int64_t left = t.lease_expires_ms - NowMs();
+    line +=
+        "  leased by " + (t.agent.empty() ? "an agent" : t.agent) +
+        (left >= 0 ? ", lapses in " + std::to_string((left + 999) / 1000) + "s"
+                   : ", lapsed " + std::to_string(-left / 1000) +
+                         "s ago (put back at the next transaction)");
+  }
   if (!t.error_reason.empty()) {
     line += "  last error: " + t.error_reason + ": " + t.error_message;
   }
@@ -38,39 +51,10 @@ void PrintTree(const QueueState& s, const Task& t, int depth) {
   for (int64_t c : t.children) PrintTree(s, *s.Find(c), depth + 1);
 }
 
+// The object agent/run_status.h builds (also the agent protocol's
+// run_status), so both always agree.
 void StatusJson(const QueueState& s) {
-  std::string out;
-  JsonWriter w(&out);
-  const RunInfo& r = s.run();
-  w.BeginObject().Field("run_id", r.run_id);
-  w.Field("install_dir", r.install_dir);
-  w.Field("status", RunStatusName(r.status));
-  w.Key("counts").BeginObject();
-  for (TaskState st : {TaskState::kPending, TaskState::kInProgress,
-                       TaskState::kDone, TaskState::kFailed}) {
-    w.Key(TaskStateName(st)).Int(s.count(st));
-  }
-  w.EndObject().Key("tasks").BeginArray();
-  for (const Task& t : s.tasks()) {
-    w.BeginObject().Key("id").Int(t.id).Field("type", t.type);
-    w.Field("state", TaskStateName(t.state)).Key("attempts").Int(t.attempts);
-    w.Key("max_attempts").Int(t.max_attempts);
-    w.Key("parent_id");
-    if (t.parent_id == 0) {
-      w.Null();
-    } else {
-      w.Int(t.parent_id);
-    }
-    w.Field("origin", OriginName(t.origin));
-    w.Key("inputs").RawValue(t.inputs);
-    if (!t.error_reason.empty()) {
-      w.Key("error").BeginObject().Field("reason", t.error_reason);
-      w.Field("message", t.error_message).EndObject();
-    }
-    w.EndObject();
-  }
-  w.EndArray().EndObject();
-  std::printf("%s\n", out.c_str());
+  std::printf("%s\n", RunStatusJson(s, NowMs()).c_str());
 }
 
 Status OpenReadOnly(const std::string& dir, std::unique_ptr<Queue>* q) {

@@ -296,9 +296,8 @@ class WorkflowChecker {
       if (v.is_number() && v.get<double>() > 0 && v.get<double>() <= 1e6) {
         out->lease_seconds = v.get<double>();
       } else {
-        Add(path,
-            "must be a number of seconds greater than 0 (at most 1e6), " +
-                Got(v));
+        Add(path, "must be a number of seconds greater than 0 (at most 1e6), " +
+                      Got(v));
       }
     } else if (key == "max_concurrency") {
       ParseMaxConcurrency(v, path, out);
@@ -425,8 +424,8 @@ class WorkflowChecker {
   // `path` is the action's, or its params' for the nested form (where
   // Barnum's `pool`, `root` and `timeout` are allowed too).
   bool ParsePool(const Json& v, const std::string& path, Action* out) {
-    const bool nested = path.size() > 7 &&
-                        path.compare(path.size() - 7, 7, ".params") == 0;
+    const bool nested =
+        path.size() > 7 && path.compare(path.size() - 7, 7, ".params") == 0;
     Fields allowed = {"kind", "instructions"};
     if (nested) allowed = {"kind", "instructions", "pool", "root", "timeout"};
     CheckFields(v, path, allowed, "an action of kind Pool");
@@ -437,8 +436,7 @@ class WorkflowChecker {
       return GetString(v, path, "instructions", " (markdown for the agent)",
                        &out->instructions);
     }
-    return ParseLinked(*ins, KeyPath(path, "instructions"),
-                       &out->instructions);
+    return ParseLinked(*ins, KeyPath(path, "instructions"), &out->instructions);
   }
 
   void ParsePoolExtras(const Json& v, const std::string& path) {
@@ -496,13 +494,11 @@ class WorkflowChecker {
           "load the workflow from its file");
       return false;
     }
-    const std::string full =
-        file[0] == '/' ? file : wf_->base_dir + "/" + file;
+    const std::string full = file[0] == '/' ? file : wf_->base_dir + "/" + file;
     Status s = (env_ ? env_ : Env::Posix())->ReadUserFile(full, out);
     if (!s.ok()) {
-      Add(KeyPath(path, "path"),
-          "cannot read the linked instructions file " + Quote(full) + ": " +
-              s.message());
+      Add(KeyPath(path, "path"), "cannot read the linked instructions file " +
+                                     Quote(full) + ": " + s.message());
       return false;
     }
     links_.push_back({path, *out});

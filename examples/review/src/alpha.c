@@ -1,0 +1,2 @@
+/* alpha.c */
+int alpha(void) { return 0; }

@@ -1,0 +1,5 @@
+/* beta.c */
+int beta(void) {
+  /* TODO: handle errors */
+  return 0;
+}

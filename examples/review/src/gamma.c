@@ -1,0 +1,2 @@
+/* gamma.c */
+int gamma(void) { return 0; }
