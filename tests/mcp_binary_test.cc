@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -125,6 +126,13 @@ class McpProcess {
     return all;
   }
   std::string Stderr() const { return test::ReadAll(err_path_); }
+  // The peak resident set size so far, in KiB (VmHWM), -1 if unknown.
+  long PeakKb() const {
+    std::string status =
+        test::ReadAll("/proc/" + std::to_string(pid_) + "/status");
+    const size_t at = status.find("VmHWM:");
+    return at == std::string::npos ? -1 : std::atol(status.c_str() + at + 6);
+  }
 
  private:
   ScratchDir err_dir_;
@@ -196,6 +204,30 @@ TEST(McpBinaryTest, HostileMessagesGetErrorsAndTheServerKeepsServing) {
   EXPECT_EQ(mcp.Rest(), "");
   EXPECT_NE(mcp.Stderr().find("in the middle of a message"), std::string::npos)
       << mcp.Stderr();
+}
+
+// A line far over the 32 MiB limit is answered -32600 once it ends, and is
+// dropped as it arrives: the server's memory stays bounded by the limit, not
+// by the line.
+TEST(McpBinaryTest, AHugeLineIsRefusedWithoutBufferingIt) {
+  ScratchDir dir;
+  McpProcess mcp({"--dir", dir.path()}, "/");
+  ASSERT_TRUE(mcp.Send(kInit));
+  EXPECT_EQ(mcp.Answer()["id"], 0);
+  const std::string chunk(16 << 20, 'x');
+  ASSERT_TRUE(mcp.Send(R"({"jsonrpc":"2.0","id":1,"method":"ping","x":")"));
+  for (int i = 0; i < 16; i++) ASSERT_TRUE(mcp.Send(chunk));  // 256 MiB
+  ASSERT_TRUE(mcp.Send("\"}\n" + std::string(R"({"jsonrpc":"2.0","id":2,)") +
+                       R"("method":"ping"})" + "\n"));
+  Json refused = mcp.Answer();
+  EXPECT_EQ(Code(refused), -32600) << refused.dump();
+  EXPECT_NE(refused.dump().find("limit is 33554432"), std::string::npos)
+      << refused.dump();
+  EXPECT_EQ(mcp.Answer()["id"], 2);
+  const long peak_kb = mcp.PeakKb();
+  EXPECT_GT(peak_kb, 0);
+  EXPECT_LT(peak_kb, 160 << 10) << "the server buffered the line";
+  EXPECT_EQ(mcp.CloseAndWait(), 0) << mcp.Stderr();
 }
 
 TEST(McpBinaryTest, ServesTheWorkingDirectoryWithAnEmptyEnvironment) {
