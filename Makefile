@@ -139,9 +139,12 @@ TORTURE_SINGLE ?= 1000
 TORTURE_GROUP ?= 300
 TORTURE_MULTI ?= 300
 TORTURE_FLAGS ?=
+# Pool mode (tests/torture/pool_torture.cc): kills of `wizq run` and of
+# `wizq agent serve` (with or without its agent COMMAND) on one directory.
+TORTURE_POOL ?= 300
 
 torture: configure
-	cmake --build $(BUILD) -j$(JOBS) --target wizq_cli wizq_torture
+	cmake --build $(BUILD) -j$(JOBS) --target wizq_cli wizq_torture wizq_pool_torture
 	@failed=""; for spec in single:$(TORTURE_SINGLE) group:$(TORTURE_GROUP) \
 	    multi:$(TORTURE_MULTI); do \
 	  mode=$${spec%%:*}; cycles=$${spec#*:}; start=$$(date +%s); \
@@ -151,8 +154,11 @@ torture: configure
 	    || failed="$$failed $$mode"; \
 	  echo "   $$(($$(date +%s) - start)) s"; \
 	done; \
+	echo "== wizq_pool_torture --cycles $(TORTURE_POOL)"; \
+	$(BUILD)/wizq_pool_torture --wizq $(BUILD)/wizq --cycles $(TORTURE_POOL) \
+	  >$(BUILD)/torture-pool.out || failed="$$failed pool"; \
 	echo "== summary"; \
 	cat $(BUILD)/torture-single.out $(BUILD)/torture-group.out \
-	  $(BUILD)/torture-multi.out; \
+	  $(BUILD)/torture-multi.out $(BUILD)/torture-pool.out; \
 	if [ -n "$$failed" ]; then echo "torture: FAILED:$$failed"; exit 1; fi; \
 	echo "torture: passed"

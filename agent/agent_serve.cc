@@ -2,6 +2,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -81,6 +82,7 @@ class Server {
   CommandRunner runner_;
   std::map<uint64_t, Job> jobs_;  // by task id
   bool finished_ = false;
+  bool told_no_run_ = false;
   int run_code_ = 0;
 };
 
@@ -129,6 +131,13 @@ bool Server::TakeOne(double wait_seconds, std::string* error, int* code) {
       finished_ = true;
       run_code_ = j.value("run_status", "") == "completed" ? 0 : 1;
     }
+    return false;
+  }
+  if (r.exit_code == 3 && r.message.rfind("no run in ", 0) == 0) {
+    // Started before its run: wait for the run to appear.
+    if (!told_no_run_) Note(r.message + "; waiting for it");
+    told_no_run_ = true;
+    usleep(200 * 1000);
     return false;
   }
   if (r.exit_code != 0) {

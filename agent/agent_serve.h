@@ -32,6 +32,7 @@ struct ServeOptions {
   std::function<void(const std::string&)> note;
 };
 
+// A serve started before its run waits for the run to appear.
 // Serves until the run finishes: 0 if it completed, 1 if it failed; 3 on
 // an environment error (no run, I/O), with *error saying why; 130 when
 // stopped (StopRequested(), orchestrator/run.h): its commands are ended

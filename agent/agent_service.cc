@@ -284,7 +284,8 @@ AgentReply DirAgentService::Take(const TakeRequest& request) {
         q->Close().IgnoreError();
         return Reply(kExitOk, payload);
       }
-      continue;  // the run may have finished meanwhile
+      // The run may have finished meanwhile.
+      if (q->state().run().status != wizq::RunStatus::kRunning) continue;
     }
     if (static_cast<int64_t>(env_->NowMicros() / 1000) >= deadline) break;
     SleepMs(kWaitPollMs);
