@@ -12,7 +12,8 @@ DEB_PACKAGES = cmake make g++ pkg-config git \
   libsimdjson-dev nlohmann-json3-dev libvalijson-dev libcli11-dev \
   zlib1g-dev libxxhash-dev libjemalloc-dev libgtest-dev libgmock-dev \
   libsqlite3-dev \
-  parallel jq clang libclang-rt-14-dev
+  parallel jq clang libclang-rt-14-dev \
+  nodejs npm
 
 .PHONY: all build bin deps configure test asan tsan bench demo fuzz torture format clean
 
@@ -20,6 +21,8 @@ all: build
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
+	  case $$p in nodejs) command -v node >/dev/null && continue;; \
+	    npm) command -v npm >/dev/null && continue;; esac; \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -57,6 +60,7 @@ bench: build
 	$(BUILD)/queue_bench
 	bash bench/process_bench.sh $(BUILD)/wizq
 	bash bench/reuse_bench.sh $(BUILD)/wizq
+	$(BUILD)/mcp_bench --wizq $(BUILD)/wizq --tasks 2000 --agents 1,4
 
 # Builds only the binary and runs the installer example into a fresh
 # temporary install directory (stdin is /dev/null, so its confirm gate

@@ -16,6 +16,7 @@
 #include "cli/agent.h"
 #include "cli/inspect.h"
 #include "cli/interop.h"
+#include "cli/mcp.h"
 #include "cli/progress.h"
 #include "cli/reuse_flags.h"
 #include "fs/env.h"
@@ -215,6 +216,8 @@ int Main(int argc, char** argv) {
   CLI::App* crashtest_cmd = AddCrashtestCommand(&app, &crashtest);
   crashtest_cmd->set_version_flag("--version",
                                   std::string("wizq ") + WIZQ_VERSION);
+  McpArgs mcp;
+  CLI::App* mcp_cmd = AddMcpCommand(app, &mcp, WIZQ_VERSION);
 
   // CLI11 reports an unknown command as "A subcommand is required"; name it.
   if (argc > 1 && argv[1][0] != '-') {
@@ -256,6 +259,7 @@ int Main(int argc, char** argv) {
   if (*validate_cmd) return DoValidate(workflow);
   if (*crashtest_cmd) return RunCrashtest(crashtest);
   if (*answer_cmd) return DoAnswer(answer);
+  if (*mcp_cmd) return RunMcpCommand(mcp, WIZQ_VERSION);
   if (agent.chosen()) return agent.Run();
   return kExitInvalid;
 }

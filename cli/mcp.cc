@@ -1,0 +1,58 @@
+#include "cli/mcp.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "agent/agent_service.h"
+#include "mcp/mcp_server.h"
+
+namespace wizq {
+
+CLI::App* AddMcpCommand(CLI::App& app, McpArgs* args,
+                        const std::string& version) {
+  CLI::App* cmd = app.add_subcommand(
+      "mcp", "Serve the agent protocol as an MCP server on stdin/stdout");
+  cmd->set_version_flag("--version", "wizq " + version);
+  cmd->add_option("--dir", args->dir,
+                  "Install directory (default: the working directory)");
+  return cmd;
+}
+
+int RunMcpCommand(const McpArgs& args, const std::string& version) {
+  // The run may start after the MCP client started this server: a missing
+  // directory is served too, each call refused until a run is there.
+  struct stat st;
+  if (stat(args.dir.c_str(), &st) != 0) {
+    std::fprintf(stderr, "wizq mcp: note: --dir %s: %s (yet)\n",
+                 args.dir.c_str(), std::strerror(errno));
+  } else if (!S_ISDIR(st.st_mode)) {
+    std::fprintf(stderr, "wizq mcp: --dir %s: not a directory\n",
+                 args.dir.c_str());
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  // The protocol gets a descriptor of its own and fd 1 becomes stderr, so
+  // that nothing else in the process can ever write on the protocol stream.
+  const int protocol_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (protocol_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    std::fprintf(stderr, "wizq mcp: cannot set up stdout: %s\n",
+                 std::strerror(errno));
+    return 3;
+  }
+  std::unique_ptr<AgentService> service = AgentService::Open(args.dir);
+  McpServerOptions options;
+  options.server_version = version;
+  McpServer server(service.get(), STDIN_FILENO, protocol_fd, options);
+  const int code = server.Serve();
+  close(protocol_fd);
+  return code;
+}
+
+}  // namespace wizq

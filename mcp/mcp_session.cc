@@ -1,0 +1,267 @@
+#include "mcp/mcp_session.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "mcp/mcp_server.h"
+#include "mcp/mcp_tools.h"
+
+namespace wizq {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char* kInstructions =
+    "Work the Pool tasks of a wizq run: call take_task, do what the "
+    "payload's instructions say, then call submit_response with the array "
+    "of next tasks they ask for (or fail_task). Call heartbeat within "
+    "lease_seconds while you work. Repeat until take_task returns "
+    "{\"status\": \"finished\"}.";
+
+std::string Dump(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Json ErrorResponse(const Json& id, int code, const std::string& message) {
+  return {{"jsonrpc", "2.0"},
+          {"id", id},
+          {"error", {{"code", code}, {"message", message}}}};
+}
+
+Json ResultResponse(const Json& id, Json result) {
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
+}
+
+// Whether arrays and objects in `s` nest deeper than `limit` (strings
+// skipped). Checked before parsing so that no deep recursion ever happens
+// on hostile input.
+bool NestsDeeperThan(const std::string& s, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : s) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+// nlohmann's message without its "[json.exception.parse_error.101] ".
+std::string ParseMessage(const std::exception& e) {
+  std::string m = e.what();
+  const size_t close = m.find("] ");
+  if (m.rfind("[json.exception.", 0) == 0 && close != std::string::npos) {
+    m = m.substr(close + 2);
+  }
+  return m;
+}
+
+bool ValidId(const Json& id) {
+  return id.is_string() || id.is_number_integer();
+}
+
+}  // namespace
+
+McpSession::McpSession(AgentService* service, std::string server_version,
+                       int max_nesting, Logger log)
+    : service_(service),
+      server_version_(std::move(server_version)),
+      max_nesting_(max_nesting),
+      log_(std::move(log)) {}
+
+std::string McpSession::TooLong(size_t bytes, size_t limit) {
+  return Dump(ErrorResponse(nullptr, kInvalidRequest,
+                            "Invalid Request: message of " +
+                                std::to_string(bytes) + " bytes or more (" +
+                                "the limit is " + std::to_string(limit) +
+                                " bytes); skipped"));
+}
+
+std::optional<std::string> McpSession::HandleLine(const std::string& line) {
+  if (line.find_first_not_of(" \t\r") == std::string::npos) {
+    return std::nullopt;
+  }
+  if (NestsDeeperThan(line, max_nesting_)) {
+    return Dump(ErrorResponse(nullptr, kParseError,
+                              "Parse error: JSON nested deeper than " +
+                                  std::to_string(max_nesting_) + " levels"));
+  }
+  Json msg;
+  try {
+    msg = Json::parse(line);
+  } catch (const Json::parse_error& e) {
+    return Dump(
+        ErrorResponse(nullptr, kParseError, "Parse error: " + ParseMessage(e)));
+  }
+  if (msg.is_array()) {
+    return Dump(ErrorResponse(nullptr, kInvalidRequest,
+                              "Invalid Request: batches (JSON arrays) are not "
+                              "supported; send one message per line"));
+  }
+  if (!msg.is_object()) {
+    return Dump(ErrorResponse(nullptr, kInvalidRequest,
+                              "Invalid Request: a message must be a JSON "
+                              "object"));
+  }
+  auto id_it = msg.find("id");
+  const bool has_id = id_it != msg.end();
+  const Json id = has_id && ValidId(*id_it) ? *id_it : Json(nullptr);
+  auto method_it = msg.find("method");
+  if (method_it == msg.end()) {
+    if (msg.contains("result") || msg.contains("error")) {
+      // A response; this server sends no requests, so it answers nothing.
+      log_("ignored a response to no request (id " + Dump(id) + ")");
+      return std::nullopt;
+    }
+  }
+  std::string problem;
+  auto version_it = msg.find("jsonrpc");
+  if (version_it == msg.end() || *version_it != "2.0") {
+    problem = "\"jsonrpc\" must be \"2.0\"";
+  } else if (method_it == msg.end() || !method_it->is_string()) {
+    problem = "\"method\" must be a string";
+  } else if (has_id && !ValidId(*id_it)) {
+    problem = "\"id\" must be a string or an integer";
+  }
+  if (!has_id) {
+    // A notification: never answered, even when malformed.
+    if (!problem.empty()) {
+      log_("ignored a malformed notification: " + problem);
+    } else {
+      HandleNotification(method_it->get<std::string>());
+    }
+    return std::nullopt;
+  }
+  if (!problem.empty()) {
+    return Dump(
+        ErrorResponse(id, kInvalidRequest, "Invalid Request: " + problem));
+  }
+  if (!seen_ids_.insert(Dump(id)).second) {
+    return Dump(ErrorResponse(
+        id, kInvalidRequest,
+        "Invalid Request: id " + Dump(id) +
+            " was already used in this session; ids must be unique"));
+  }
+  auto params_it = msg.find("params");
+  Json params = Json::object();
+  if (params_it != msg.end() && !params_it->is_null()) {
+    if (!params_it->is_object()) {
+      return Dump(ErrorResponse(id, kInvalidParams,
+                                "Invalid params: \"params\" must be an "
+                                "object"));
+    }
+    params = *params_it;
+  }
+  try {
+    return Dump(HandleRequest(id, method_it->get<std::string>(), params));
+  } catch (const std::exception& e) {
+    // A failure inside a call (out of memory, a bug) ends the request, not
+    // the session.
+    log_(std::string("internal error: ") + e.what());
+    return Dump(ErrorResponse(id, kInternalError,
+                              std::string("Internal error: ") + e.what()));
+  }
+}
+
+void McpSession::HandleNotification(const std::string& method) {
+  // notifications/initialized, notifications/cancelled (each call is
+  // answered before the next is read, so there is nothing to cancel), and
+  // any other notification: nothing to do.
+  if (method != "notifications/initialized" &&
+      method != "notifications/cancelled") {
+    log_("ignored notification " + Dump(Json(method)));
+  }
+}
+
+Json McpSession::HandleRequest(const Json& id, const std::string& method,
+                               const Json& params) {
+  if (method == "initialize") return Initialize(id, params);
+  if (method == "ping") return ResultResponse(id, Json::object());
+  const bool known = method == "tools/list" || method == "tools/call";
+  if (known && !initialized_) {
+    return ErrorResponse(id, kInvalidRequest,
+                         "Invalid Request: the session is not initialized; "
+                         "send \"initialize\" first");
+  }
+  if (method == "tools/list") {
+    return ResultResponse(id, {{"tools", mcp::ToolList()}});
+  }
+  if (method == "tools/call") return CallTool(id, params);
+  return ErrorResponse(id, kMethodNotFound,
+                       "Method not found: " + Dump(Json(method)));
+}
+
+Json McpSession::Initialize(const Json& id, const Json& params) {
+  if (initialized_) {
+    return ErrorResponse(id, kInvalidRequest,
+                         "Invalid Request: the session is already "
+                         "initialized");
+  }
+  auto version = params.find("protocolVersion");
+  if (version == params.end() || !version->is_string()) {
+    return ErrorResponse(id, kInvalidParams,
+                         "Invalid params: \"protocolVersion\" must be a "
+                         "string");
+  }
+  const auto& supported = McpServer::SupportedProtocolVersions();
+  const std::string& asked = version->get_ref<const std::string&>();
+  protocol_version_ =
+      std::find(supported.begin(), supported.end(), asked) != supported.end()
+          ? asked
+          : supported.front();
+  auto info = params.find("clientInfo");
+  if (info != params.end() && info->is_object() && info->contains("name") &&
+      (*info)["name"].is_string()) {
+    agent_name_ = "mcp:" + (*info)["name"].get<std::string>().substr(0, 64);
+  }
+  initialized_ = true;
+  log_("session initialized: protocol " + protocol_version_ + ", client " +
+       agent_name_);
+  return ResultResponse(
+      id, {{"protocolVersion", protocol_version_},
+           {"capabilities", {{"tools", {{"listChanged", false}}}}},
+           {"serverInfo",
+            {{"name", "wizq"},
+             {"title", "wizq agent protocol"},
+             {"version", server_version_}}},
+           {"instructions", kInstructions}});
+}
+
+Json McpSession::CallTool(const Json& id, const Json& params) {
+  auto name = params.find("name");
+  if (name == params.end() || !name->is_string()) {
+    return ErrorResponse(id, kInvalidParams,
+                         "Invalid params: \"name\" must be a string");
+  }
+  if (!mcp::IsTool(name->get<std::string>())) {
+    return ErrorResponse(id, kInvalidParams,
+                         "Invalid params: unknown tool " + Dump(*name) +
+                             "; the tools are take_task, heartbeat, "
+                             "submit_response, fail_task, run_status");
+  }
+  Json arguments = Json::object();
+  auto args = params.find("arguments");
+  if (args != params.end() && !args->is_null()) {
+    if (!args->is_object()) {
+      return ErrorResponse(id, kInvalidParams,
+                           "Invalid params: \"arguments\" must be an object");
+    }
+    arguments = *args;
+  }
+  return ResultResponse(id, mcp::CallTool(service_, name->get<std::string>(),
+                                          arguments, agent_name_));
+}
+
+}  // namespace wizq
