@@ -135,6 +135,14 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
   }
   for (const Outcome& o : outcomes) {
     Status s;
+    if (o.adopted_attempt > 0) {
+      s = txn.NoteAdopted(o.id, o.adopted_attempt, o.waited_ms);
+      if (s.IsConflict()) {
+        r->notes.push_back(s.message() + "; its result is dropped");
+        continue;
+      }
+      WIZQ_RETURN_IF_ERROR(s);
+    }
     if (o.success) {
       s = txn.Complete(o.id, o.children, nullptr);
     } else {
@@ -207,6 +215,11 @@ Status RunLoop::StopAndRelease(const std::string& reason) {
       lost = txn.reclaimed().lost;
       for (const Outcome& o : outcomes_) {
         const Task* t = txn.state().Find(o.id);
+        if (o.adopted_attempt > 0) {
+          Status as = txn.NoteAdopted(o.id, o.adopted_attempt, o.waited_ms);
+          if (!as.ok() && !as.IsConflict()) return as;
+          if (!as.ok()) continue;
+        }
         Status rs = o.success
                         ? txn.Complete(o.id, o.children, nullptr)
                         : txn.Fail(o.id, o.reason, o.message, o.retryable,

@@ -83,7 +83,27 @@ Status RunLoop::StartTask(const Task& task) {
 }
 
 Outcome RunLoop::Judge(const Task& task, const AttemptResult& result) const {
+  Outcome o = JudgeAttempt(task, result);
+  if (result.adopted && !result.lost) {
+    o.adopted_attempt = task.attempts;
+    o.waited_ms = result.waited_ms;
+  }
+  return o;
+}
+
+Outcome RunLoop::JudgeAttempt(const Task& task,
+                              const AttemptResult& result) const {
   using Result = AttemptResult::Outcome;
+  if (result.lost) {
+    // An adopted attempt that died without an exit record: a lost attempt,
+    // charged like a dead worker's (SPEC §6.3).
+    Outcome o;
+    o.id = task.id;
+    o.reason = std::string(kReasonWorkerLost);
+    o.message = result.error;
+    o.retryable = true;
+    return o;
+  }
   if (result.outcome == Result::kResponded) return JudgeResponse(task, result);
   const Step* step = workflow_->FindStep(task.type);
   Outcome o;

@@ -51,6 +51,15 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   qo.attempt_started = [this](const Task& t) {
     return executor_->AttemptStarted(t.id, t.attempts);
   };
+  // A dead worker's attempt that still runs or finished on its own is
+  // adopted, not charged and run again (docs/PROTOCOL.md).
+  qo.attempt_adoptable = [this](const Task& t) {
+    return executor_->AttemptAdoptable(t.id, t.attempts);
+  };
+  // Before an old run is archived, what its attempts left running ends.
+  qo.end_orphan = [this](const Task& t) {
+    return executor_->ReapOrphans(t.id);
+  };
   qo.initial_tasks.push_back(RootTask(*workflow_, config_.input));
   OpenReport report;
   WIZQ_RETURN_IF_ERROR(Queue::Open(qo, &queue_, &report));

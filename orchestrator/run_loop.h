@@ -58,6 +58,9 @@ struct Outcome {
   std::string reason;  // on failure
   std::string message;
   bool retryable = false;
+  // The result is an adopted attempt's (task_adopted is recorded with it).
+  int adopted_attempt = 0;  // 0: not adopted
+  int64_t waited_ms = 0;
 };
 
 // What one commit did, for the main thread.
@@ -108,6 +111,7 @@ class RunLoop {
   Status CollectResults();
   Status StartTask(const Task& task);
   Outcome Judge(const Task& task, const AttemptResult& result) const;
+  Outcome JudgeAttempt(const Task& task, const AttemptResult& result) const;
   Outcome JudgeResponse(const Task& task, const AttemptResult& result) const;
   Status Interrupt(int* exit_code);
   Status StopAndRelease(const std::string& reason);

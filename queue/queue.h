@@ -74,6 +74,19 @@ struct QueueOptions {
   // worker's task whose attempt never started (it was claimed ahead) goes
   // back to pending without counting the attempt. Null: always true.
   std::function<bool(const Task&)> attempt_started;
+  // Whether the current attempt of a dead worker's task can be adopted: its
+  // process tree still runs, or finished on its own and left an exit record
+  // (docs/PROTOCOL.md, "Orphans after a crash"). Such a task goes back to
+  // pending without counting the attempt (Reclaimed::adopt), so that the
+  // next claim has the same attempt number and adopts instead of running
+  // it again. Null: never. Called under the lock; must be thread-safe.
+  std::function<bool(const Task&)> attempt_adoptable;
+  // Before a run is archived (--fresh, another run id or workflow), each
+  // of its in_progress tasks (a dead worker's: archiving is refused while
+  // workers live) is passed here to end what its attempt left running, so
+  // that no attempt of the old run overlaps the new one. An error refuses
+  // the archive, files untouched. Null: nothing is ended.
+  std::function<Status(const Task&)> end_orphan;
 };
 
 enum class OpenAction {
@@ -94,12 +107,14 @@ struct OpenReport {
   int64_t tasks_done = 0;
   int64_t tasks_reset = 0;  // stale in_progress tasks put back to pending
   int64_t tasks_lost = 0;   // stale tasks failed with worker_lost
+  int64_t tasks_adopted = 0;  // of tasks_reset: attempts to be adopted
 };
 
 // What the reclaim of lost claims at the start of a transaction did.
 struct Reclaimed {
   std::vector<int64_t> reset;  // put back to pending (task_reset)
   std::vector<int64_t> lost;   // no attempt left: failed (worker_lost)
+  std::vector<int64_t> adopt;  // of `reset`: refunded, to be adopted
 };
 
 class Queue {
@@ -170,6 +185,10 @@ class Txn {
   virtual Status Release(int64_t id, std::string_view reason) = 0;
   // Records run_finished with the status and counts.
   virtual Status FinishRun(RunStatus status, int64_t duration_ms) = 0;
+  // Records task_adopted: the result about to be committed for task `id`
+  // (held by this worker) is that of attempt `attempt`, started by a worker
+  // that died, waited for `waited_ms`. Call it just before Complete/Fail.
+  virtual Status NoteAdopted(int64_t id, int attempt, int64_t waited_ms) = 0;
 };
 
 // Where the directory store keeps a run: `<install_dir>/.wizard`. The one

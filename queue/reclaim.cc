@@ -22,9 +22,16 @@ Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
   const std::string worker = t.claimed_by;
   const int attempt = t.attempts;
   const bool ran = !started || started(t);
-  const bool again = !ran || t.attempts < t.max_attempts;
+  const bool adoptable =
+      ran && options_.attempt_adoptable && options_.attempt_adoptable(t);
+  const bool again = !ran || adoptable || t.attempts < t.max_attempts;
   const std::string message =
-      ran ? "worker " + worker +
+      adoptable ? "worker " + worker +
+                      " died while the task was in progress; its attempt " +
+                      std::to_string(attempt) +
+                      " still runs or finished on its own and is adopted, "
+                      "not charged again"
+      : ran     ? "worker " + worker +
                 " died while the task was in progress (attempt " +
                 std::to_string(attempt) + " of " +
                 std::to_string(t.max_attempts) + ")"
@@ -41,9 +48,10 @@ Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
   };
   if (again) {
     out->reset.push_back(t.id);
+    if (adoptable) out->adopt.push_back(t.id);
     TaskReset e;
     fill(&e);
-    e.refund = !ran;
+    e.refund = !ran || adoptable;
     return Stage(e);
   }
   out->lost.push_back(t.id);
@@ -60,6 +68,7 @@ Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
 Status DirQueue::ReclaimLostClaims(Reclaimed* out) {
   out->reset.clear();
   out->lost.clear();
+  out->adopt.clear();
   const std::string& self = workers_.self();
   std::vector<int64_t> others;
   for (int64_t id : state_->in_progress()) {

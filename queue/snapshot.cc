@@ -73,6 +73,7 @@ std::string EncodeSnapshot(const QueueState& state, uint64_t audit_offset) {
   w.Key("started_ms").Int(run.started_ms);
   w.Key("finished_ms").Int(run.finished_ms);
   w.Key("resumes").Int(run.resumes);
+  if (run.adopted != 0) w.Key("adopted").Int(run.adopted);
   w.Key("input").RawValue(run.entry_input);
   w.Key("workflow").RawValue(run.workflow);
   w.Key("counts").BeginObject();

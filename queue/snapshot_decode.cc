@@ -216,6 +216,8 @@ error_code SnapshotDecoder::ReadTop(std::string_view key, value v,
       return simdjson::INCORRECT_TYPE;
     }
     run->resumes = static_cast<int>(n);
+  } else if (key == "adopted") {
+    err = v.get_int64().get(run->adopted);
   } else if (key == "input") {
     err = RawJson(v, &s);
     run->entry_input = s;

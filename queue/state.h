@@ -40,6 +40,7 @@ struct TaskCompleted;
 struct TaskFailed;
 struct TaskReset;
 struct RunFinished;
+struct TaskAdopted;
 
 enum class RunStatus { kRunning, kPaused, kCompleted, kFailed };
 const char* RunStatusName(RunStatus s);
@@ -57,6 +58,7 @@ struct RunInfo {
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
   int resumes = 0;  // run_resumed events so far
+  int64_t adopted = 0;  // task_adopted events so far
 };
 
 class QueueState {
@@ -116,6 +118,7 @@ class QueueState {
   Status Apply(const TaskFailed& e, int64_t ts);
   Status Apply(const TaskReset& e, int64_t ts);
   Status Apply(const RunFinished& e, int64_t ts);
+  Status Apply(const TaskAdopted& e, int64_t ts);
   Status AddLiveTask(Task t);
   Task* MutableFind(int64_t id);
   Status RequireState(const Task* t, int64_t id, TaskState s,

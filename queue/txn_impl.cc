@@ -131,6 +131,18 @@ Status TxnImpl::FinishRun(RunStatus status, int64_t duration_ms) {
   e.tasks_done = s.count(TaskState::kDone);
   e.tasks_failed = s.count(TaskState::kFailed);
   e.duration_ms = duration_ms;
+  e.tasks_adopted = s.run().adopted;
+  return q_->Stage(e);
+}
+
+Status TxnImpl::NoteAdopted(int64_t id, int attempt, int64_t waited_ms) {
+  const Task* t = nullptr;
+  WIZQ_RETURN_IF_ERROR(RequireHeld(id, &t));
+  TaskAdopted e;
+  e.id = id;
+  e.worker = q_->worker_id();
+  e.attempt = attempt;
+  e.waited_ms = waited_ms;
   return q_->Stage(e);
 }
 

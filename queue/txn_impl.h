@@ -28,6 +28,7 @@ class TxnImpl : public Txn {
               bool* will_retry) override;
   Status Release(int64_t id, std::string_view reason) override;
   Status FinishRun(RunStatus status, int64_t duration_ms) override;
+  Status NoteAdopted(int64_t id, int attempt, int64_t waited_ms) override;
 
  private:
   Status RequireHeld(int64_t id, const Task** task) const;

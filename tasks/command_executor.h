@@ -40,6 +40,7 @@ class CommandExecutor : public Executor {
   // before it spawns the shell.
   bool AttemptStarted(int64_t task_id, int attempt) const override;
   Status ReapOrphans(int64_t task_id) override;
+  bool AttemptAdoptable(int64_t task_id, int attempt) const override;
 
  private:
   // The last non-empty line of a file (its last 400 bytes), "" if none.

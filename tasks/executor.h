@@ -74,6 +74,15 @@ struct AttemptResult {
   // for the failure message. May be empty.
   std::string stderr_tail;
   double seconds = 0;  // from Start to the end of the attempt
+  // The attempt was started by a worker that died and adopted by this one
+  // (Executor::AttemptAdoptable): the result is that earlier attempt's,
+  // waited for `waited_ms` after Start. Judged like any other; the run
+  // loop records task_adopted with it.
+  bool adopted = false;
+  int64_t waited_ms = 0;
+  // An adopted attempt that died without an exit record while waited for:
+  // it has no result and is a lost attempt (worker_lost, charged).
+  bool lost = false;
 };
 
 class Executor {
@@ -89,7 +98,9 @@ class Executor {
 
   // Starts an attempt without waiting for it; first ends whatever an
   // earlier attempt of the same task may have left running (a crashed
-  // worker's), so two attempts never overlap (SPEC §6.3). Called only once
+  // worker's), so two attempts never overlap (SPEC §6.3). If this very
+  // attempt was started by a worker that died and can be adopted, it is
+  // adopted instead (AttemptResult::adopted). Called only once
   // the attempt's claim is durable. An attempt that cannot be started for
   // reasons of its own (a missing cwd, no shell) still returns OK and is
   // reported by Wait as kSpawnFailed. An error Status is the environment's
@@ -122,6 +133,18 @@ class Executor {
   // worker's task that is failed as worker_lost, SPEC §6.3). OK when
   // nothing runs any more.
   virtual Status ReapOrphans(int64_t task_id) = 0;
+
+  // Whether attempt `attempt` of `task_id`, started by a worker that died,
+  // still runs or finished on its own with a result this executor can
+  // adopt (QueueOptions::attempt_adoptable). If so, the queue puts the task
+  // back without charging the attempt, and the next Start of that same
+  // attempt number adopts it instead of running the task again.
+  // Thread-safe. Default: never (nothing to adopt).
+  virtual bool AttemptAdoptable(int64_t task_id, int attempt) const {
+    (void)task_id;
+    (void)attempt;
+    return false;
+  }
 };
 
 }  // namespace wizq
