@@ -127,8 +127,9 @@ void CommandExecutor::TerminateAll(double grace_seconds) {
 }
 
 bool CommandExecutor::AttemptStarted(int64_t task_id, int attempt) const {
-  return env_->FileExists(
-      AttemptFiles(wizard_dir_, task_id, attempt).stdin_path());
+  const AttemptFiles files(wizard_dir_, task_id, attempt);
+  return env_->FileExists(files.stdin_path()) &&
+         internal::AttemptBegan(env_, files.dir(), attempt);
 }
 
 bool CommandExecutor::AttemptAdoptable(int64_t task_id, int attempt) const {

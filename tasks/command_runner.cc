@@ -25,20 +25,20 @@ extern char** environ;
 
 namespace wizq {
 
+using internal::AttemptRecord;
 using internal::CheckRealDir;
 using internal::FileHolders;
 using internal::FormatSeconds;
 using internal::kNever;
 using internal::NowNs;
 using internal::OpenFile;
+using internal::OrphanState;
+using internal::ProbeOrphan;
 using internal::ScopedFd;
 using internal::SecondsToNs;
 using internal::SignalOrphans;
 using internal::SleepMs;
 using internal::TryLock;
-using internal::AttemptRecord;
-using internal::OrphanState;
-using internal::ProbeOrphan;
 using internal::WriteFd;
 using internal::WriteSmallFile;
 
@@ -247,8 +247,8 @@ AttemptRecord EndOf(int record_fd, int attempt, int supervisor_status) {
     rec.value = WTERMSIG(supervisor_status);
   } else {
     rec.end = AttemptRecord::End::kExit;
-    rec.value = WIFEXITED(supervisor_status) ? WEXITSTATUS(supervisor_status)
-                                             : 255;
+    rec.value =
+        WIFEXITED(supervisor_status) ? WEXITSTATUS(supervisor_status) : 255;
   }
   return rec;
 }
@@ -343,8 +343,8 @@ Status CommandRunner::PollChildren(int timeout_ms) {
   bool any_adopted = false;
   for (const auto& c : children_) any_adopted = any_adopted || c->adopted;
   if (any_adopted && timeout_ms != 0) {
-    timeout_ms = timeout_ms < 0 ? kAdoptPollMs
-                                : std::min(timeout_ms, kAdoptPollMs);
+    timeout_ms =
+        timeout_ms < 0 ? kAdoptPollMs : std::min(timeout_ms, kAdoptPollMs);
   }
   if (use_pidfd_) {
     std::vector<pollfd> fds;

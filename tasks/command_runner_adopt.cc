@@ -63,11 +63,12 @@ Status CommandRunner::Adopt(const CommandSpec& spec, uint64_t token,
     // What is left of the step's timeout since the attempt started.
     child->timeout_seconds = *spec.timeout_seconds;
     const int64_t ran_ms =
-        rec.start_wall_ms > 0 ? std::max<int64_t>(0, WallMs() - rec.start_wall_ms)
-                              : 0;
-    child->term_ns = now + std::max<int64_t>(
-                               0, SecondsToNs(*spec.timeout_seconds) -
-                                      ran_ms * 1'000'000);
+        rec.start_wall_ms > 0
+            ? std::max<int64_t>(0, WallMs() - rec.start_wall_ms)
+            : 0;
+    child->term_ns =
+        now + std::max<int64_t>(
+                  0, SecondsToNs(*spec.timeout_seconds) - ran_ms * 1'000'000);
   }
   child->next_probe_ns = now + kProbeIntervalNs;
   children_.push_back(std::move(child));

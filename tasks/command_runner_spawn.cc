@@ -84,20 +84,58 @@ void PwriteAll(int fd, const Line& line, off_t offset) {
   }
 }
 
-// Moves the plan's descriptors to 0..4 (none of the sources is below 3,
-// but one may be 3 or 4: go through copies above 9 first) and closes the
-// rest, wizq's own files among them (its worker lock must not outlive it).
-void ArrangeFds(const SupervisorPlan& p) {
-  const int from[5] = {p.in, p.out, p.err, p.lock, p.record};
-  int tmp[5];
-  for (int i = 0; i < 5; i++) tmp[i] = fcntl(from[i], F_DUPFD, 10);
-  for (int i = 0; i < 5; i++) dup2(tmp[i], i);
-  fcntl(kRecordFd, F_SETFD, FD_CLOEXEC);
+// Moves the plan's descriptors to 0..4 and closes the rest, wizq's own
+// files among them (its worker lock must not outlive it). None of the
+// sources is below 3, but one may be 3 or 4 where another belongs: those
+// are copied above 4 first. False if a descriptor could not be had.
+void CloseRange(int first, int last) {  // inclusive; last < 0: to the end
+  if (last >= 0 && last < first) return;
 #ifdef SYS_close_range
-  if (syscall(SYS_close_range, 5u, ~0u, 0u) == 0) return;
+  if (syscall(SYS_close_range, static_cast<unsigned>(first),
+              last < 0 ? ~0u : static_cast<unsigned>(last), 0u) == 0) {
+    return;
+  }
 #endif
   const long max = sysconf(_SC_OPEN_MAX);
-  for (int fd = 5; fd < (max > 0 ? max : 1024); fd++) close(fd);
+  const int end = last >= 0 ? last : static_cast<int>(max > 0 ? max : 1024);
+  for (int fd = first; fd <= end; fd++) close(fd);
+}
+
+bool ArrangeFds(const SupervisorPlan& p) {
+  int from[5] = {p.in, p.out, p.err, p.lock, p.record};
+  // wizq's own descriptors go first, so that a low RLIMIT_NOFILE leaves
+  // room for the copies below.
+  int sorted[5];
+  memcpy(sorted, from, sizeof(sorted));
+  for (int i = 1; i < 5; i++) {
+    for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+      const int t = sorted[j];
+      sorted[j] = sorted[j - 1];
+      sorted[j - 1] = t;
+    }
+  }
+  int next = 3;
+  for (int fd : sorted) {
+    CloseRange(next, fd - 1);
+    next = fd + 1;
+  }
+  CloseRange(next, -1);
+  for (int i = 0; i < 5; i++) {
+    if ((from[i] == 3 || from[i] == 4) && from[i] != i) {
+      from[i] = fcntl(from[i], F_DUPFD, 5);
+      if (from[i] < 0) return false;
+    }
+  }
+  for (int i = 0; i < 5; i++) {
+    if (from[i] == i) {
+      fcntl(i, F_SETFD, 0);
+    } else if (dup2(from[i], i) != i) {
+      return false;
+    }
+  }
+  fcntl(kRecordFd, F_SETFD, FD_CLOEXEC);
+  CloseRange(5, -1);
+  return true;
 }
 
 void SetDisposition(int sig, void (*handler)(int)) {
@@ -115,7 +153,9 @@ void SetDisposition(int sig, void (*handler)(int)) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  ArrangeFds(p);
+  // Without its descriptors nothing can be recorded: wizq reports exit
+  // code 127 of a supervisor that wrote no record.
+  if (!ArrangeFds(p)) _exit(127);
   Line first;
   first.Num(getpid());
   first.Str(" ");

@@ -12,10 +12,10 @@ namespace wizq::internal {
 // Everything the supervisor needs, prepared before the fork: after it, the
 // child runs only async-signal-safe code (wizq has other threads).
 struct SupervisorPlan {
-  const char* shell = nullptr;    // "/bin/sh"
-  char* const* argv = nullptr;    // {"sh", "-c", script, nullptr}
+  const char* shell = nullptr;  // "/bin/sh"
+  char* const* argv = nullptr;  // {"sh", "-c", script, nullptr}
   char* const* envp = nullptr;
-  const char* cwd = nullptr;      // nullptr: inherited
+  const char* cwd = nullptr;  // nullptr: inherited
   // Open descriptors of wizq (all above 2, O_CLOEXEC): the attempt's stdin,
   // stdout and stderr files, the task's running.lock (already flocked) and
   // its record file (`pgid`, truncated).

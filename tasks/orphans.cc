@@ -178,6 +178,16 @@ namespace internal {
 
 const std::string& CurrentBootId() { return BootId(); }
 
+bool AttemptBegan(Env* env, const std::string& task_dir, int attempt) {
+  AttemptRecord r;
+  std::string text;
+  if (env->ReadFilePrefix(AttemptFiles::PgidPath(task_dir), 512, &text).ok() &&
+      ParseAttemptRecord(text, &r) && r.attempt == attempt) {
+    return true;
+  }
+  return LockHeld(env, task_dir);
+}
+
 OrphanState ProbeOrphan(Env* env, const std::string& task_dir, int attempt,
                         AttemptRecord* out) {
   AttemptRecord r;
@@ -186,12 +196,17 @@ OrphanState ProbeOrphan(Env* env, const std::string& task_dir, int attempt,
       env->ReadFilePrefix(AttemptFiles::PgidPath(task_dir), 512, &text).ok() &&
       ParseAttemptRecord(text, &r);
   if (out != nullptr) *out = r;
-  if (!have || r.attempt != attempt) return OrphanState::kLost;
+  if (!have || r.attempt != attempt) {
+    // The supervisor may not have written its first line yet (wizq flocks
+    // the lock before it forks): a held lock is a tree starting.
+    return LockHeld(env, task_dir) ? OrphanState::kRunning : OrphanState::kLost;
+  }
   const bool this_boot = !r.boot_id.empty() && r.boot_id == BootId();
   if (r.ended) {
     const bool trusted = this_boot || r.synced;
-    return trusted && r.end == AttemptRecord::End::kExit ? OrphanState::kFinished
-                                                         : OrphanState::kLost;
+    return trusted && r.end == AttemptRecord::End::kExit
+               ? OrphanState::kFinished
+               : OrphanState::kLost;
   }
   if (!this_boot) return OrphanState::kLost;
   ProcStat st;

@@ -37,14 +37,14 @@
 namespace wizq::internal {
 
 struct AttemptRecord {
-  pid_t pid = 0;                  // the supervisor (= the process group)
-  unsigned long long start = 0;   // its start time, clock ticks after boot
+  pid_t pid = 0;                 // the supervisor (= the process group)
+  unsigned long long start = 0;  // its start time, clock ticks after boot
   std::string boot_id;
-  int attempt = 0;                // 0: a record of an older wizq
-  int64_t start_wall_ms = 0;      // 0: unknown
-  bool ended = false;             // the second line is there
+  int attempt = 0;            // 0: a record of an older wizq
+  int64_t start_wall_ms = 0;  // 0: unknown
+  bool ended = false;         // the second line is there
   enum class End { kExit, kSignal, kSpawn } end = End::kExit;
-  int value = 0;                  // exit code, signal or errno
+  int value = 0;  // exit code, signal or errno
   bool synced = false;
 };
 
@@ -53,6 +53,11 @@ bool ParseAttemptRecord(std::string_view text, AttemptRecord* record);
 
 // The boot id of this machine ("" if unknown).
 const std::string& CurrentBootId();
+
+// Whether attempt `attempt`'s supervisor started (its record's first line
+// names the attempt) or a tree holds the task's lock. False when wizq died
+// after writing the attempt's stdin but before the supervisor ran.
+bool AttemptBegan(Env* env, const std::string& task_dir, int attempt);
 
 // What a later worker finds of attempt `attempt` of the task whose
 // directory is `task_dir`, when the worker that started it is dead.
