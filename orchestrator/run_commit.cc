@@ -34,6 +34,7 @@ Status RunLoop::Harvest(bool block) {
     return Status::OK();
   }
   CommitResult r = inflight_.get();
+  commits_.Drain();
   if (r.status.ok() && !r.claimed.empty()) CrashPoint("run.after_claim_commit");
   if (r.status.ok() && !r.finished.empty())
     CrashPoint("run.after_result_commit");
@@ -55,8 +56,11 @@ Status RunLoop::Harvest(bool block) {
   }
   for (Task& t : r.claimed) ready_.push_back(std::move(t));
   ReapLostOrphans(r.lost);
+  // Back off after a commit that found nothing to claim, also while tasks
+  // of ours run: new work comes from our own results (committed at once,
+  // whatever the backoff), other workers' commits or retry timers.
   const int asked_and_missed = r.claimed.empty() ? 1 : 0;
-  if (asked_and_missed && running_.empty()) {
+  if (asked_and_missed) {
     poll_backoff_ms_ =
         std::clamp(poll_backoff_ms_ * 2, kIdlePollMinMs, kIdlePollMaxMs);
     next_poll_ms_ = MonotonicMs() + poll_backoff_ms_;
@@ -74,9 +78,11 @@ void RunLoop::MaybeLaunchCommit() {
   if (run_status_ != RunStatus::kRunning) want = 0;
   const bool poll_due = MonotonicMs() >= next_poll_ms_;
   if (outcomes_.empty() && (want <= 0 || !poll_due)) return;
+  // max_concurrency is enforced when a task starts (StartReady), so that
+  // tasks claimed ahead do not keep a step's running ones from starting;
+  // here only what runs counts, and `want` bounds the claims.
   std::map<std::string, int> per_step;
   for (const auto& [id, t] : running_) per_step[t.type]++;
-  for (const Task& t : ready_) per_step[t.type]++;
   // Claim ahead as many tasks as the slots will finish during one commit,
   // so that a slot that frees up while the next fdatasync runs has work
   // waiting; long tasks get no look-ahead at all.
@@ -94,8 +100,8 @@ void RunLoop::MaybeLaunchCommit() {
   if (!outcomes_.empty()) CrashPoint("run.before_result_commit");
   std::vector<Outcome> batch;
   batch.swap(outcomes_);
-  inflight_ = std::async(std::launch::async, [this, b = std::move(batch), want,
-                                              per_step]() mutable {
+  inflight_ = commits_.Launch([this, b = std::move(batch), want,
+                               per_step]() mutable {
     return Commit(std::move(b), std::max(0, want), std::move(per_step));
   });
 }
@@ -196,6 +202,13 @@ bool RunLoop::Claimable(const Task& t,
   const Action* action = ActionFor(t, &step);
   if (action == nullptr) return true;  // claimed, then failed with a reason
   if (!executor_->CanRun(*action)) return false;  // e.g. agents' work
+  return StepHasRoom(t, per_step);
+}
+
+bool RunLoop::StepHasRoom(const Task& t,
+                          const std::map<std::string, int>& per_step) const {
+  const Step* step = workflow_->FindStep(t.type);
+  if (step == nullptr) return true;  // fails with a reason when started
   auto it = per_step.find(t.type);
   const int now = it == per_step.end() ? 0 : it->second;
   return now < step->options.max_concurrency;

@@ -130,6 +130,9 @@ Status RunLoop::Run(int* exit_code) {
   WIZQ_RETURN_IF_ERROR(Open(&finished, exit_code));
   if (finished) return Status::OK();
   ChooseJobs();
+  if (commits_.wake_fd() >= 0) {
+    wake_on_commit_ = executor_->SetWakeFd(commits_.wake_fd());
+  }
   while (true) {
     if (StopRequested()) return Interrupt(exit_code);
     WIZQ_RETURN_IF_ERROR(Harvest(/*block=*/false));

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/commit_thread.h"
 #include "orchestrator/observer.h"
 #include "queue/queue.h"
 #include "tasks/executor.h"
@@ -126,6 +127,9 @@ class RunLoop {
   Status SubmitDueHooks(Txn& txn);
   bool Claimable(const Task& t,
                  const std::map<std::string, int>& per_step) const;
+  // Whether `t`'s step is below its max_concurrency in `per_step`.
+  bool StepHasRoom(const Task& t,
+                   const std::map<std::string, int>& per_step) const;
 
   const Action* ActionFor(const Task& t, const Step** step) const;
   int64_t ElapsedMs() const;
@@ -151,6 +155,10 @@ class RunLoop {
   int poll_backoff_ms_ = 0;
   RunStatus run_status_ = RunStatus::kRunning;
   Progress progress_;
+  // The executor's Wait also wakes when a commit lands (SetWakeFd).
+  bool wake_on_commit_ = false;
+  // Last: its thread, which uses the members above, ends first.
+  CommitThread commits_;
 };
 
 }  // namespace wizq

@@ -43,6 +43,10 @@ class CommandExecutor : public Executor {
   bool AttemptStarted(int64_t task_id, int attempt) const override;
   Status ReapOrphans(int64_t task_id) override;
   bool AttemptAdoptable(int64_t task_id, int attempt) const override;
+  bool SetWakeFd(int fd) override {
+    runner_.set_wake_fd(fd);
+    return true;
+  }
 
  private:
   // The last non-empty line of a file (its last 400 bytes), "" if none.

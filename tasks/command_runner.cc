@@ -349,13 +349,15 @@ Status CommandRunner::PollChildren(int timeout_ms) {
   if (use_pidfd_) {
     std::vector<pollfd> fds;
     for (const auto& c : children_) fds.push_back({c->pidfd, POLLIN, 0});
+    fds.push_back({wake_fd_, POLLIN, 0});  // ignored when -1
     const int n = poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0 && errno != EINTR) {
       return Status::IOErrorFromErrno("cannot poll", "task processes", errno);
     }
-    for (size_t i = 0; n > 0 && i < fds.size(); ++i) {
+    for (size_t i = 0; n > 0 && i < children_.size(); ++i) {
       if (fds[i].revents != 0) children_[i]->exited = true;
     }
+    woken_ = n > 0 && fds.back().revents != 0;
     if (any_adopted) ProbeAdopted(/*force=*/false);
     return Status::OK();
   }
@@ -458,6 +460,7 @@ void CommandRunner::CollectExited(Done* done) {
 
 Status CommandRunner::Wait(int timeout_ms, Done* done) {
   const size_t before = done->size();
+  woken_ = false;
   for (auto& failure : spawn_failures_) done->push_back(std::move(failure));
   spawn_failures_.clear();
   const int64_t deadline =
@@ -468,7 +471,7 @@ Status CommandRunner::Wait(int timeout_ms, Done* done) {
         PollChildren(have_some ? 0 : MillisToNextEvent(deadline)));
     EnforceTimeouts();
     CollectExited(done);
-    if (done->size() > before || NowNs() >= deadline) break;
+    if (done->size() > before || NowNs() >= deadline || woken_) break;
   }
   return Status::OK();
 }

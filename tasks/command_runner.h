@@ -133,6 +133,9 @@ class CommandRunner {
   // Commands started and not yet returned by Wait.
   size_t running() const;
 
+  // Wait also returns (without reading it) when `fd` is readable; -1: none.
+  void set_wake_fd(int fd) { wake_fd_ = fd; }
+
   // The token of the running command whose process group `pid` is in
   // (false if none): who sent wizq a signal.
   bool FindByProcess(pid_t pid, uint64_t* token) const;
@@ -165,6 +168,8 @@ class CommandRunner {
   std::vector<std::unique_ptr<Child>> children_;
   Done spawn_failures_;  // reported by the next Wait
   bool use_pidfd_ = true;
+  int wake_fd_ = -1;
+  bool woken_ = false;  // the wake fd was readable in the last poll
 };
 
 // Before a task runs again: ends or awaits the process tree that an earlier

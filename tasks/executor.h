@@ -140,12 +140,22 @@ class Executor {
   // back without charging the attempt, and the next Start of that same
   // attempt number adopts it instead of running the task again.
   // Thread-safe. Default: never (nothing to adopt).
-  virtual bool AttemptAdoptable(int64_t task_id, int attempt) const {
-    (void)task_id;
-    (void)attempt;
+  virtual bool AttemptAdoptable(int64_t task_id, int attempt) const;
+
+  // Asks Wait to return early, too, when descriptor `fd` becomes readable
+  // (the run loop's commit-landed eventfd; Wait does not read it). False
+  // if this executor cannot (then the loop polls on a short timer).
+  virtual bool SetWakeFd(int fd) {
+    (void)fd;
     return false;
   }
 };
+
+inline bool Executor::AttemptAdoptable(int64_t task_id, int attempt) const {
+  (void)task_id;
+  (void)attempt;
+  return false;
+}
 
 }  // namespace wizq
 

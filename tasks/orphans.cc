@@ -196,6 +196,11 @@ OrphanState ProbeOrphan(Env* env, const std::string& task_dir, int attempt,
       env->ReadFilePrefix(AttemptFiles::PgidPath(task_dir), 512, &text).ok() &&
       ParseAttemptRecord(text, &r);
   if (out != nullptr) *out = r;
+  if (have && r.attempt == 0) {
+    // An older wizq's tree (no supervisor): it will never leave an exit
+    // record, so it is ended and the task runs again.
+    return OrphanState::kLost;
+  }
   if (!have || r.attempt != attempt) {
     // The supervisor may not have written its first line yet (wizq flocks
     // the lock before it forks): a held lock is a tree starting.

@@ -314,5 +314,48 @@ TEST_F(AdoptionTest, FreshEndsTheOldRunsOrphansAndNeverReusesItsKeys) {
   EXPECT_NE(lines[1], "start-" + old_key) << "a key was reused";
 }
 
+
+// A run directory written before adoption (pgid records of three fields,
+// the shell's, no exit record): a task in flight when that wizq died is a
+// lost attempt (its tree is ended, it runs again), the run completes, and
+// `wizq log --task` still shows the tasks.
+TEST_F(AdoptionTest, ARunOfThePreviousLayoutResumes) {
+  const std::string wf = Workflow(FiveSteps(1));
+  {
+    WizqProcess p(Run(wf));
+    ASSERT_TRUE(KillWhen(&p, "build"));
+  }
+  // What an older wizq left: its shell leading the group, holding the lock,
+  // recorded as "<pid> <start time> <boot id>".
+  const std::string pgid = Inst() + "/.wizard/tasks/3/pgid";
+  const std::string record = test::ReadAll(pgid);
+  const std::vector<std::string> fields = [&] {
+    std::vector<std::string> f;
+    std::string line = record.substr(0, record.find('\n'));
+    for (size_t at = 0; at != std::string::npos;) {
+      const size_t sp = line.find(' ', at);
+      f.push_back(line.substr(at, sp == std::string::npos ? sp : sp - at));
+      at = sp == std::string::npos ? sp : sp + 1;
+    }
+    return f;
+  }();
+  ASSERT_EQ(fields.size(), 5u) << record;
+  test::WriteAll(pgid, fields[0] + " " + fields[1] + " " + fields[2] + "\n");
+  const WizqResult r = test::RunWizq(Run(wf));
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_EQ(Count("build"), 2);  // the old tree was ended, then re-run
+  EXPECT_TRUE(Events("task_adopted").empty());
+  for (const char* name : {"gather", "plan", "verify", "ship"}) {
+    EXPECT_EQ(Count(name), 1) << name;
+  }
+  EXPECT_EQ(test::ReadAll(Inst() + "/.wizard/tasks/1/1.stdout"),
+            "[{\"kind\":\"plan\",\"value\":{}}]\n");
+  const WizqResult log =
+      test::RunWizq({"wizq", "log", "--dir", Inst(), "--task", "3"});
+  ASSERT_TRUE(log.exited && log.code == 0) << log.Describe();
+  EXPECT_TRUE(test::Contains(log.out, "worker_lost")) << log.out;
+  EXPECT_TRUE(test::Contains(log.out, "completed")) << log.out;
+}
+
 }  // namespace
 }  // namespace wizq
