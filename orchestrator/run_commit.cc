@@ -80,9 +80,10 @@ void RunLoop::MaybeLaunchCommit() {
   if (outcomes_.empty() && (want <= 0 || !poll_due)) return;
   // max_concurrency is enforced when a task starts (StartReady), so that
   // tasks claimed ahead do not keep a step's running ones from starting;
-  // here only what runs counts, and `want` bounds the claims.
+  // a step may have as many claimed ahead as it may run (Claimable).
   std::map<std::string, int> per_step;
   for (const auto& [id, t] : running_) per_step[t.type]++;
+  for (const Task& t : ready_) per_step[t.type]++;
   // Claim ahead as many tasks as the slots will finish during one commit,
   // so that a slot that frees up while the next fdatasync runs has work
   // waiting; long tasks get no look-ahead at all.
@@ -100,10 +101,10 @@ void RunLoop::MaybeLaunchCommit() {
   if (!outcomes_.empty()) CrashPoint("run.before_result_commit");
   std::vector<Outcome> batch;
   batch.swap(outcomes_);
-  inflight_ = commits_.Launch([this, b = std::move(batch), want,
-                               per_step]() mutable {
-    return Commit(std::move(b), std::max(0, want), std::move(per_step));
-  });
+  inflight_ =
+      commits_.Launch([this, b = std::move(batch), want, per_step]() mutable {
+        return Commit(std::move(b), std::max(0, want), std::move(per_step));
+      });
 }
 
 CommitResult RunLoop::Commit(std::vector<Outcome> outcomes, int want,
@@ -202,7 +203,11 @@ bool RunLoop::Claimable(const Task& t,
   const Action* action = ActionFor(t, &step);
   if (action == nullptr) return true;  // claimed, then failed with a reason
   if (!executor_->CanRun(*action)) return false;  // e.g. agents' work
-  return StepHasRoom(t, per_step);
+  // Running and claimed ahead: up to twice the step's max_concurrency.
+  auto it = per_step.find(t.type);
+  const int now = it == per_step.end() ? 0 : it->second;
+  const int max = step->options.max_concurrency;
+  return now < max || now - max < max;
 }
 
 bool RunLoop::StepHasRoom(const Task& t,

@@ -314,7 +314,6 @@ TEST_F(AdoptionTest, FreshEndsTheOldRunsOrphansAndNeverReusesItsKeys) {
   EXPECT_NE(lines[1], "start-" + old_key) << "a key was reused";
 }
 
-
 // A run directory written before adoption (pgid records of three fields,
 // the shell's, no exit record): a task in flight when that wizq died is a
 // lost attempt (its tree is ended, it runs again), the run completes, and
