@@ -88,6 +88,7 @@ Status RunLoop::StartTask(const Task& task) {
                       "-" + std::to_string(task.id);
   a.timeout_seconds = step->options.timeout_seconds;
   a.max_response_bytes = kMaxResponseBytes;
+  a.adopt_expected = task.error_reason == kReasonWorkerLost;
   Status s = executor_->Start(a);
   if (!s.ok()) return s.Annotate("starting task " + std::to_string(task.id));
   running_[task.id] = task;

@@ -88,6 +88,13 @@ Status CommandExecutor::Start(const Attempt& a) {
   // this process was interrupted while it ran): adopt what it left.
   if (env_->FileExists(files.stdin_path())) {
     WIZQ_RETURN_IF_ERROR(runner_.Adopt(spec, token, &adopted));
+    if (!adopted && a.adopt_expected) {
+      // Refunded to be adopted, but its tree died since without an exit
+      // record: a lost attempt, charged like one (the reclaim could not
+      // know).
+      runner_.ReportLost(spec, token);
+      adopted = true;
+    }
   }
   if (!adopted) WIZQ_RETURN_IF_ERROR(runner_.Start(spec, token));
   attempts_[a.task_id] = a.number;

@@ -122,6 +122,9 @@ class CommandRunner {
   // Nothing runs twice: an adopted tree is never restarted. *adopted is
   // false when there is nothing to adopt (the caller starts the attempt).
   Status Adopt(const CommandSpec& spec, uint64_t token, bool* adopted);
+  // Reports attempt `spec.attempt` as lost (CommandResult::lost) at the
+  // next Wait, after ending whatever is left of it.
+  void ReportLost(const CommandSpec& spec, uint64_t token);
 
   // Waits up to timeout_ms (0 = just look, negative = no limit) until at
   // least one started command has finished, including its timeout

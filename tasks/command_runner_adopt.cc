@@ -76,6 +76,19 @@ Status CommandRunner::Adopt(const CommandSpec& spec, uint64_t token,
   return Status::OK();
 }
 
+void CommandRunner::ReportLost(const CommandSpec& spec, uint64_t token) {
+  ReapOrphans(spec.output_dir, 0, 5.0, env_).IgnoreError();
+  CommandResult result;
+  result.adopted = true;
+  result.lost = true;
+  result.outcome = CommandResult::Outcome::kSignaled;
+  result.error = "attempt " + std::to_string(spec.attempt) +
+                 ", started by a worker that died, ended without an exit "
+                 "record (killed with its process group, by a signal, or a "
+                 "reboot)";
+  spawn_failures_.emplace_back(token, std::move(result));
+}
+
 void CommandRunner::ProbeAdopted(bool force) {
   const int64_t now = NowNs();
   for (const auto& c : children_) {

@@ -49,6 +49,11 @@ struct Attempt {
   std::string idempotency_key;
   std::optional<double> timeout_seconds;  // unset: no limit
   size_t max_response_bytes = kDefaultMaxResponseBytes;
+  // The task was put back by a dead worker's reclaim as adoptable (its last
+  // reset: worker_lost): if this attempt turns out to have died since,
+  // without an exit record, it is reported lost (charged), not run afresh
+  // under the refunded number.
+  bool adopt_expected = false;
 };
 
 // How an attempt ended. A Command's exit code 0 with its stdout, an agent's

@@ -788,7 +788,16 @@ inline RunCheck CheckFanoutRun(const std::string& dir, int n,
           (((*end)["event"] == "task_reset" && !end->value("refund", false)) ||
            (*end)["event"] == "task_failed");
       if (lost_attempt) {
-        const int64_t claim_ts = (*claim.claimed)["ts"].get<int64_t>();
+        // The execution began under the first claim of its attempt number
+        // (later ones are refunded re-claims to adopt it): the kill of its
+        // tree must come after that one.
+        int64_t claim_ts = (*claim.claimed)["ts"].get<int64_t>();
+        for (const Claim& other : cl) {
+          if ((*other.claimed)["attempt"] == (*claim.claimed)["attempt"]) {
+            claim_ts =
+                std::min(claim_ts, (*other.claimed)["ts"].get<int64_t>());
+          }
+        }
         matched = std::any_of(kills.begin(), kills.end(), [&](const Kill& k) {
           return k.trees && k.ms + kKillSlackMs >= claim_ts;
         });
