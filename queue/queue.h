@@ -107,7 +107,8 @@ struct OpenReport {
   int64_t tasks_done = 0;
   int64_t tasks_reset = 0;  // stale in_progress tasks put back to pending
   int64_t tasks_lost = 0;   // stale tasks failed with worker_lost
-  int64_t tasks_adopted = 0;  // of tasks_reset: attempts to be adopted
+  // Of tasks_reset: attempts to be adopted.
+  int64_t tasks_adopted = 0;
 };
 
 // What the reclaim of lost claims at the start of a transaction did.

@@ -31,13 +31,13 @@ Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
                       std::to_string(attempt) +
                       " still runs or finished on its own and is adopted, "
                       "not charged again"
-      : ran     ? "worker " + worker +
-                " died while the task was in progress (attempt " +
-                std::to_string(attempt) + " of " +
-                std::to_string(t.max_attempts) + ")"
-          : "worker " + worker +
-                " died after claiming the task but before starting it; the "
-                "attempt does not count";
+      : ran ? "worker " + worker +
+                  " died while the task was in progress (attempt " +
+                  std::to_string(attempt) + " of " +
+                  std::to_string(t.max_attempts) + ")"
+            : "worker " + worker +
+                  " died after claiming the task but before starting it; the "
+                  "attempt does not count";
   // task_reset and task_failed share these fields.
   auto fill = [&](auto* e) {
     e->id = t.id;

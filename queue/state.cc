@@ -115,7 +115,8 @@ Status QueueState::Apply(const RunFinished& e, int64_t ts) {
 // follows makes the transition.
 Status QueueState::Apply(const TaskAdopted& e, int64_t) {
   const Task* t = Find(e.id);
-  WIZQ_RETURN_IF_ERROR(RequireState(t, e.id, TaskState::kInProgress, "adopted"));
+  WIZQ_RETURN_IF_ERROR(
+      RequireState(t, e.id, TaskState::kInProgress, "adopted"));
   run_.adopted++;
   return Status::OK();
 }

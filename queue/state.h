@@ -58,7 +58,8 @@ struct RunInfo {
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
   int resumes = 0;  // run_resumed events so far
-  int64_t adopted = 0;  // task_adopted events so far
+  // task_adopted events so far.
+  int64_t adopted = 0;
 };
 
 class QueueState {
