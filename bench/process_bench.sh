@@ -12,6 +12,14 @@
 #             open and close included.
 #   xargs     `xargs -P2` running exactly N `sh -c 'cat >/dev/null; echo []'`
 #   parallel  GNU `parallel -j2 --joblog` running the same N commands
+#   plain     `xargs -P2 -n1 sh -c 'cat >/dev/null; echo []'` with no files
+#             of its own: stdin /dev/null, stdout a pipe (the issue-13
+#             comparison; the target is wizq_over_plain_xargs <= 1.25 on a
+#             quiet machine)
+# It also reports wizq's inodes per task (every file and directory its run
+# leaves, / tasks) and fsyncs per task (the audit commits: one fdatasync
+# each; a task's supervisor syncs only when wizq is gone), and one more wizq
+# run started right after deleting a previous run's directory (see below).
 # To be fair to the baselines, each of their commands gets what a wizq task
 # gets: its stdin from a small file holding the task's {"kind","value"} line
 # (written before the clock starts, so this favours the baselines) and its
@@ -28,6 +36,7 @@
 # on the same filesystem (builds) have the same effect.
 #
 # Last line: RESULT wizq_over_xargs=<ratio> parallel_over_wizq=<ratio>
+#            wizq_over_plain_xargs=<ratio>
 set -euo pipefail
 
 WIZQ=${1:?usage: process_bench.sh WIZQ_BINARY [N] [REPEAT]}
@@ -92,7 +101,7 @@ fresh_out() {
 
 now_us() { local t=${EPOCHREALTIME/./}; echo "$t"; }
 
-declare -a T_WIZQ=() T_XARGS=() T_PAR=() COMMITS=() EVENTS=()
+declare -a T_WIZQ=() T_XARGS=() T_PAR=() T_PLAIN=() COMMITS=() EVENTS=() INODES=()
 
 run_wizq() {
   local dir=$WORK/wizq-$1
@@ -110,6 +119,15 @@ run_wizq() {
   T_WIZQ+=($((t1 - t0)))
   COMMITS+=($(grep -c '"commit":true' "$dir/.wizard/audit.jsonl"))
   EVENTS+=($(wc -l < "$dir/.wizard/audit.jsonl"))
+  INODES+=($(find "$dir" | wc -l))
+}
+
+run_plain() {
+  local t0 t1
+  t0=$(now_us)
+  xargs -P "$JOBS" -n 1 sh -c 'cat >/dev/null; echo []' sh < ids | cat >/dev/null
+  t1=$(now_us)
+  T_PLAIN+=($((t1 - t0)))
 }
 
 check_outputs() {
@@ -165,30 +183,50 @@ ms() { awk -v us="$1" 'BEGIN { printf "%.0f", us / 1000 }'; }
 probe_creates before
 run_xargs warmup
 run_parallel warmup
+run_plain warmup
 T_XARGS=()
 T_PAR=()
+T_PLAIN=()
 
 for ((r = 1; r <= REPEAT; r++)); do
   run_wizq "$r"
   run_xargs "$r"
   run_parallel "$r"
+  run_plain "$r"
   echo "process_bench: run $r/$REPEAT: wizq $(ms "${T_WIZQ[-1]}") ms" \
        "($((N + 1)) tasks, ${COMMITS[-1]} commits), xargs $(ms "${T_XARGS[-1]}") ms," \
-       "parallel $(ms "${T_PAR[-1]}") ms"
+       "parallel $(ms "${T_PAR[-1]}") ms, plain xargs $(ms "${T_PLAIN[-1]}") ms"
 done
+
+# Right after deleting a run's directory (ext4 without a journal skips the
+# inodes deleted in the last 60 s when it creates files): one more wizq run.
+rm -rf "$WORK/wizq-1"
+sync
+T_SAVE=("${T_WIZQ[@]}")
+run_wizq after-delete
+AFTER_DELETE=${T_WIZQ[-1]}
+T_WIZQ=("${T_SAVE[@]}")
+echo "process_bench: wizq right after deleting a run directory: $(ms "$AFTER_DELETE") ms"
+
 
 W=$(median "${T_WIZQ[@]}")
 X=$(median "${T_XARGS[@]}")
 P=$(median "${T_PAR[@]}")
+L=$(median "${T_PLAIN[@]}")
+I=$(median "${INODES[@]}")
 C=$(median "${COMMITS[@]}")
 E=$(median "${EVENTS[@]}")
 probe_creates after
 echo "process_bench: load after:$(uptime | sed 's/.*load average://')"
-awk -v w="$W" -v x="$X" -v p="$P" -v n="$N" -v c="$C" -v e="$E" 'BEGIN {
+awk -v w="$W" -v x="$X" -v p="$P" -v l="$L" -v i="$I" -v a="$AFTER_DELETE" \
+    -v n="$N" -v c="$C" -v e="$E" 'BEGIN {
   printf "wizq      %8.0f ms  %7.1f us/task\n", w / 1000, w / n;
   printf "xargs     %8.0f ms  %7.1f us/task\n", x / 1000, x / n;
   printf "parallel  %8.0f ms  %7.1f us/task\n", p / 1000, p / n;
+  printf "plain     %8.0f ms  %7.1f us/task  (xargs, no files)\n", l / 1000, l / n;
+  printf "wizq after deleting a run: %.0f ms (%.2fx the median)\n", a / 1000, a / w;
+  printf "wizq inodes per task: %.2f; fsyncs per task: %.3f (audit commits)\n", i / (n + 1), c / (n + 1);
   printf "wizq overhead over xargs: %.1f us/task\n", (w - x) / n;
   printf "wizq fdatasyncs (commit lines in audit.jsonl): %d; %.2f tasks/commit, %.2f audit events/commit\n",
          c, (n + 1) / c, e / c;
-  printf "RESULT wizq_over_xargs=%.2f parallel_over_wizq=%.2f\n", w / x, p / w }'
+  printf "RESULT wizq_over_xargs=%.2f parallel_over_wizq=%.2f wizq_over_plain_xargs=%.2f\n", w / x, p / w, w / l }'

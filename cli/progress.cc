@@ -108,6 +108,7 @@ class Printer : public RunObserver {
         w.Key("tasks_pending").Int(r.tasks_pending);
         w.Key("tasks_done").Int(r.tasks_done);
         w.Key("tasks_reset").Int(r.tasks_reset);
+        if (r.tasks_adopted) w.Key("tasks_adopted").Int(r.tasks_adopted);
         if (!r.archived_to.empty()) w.Field("archived_to", r.archived_to);
         if (r.archived_unfinished) w.Field("archived_unfinished", true);
         if (r.tasks_retried) w.Key("tasks_retried").Int(r.tasks_retried);
@@ -134,6 +135,10 @@ class Printer : public RunObserver {
         Line("resuming run " + run_id + ": " + std::to_string(r.tasks_pending) +
              " pending, " + std::to_string(r.tasks_done) + " done, " +
              std::to_string(r.tasks_reset) + " reset" +
+             (r.tasks_adopted ? " (" + std::to_string(r.tasks_adopted) +
+                                    " to adopt: still running or finished "
+                                    "on their own)"
+                              : "") +
              (r.tasks_lost ? ", " + std::to_string(r.tasks_lost) +
                                  " failed (worker_lost)"
                            : "") +

@@ -34,6 +34,7 @@ Status RunLoop::Harvest(bool block) {
     return Status::OK();
   }
   CommitResult r = inflight_.get();
+  commits_.Drain();
   if (r.status.ok() && !r.claimed.empty()) CrashPoint("run.after_claim_commit");
   if (r.status.ok() && !r.finished.empty())
     CrashPoint("run.after_result_commit");
@@ -61,8 +62,11 @@ Status RunLoop::Harvest(bool block) {
   }
   for (Task& t : r.claimed) ready_.push_back(std::move(t));
   ReapLostOrphans(r.lost);
+  // Back off after a commit that found nothing to claim, also while tasks
+  // of ours run: new work comes from our own results (committed at once,
+  // whatever the backoff), other workers' commits or retry timers.
   const int asked_and_missed = r.claimed.empty() ? 1 : 0;
-  if (asked_and_missed && running_.empty()) {
+  if (asked_and_missed) {
     poll_backoff_ms_ =
         std::clamp(poll_backoff_ms_ * 2, kIdlePollMinMs, kIdlePollMaxMs);
     next_poll_ms_ = MonotonicMs() + poll_backoff_ms_;
@@ -80,6 +84,9 @@ void RunLoop::MaybeLaunchCommit() {
   if (run_status_ != RunStatus::kRunning) want = 0;
   const bool poll_due = MonotonicMs() >= next_poll_ms_;
   if (outcomes_.empty() && (want <= 0 || !poll_due)) return;
+  // max_concurrency is enforced when a task starts (StartReady), so that
+  // tasks claimed ahead do not keep a step's running ones from starting;
+  // a step may have as many claimed ahead as it may run (Claimable).
   std::map<std::string, int> per_step;
   for (const auto& [id, t] : running_) per_step[t.type]++;
   for (const Task& t : ready_) per_step[t.type]++;
@@ -100,10 +107,10 @@ void RunLoop::MaybeLaunchCommit() {
   if (!outcomes_.empty()) CrashPoint("run.before_result_commit");
   std::vector<Outcome> batch;
   batch.swap(outcomes_);
-  inflight_ = std::async(std::launch::async, [this, b = std::move(batch), want,
-                                              per_step]() mutable {
-    return Commit(std::move(b), std::max(0, want), std::move(per_step));
-  });
+  inflight_ =
+      commits_.Launch([this, b = std::move(batch), want, per_step]() mutable {
+        return Commit(std::move(b), std::max(0, want), std::move(per_step));
+      });
 }
 
 CommitResult RunLoop::Commit(std::vector<Outcome> outcomes, int want,
@@ -149,6 +156,14 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
     WIZQ_RETURN_IF_ERROR(CommitGate(txn, o, &handled, &r->notes));
     if (handled) continue;
     Status s;
+    if (o.adopted_attempt > 0) {
+      s = txn.NoteAdopted(o.id, o.adopted_attempt, o.waited_ms);
+      if (s.IsConflict()) {
+        r->notes.push_back(s.message() + "; its result is dropped");
+        continue;
+      }
+      WIZQ_RETURN_IF_ERROR(s);
+    }
     if (o.success) {
       s = txn.CompleteWith(o.id, o.children, {o.def_hash, "", 0}, nullptr);
     } else {
@@ -204,6 +219,17 @@ bool RunLoop::Claimable(const Task& t,
   const Action* action = ActionFor(t, &step);
   if (action == nullptr) return true;  // claimed, then failed with a reason
   if (!executor_->CanRunTask(t, *action)) return false;  // e.g. agents' work
+  // Running and claimed ahead: up to twice the step's max_concurrency.
+  auto it = per_step.find(t.type);
+  const int now = it == per_step.end() ? 0 : it->second;
+  const int max = step->options.max_concurrency;
+  return now < max || now - max < max;
+}
+
+bool RunLoop::StepHasRoom(const Task& t,
+                          const std::map<std::string, int>& per_step) const {
+  const Step* step = workflow_->FindStep(t.type);
+  if (step == nullptr) return true;  // fails with a reason when started
   auto it = per_step.find(t.type);
   const int now = it == per_step.end() ? 0 : it->second;
   return now < step->options.max_concurrency;
@@ -226,6 +252,11 @@ Status RunLoop::StopAndRelease(const std::string& reason) {
         WIZQ_RETURN_IF_ERROR(CommitGate(txn, o, &handled, nullptr));
         if (handled) continue;
         const Task* t = txn.state().Find(o.id);
+        if (o.adopted_attempt > 0) {
+          Status as = txn.NoteAdopted(o.id, o.adopted_attempt, o.waited_ms);
+          if (!as.ok() && !as.IsConflict()) return as;
+          if (!as.ok()) continue;
+        }
         Status rs = o.success
                         ? txn.CompleteWith(o.id, o.children,
                                            {o.def_hash, "", 0}, nullptr)

@@ -24,10 +24,21 @@ void RunLoop::ReapLostOrphans(const std::vector<int64_t>& ids) {
   }
 }
 
+// Starts claimed tasks while slots are free, in claim order, skipping those
+// whose step is at its max_concurrency (they start when one of its tasks
+// ends).
 Status RunLoop::StartReady() {
-  while (static_cast<int>(running_.size()) < jobs_ && !ready_.empty()) {
-    WIZQ_RETURN_IF_ERROR(StartTask(ready_.front()));
-    ready_.pop_front();
+  std::map<std::string, int> per_step;
+  for (const auto& [id, t] : running_) per_step[t.type]++;
+  for (auto it = ready_.begin();
+       it != ready_.end() && static_cast<int>(running_.size()) < jobs_;) {
+    if (!StepHasRoom(*it, per_step)) {
+      ++it;
+      continue;
+    }
+    WIZQ_RETURN_IF_ERROR(StartTask(*it));  // on error it stays ready
+    per_step[it->type]++;
+    it = ready_.erase(it);
   }
   return Status::OK();
 }
@@ -35,7 +46,10 @@ Status RunLoop::StartReady() {
 Status RunLoop::CollectResults() {
   Executor::Done done;
   // While a commit is in flight, come back soon to take its claims.
-  WIZQ_RETURN_IF_ERROR(executor_->Wait(inflight_.valid() ? 1 : 200, &done));
+  // While a commit is in flight, come back as soon as it lands (the
+  // executor wakes on its eventfd) to take its claims; without that, soon.
+  const int wait_ms = inflight_.valid() && !wake_on_commit_ ? 1 : 200;
+  WIZQ_RETURN_IF_ERROR(executor_->Wait(wait_ms, &done));
   for (auto& [id, result] : done) {
     auto it = running_.find(id);
     if (it == running_.end()) continue;
@@ -82,6 +96,7 @@ Status RunLoop::StartTask(const Task& task) {
   if (hasher_) start_hash_[task.id] = hasher_->Hash(task.type, nullptr);
   a.answer_json = task.answer;
   a.workflow = workflow_.get();
+  a.adopt_expected = task.error_reason == kReasonWorkerLost;
   Status s = executor_->Start(a);
   if (!s.ok()) return s.Annotate("starting task " + std::to_string(task.id));
   running_[task.id] = task;
@@ -91,7 +106,27 @@ Status RunLoop::StartTask(const Task& task) {
 }
 
 Outcome RunLoop::Judge(const Task& task, const AttemptResult& result) const {
+  Outcome o = JudgeAttempt(task, result);
+  if (result.adopted && !result.lost) {
+    o.adopted_attempt = task.attempts;
+    o.waited_ms = result.waited_ms;
+  }
+  return o;
+}
+
+Outcome RunLoop::JudgeAttempt(const Task& task,
+                              const AttemptResult& result) const {
   using Result = AttemptResult::Outcome;
+  if (result.lost) {
+    // An adopted attempt that died without an exit record: a lost attempt,
+    // charged like a dead worker's (SPEC §6.3).
+    Outcome o;
+    o.id = task.id;
+    o.reason = std::string(kReasonWorkerLost);
+    o.message = result.error;
+    o.retryable = true;
+    return o;
+  }
   if (result.outcome == Result::kResponded) return JudgeResponse(task, result);
   if (result.outcome == Result::kUnanswered) {
     Outcome o;

@@ -62,6 +62,20 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
     const Step* step = workflow_->FindStep(t.type);
     return step ? step->options.max_attempts() : t.max_attempts;
   };
+  // A dead worker's attempt that still runs or finished on its own is
+  // adopted, not charged and run again (docs/PROTOCOL.md).
+  // Only a Command's process tree can be adopted (a Pool agent's or a
+  // Prompt's attempt is given out again).
+  qo.attempt_adoptable = [this](const Task& t) {
+    const Step* step = nullptr;
+    const Action* a = ActionFor(t, &step);
+    if (a == nullptr || a->kind != Action::Kind::kCommand) return false;
+    return executor_->AttemptAdoptable(t.id, t.attempts);
+  };
+  // Before an old run is archived, what its attempts left running ends.
+  qo.end_orphan = [this](const Task& t) {
+    return executor_->ReapOrphans(t.id);
+  };
   OpenReport report;
   WIZQ_RETURN_IF_ERROR(Queue::Open(qo, &queue_, &report));
   WIZQ_RETURN_IF_ERROR(UseFrozenWorkflow());
@@ -133,6 +147,9 @@ Status RunLoop::Run(int* exit_code) {
   WIZQ_RETURN_IF_ERROR(Open(&finished, exit_code));
   if (finished) return Status::OK();
   ChooseJobs();
+  if (commits_.wake_fd() >= 0) {
+    wake_on_commit_ = executor_->SetWakeFd(commits_.wake_fd());
+  }
   while (true) {
     if (StopRequested()) return Interrupt(exit_code);
     WIZQ_RETURN_IF_ERROR(Harvest(/*block=*/false));

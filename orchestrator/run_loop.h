@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/commit_thread.h"
 #include "orchestrator/observer.h"
 #include "queue/queue.h"
 #include "tasks/executor.h"
@@ -67,6 +68,9 @@ struct Outcome {
   // (pending, attempt refunded), or record a new answer with the result.
   bool release = false;
   std::string answer_json, answer_source;
+  // The result is an adopted attempt's (task_adopted is recorded with it).
+  int adopted_attempt = 0;  // 0: not adopted
+  int64_t waited_ms = 0;
 };
 
 // What one commit did, for the main thread.
@@ -141,6 +145,7 @@ class RunLoop {
   Status CollectResults();
   Status StartTask(const Task& task);
   Outcome Judge(const Task& task, const AttemptResult& result) const;
+  Outcome JudgeAttempt(const Task& task, const AttemptResult& result) const;
   Outcome JudgeResponse(const Task& task, const AttemptResult& result) const;
   Status Interrupt(int* exit_code);
   Status StopAndRelease(const std::string& reason);
@@ -155,6 +160,9 @@ class RunLoop {
   Status SubmitDueHooks(Txn& txn);
   bool Claimable(const Task& t,
                  const std::map<std::string, int>& per_step) const;
+  // Whether `t`'s step is below its max_concurrency in `per_step`.
+  bool StepHasRoom(const Task& t,
+                   const std::map<std::string, int>& per_step) const;
 
   // Reuse (orchestrator/run_reuse.cc).
   void OpenReuse();
@@ -198,6 +206,10 @@ class RunLoop {
   std::unique_ptr<Reuser> reuser_;
   std::map<int64_t, std::string> start_hash_;  // def_hash at start, by id
   bool told_waiting_ = false;  // "waiting for agents" said since last work
+  // The executor's Wait also wakes when a commit lands (SetWakeFd).
+  bool wake_on_commit_ = false;
+  // Last: its thread, which uses the members above, ends first.
+  CommitThread commits_;
 };
 
 }  // namespace wizq

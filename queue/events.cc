@@ -84,6 +84,7 @@ void RunResumed::EncodeTo(JsonWriter& w) const {
   w.Key("tasks_done").Int(tasks_done);
   w.Key("tasks_reset").Int(tasks_reset);
   w.Key("tasks_lost").Int(tasks_lost);
+  if (tasks_adopted != 0) w.Key("tasks_adopted").Int(tasks_adopted);
 }
 
 EventError RunResumed::DecodeField(std::string_view key, EventValue v) {
@@ -91,12 +92,14 @@ EventError RunResumed::DecodeField(std::string_view key, EventValue v) {
   if (key == "tasks_done") return ReadInt(v, &tasks_done);
   if (key == "tasks_reset") return ReadInt(v, &tasks_reset);
   if (key == "tasks_lost") return ReadInt(v, &tasks_lost);
+  if (key == "tasks_adopted") return ReadInt(v, &tasks_adopted);
   return SUCCESS;
 }
 
 bool RunResumed::operator==(const RunResumed& o) const {
   return tasks_pending == o.tasks_pending && tasks_done == o.tasks_done &&
-         tasks_reset == o.tasks_reset && tasks_lost == o.tasks_lost;
+         tasks_reset == o.tasks_reset && tasks_lost == o.tasks_lost &&
+         tasks_adopted == o.tasks_adopted;
 }
 
 // --- queue_archived ----------------------------------------------------------
@@ -339,6 +342,7 @@ void RunFinished::EncodeTo(JsonWriter& w) const {
     w.Key("tasks_reused").Int(tasks_reused);
     w.Key("tasks_live").Int(tasks_live);
   }
+  if (tasks_adopted != 0) w.Key("tasks_adopted").Int(tasks_adopted);
 }
 
 EventError RunFinished::DecodeField(std::string_view key, EventValue v) {
@@ -353,6 +357,7 @@ EventError RunFinished::DecodeField(std::string_view key, EventValue v) {
     return ReadInt(v, &tasks_reused);
   }
   if (key == "tasks_live") return ReadInt(v, &tasks_live);
+  if (key == "tasks_adopted") return ReadInt(v, &tasks_adopted);
   return SUCCESS;
 }
 
@@ -361,7 +366,8 @@ bool RunFinished::operator==(const RunFinished& o) const {
          tasks_total == o.tasks_total && tasks_done == o.tasks_done &&
          tasks_failed == o.tasks_failed && duration_ms == o.duration_ms &&
          has_reuse_counts == o.has_reuse_counts &&
-         tasks_reused == o.tasks_reused && tasks_live == o.tasks_live;
+         tasks_reused == o.tasks_reused && tasks_live == o.tasks_live &&
+         tasks_adopted == o.tasks_adopted;
 }
 
 // --- task_retried ------------------------------------------------------------
@@ -406,6 +412,28 @@ EventError RunImported::DecodeField(std::string_view key, EventValue v) {
 bool RunImported::operator==(const RunImported& o) const {
   return source == o.source && tasks_pending == o.tasks_pending &&
          tasks_waiting == o.tasks_waiting && tasks_done == o.tasks_done;
+}
+
+// --- task_adopted ------------------------------------------------------------
+
+void TaskAdopted::EncodeTo(JsonWriter& w) const {
+  w.Key("id").Int(id);
+  w.Field("worker", worker);
+  w.Key("attempt").Int(attempt);
+  w.Key("waited_ms").Int(waited_ms);
+}
+
+EventError TaskAdopted::DecodeField(std::string_view key, EventValue v) {
+  if (key == "id") return ReadInt(v, &id);
+  if (key == "worker") return StringView(v, &worker);
+  if (key == "attempt") return ReadInt(v, &attempt);
+  if (key == "waited_ms") return ReadInt(v, &waited_ms);
+  return SUCCESS;
+}
+
+bool TaskAdopted::operator==(const TaskAdopted& o) const {
+  return id == o.id && worker == o.worker && attempt == o.attempt &&
+         waited_ms == o.waited_ms;
 }
 
 // --- dispatch ----------------------------------------------------------------

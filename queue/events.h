@@ -76,6 +76,9 @@ struct RunResumed {
   int64_t tasks_done = 0;
   int64_t tasks_reset = 0;  // in_progress tasks put back to pending
   int64_t tasks_lost = 0;   // in_progress tasks failed with worker_lost
+  // Of tasks_reset, those whose attempt still runs or finished on its own:
+  // put back without charge, to be adopted. Written only when non-zero.
+  int64_t tasks_adopted = 0;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const RunResumed& o) const;
@@ -220,6 +223,9 @@ struct RunFinished {
   bool has_reuse_counts = false;
   int64_t tasks_reused = 0;
   int64_t tasks_live = 0;
+  // Attempts adopted over the run (task_adopted); written only when
+  // non-zero.
+  int64_t tasks_adopted = 0;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const RunFinished& o) const;
@@ -288,6 +294,21 @@ struct LeaseRenewed {
   bool operator==(const LeaseRenewed& o) const;
 };
 
+// The result of an attempt whose worker died is taken as that attempt's
+// (docs/PROTOCOL.md, "Orphans after a crash"): its process tree finished on
+// its own, or was waited for, instead of running the task again. Written
+// in the batch just before the task_completed or task_failed it explains.
+struct TaskAdopted {
+  static constexpr std::string_view kName = "task_adopted";
+  int64_t id = 0;
+  std::string_view worker;  // the worker that adopted it
+  int64_t attempt = 0;      // the adopted attempt's number
+  int64_t waited_ms = 0;    // how long it was waited for after the claim
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const TaskAdopted& o) const;
+};
+
 // An event this wizq does not know (a newer one's): skipped.
 struct UnknownEvent {
   void EncodeTo(JsonWriter&) const {}
@@ -303,7 +324,8 @@ using Event =
     std::variant<UnknownEvent, RunStarted, RunResumed, QueueArchived,
                  WorkerJoined, WorkerLeft, TaskSubmitted, TaskDeduplicated,
                  TaskClaimed, TaskCompleted, TaskFailed, TaskReset, RunFinished,
-                 TaskRetried, RunImported, TaskAnswered, RunPaused, LeaseRenewed>;
+                 TaskRetried, RunImported, TaskAnswered, RunPaused,
+                 LeaseRenewed, TaskAdopted>;
 
 // The name of the event held (the header's name for an UnknownEvent).
 std::string_view EventName(const Event& e);

@@ -88,6 +88,19 @@ struct QueueOptions {
   // call). No worker is registered (no worker_joined/worker_left), claims
   // must be ClaimLeased, and Close writes nothing.
   bool leases_only = false;
+  // Whether the current attempt of a dead worker's task can be adopted: its
+  // process tree still runs, or finished on its own and left an exit record
+  // (docs/PROTOCOL.md, "Orphans after a crash"). Such a task goes back to
+  // pending without counting the attempt (Reclaimed::adopt), so that the
+  // next claim has the same attempt number and adopts instead of running
+  // it again. Null: never. Called under the lock; must be thread-safe.
+  std::function<bool(const Task&)> attempt_adoptable;
+  // Before a run is archived (--fresh, another run id or workflow), each
+  // of its in_progress tasks (a dead worker's: archiving is refused while
+  // workers live) is passed here to end what its attempt left running, so
+  // that no attempt of the old run overlaps the new one. An error refuses
+  // the archive, files untouched. Null: nothing is ended.
+  std::function<Status(const Task&)> end_orphan;
 };
 
 enum class OpenAction {
@@ -111,12 +124,15 @@ struct OpenReport {
   // The archived run had not finished (it was stopped or crashed).
   bool archived_unfinished = false;
   int64_t tasks_retried = 0;  // failed tasks put back (retry_failed)
+  // Of tasks_reset: attempts to be adopted.
+  int64_t tasks_adopted = 0;
 };
 
 // What the reclaim of lost claims at the start of a transaction did.
 struct Reclaimed {
   std::vector<int64_t> reset;  // put back to pending (task_reset)
   std::vector<int64_t> lost;   // no attempt left: failed (worker_lost)
+  std::vector<int64_t> adopt;  // of `reset`: refunded, to be adopted
 };
 
 class Queue {
@@ -232,6 +248,10 @@ class Txn {
   // it, Complete, Fail and Release accept `id`. Conflict "lease lost: ..."
   // as for RenewLease; the check and the action are under the same lock.
   virtual Status UseLease(int64_t id, std::string_view token) = 0;
+  // Records task_adopted: the result about to be committed for task `id`
+  // (held by this worker) is that of attempt `attempt`, started by a worker
+  // that died, waited for `waited_ms`. Call it just before Complete/Fail.
+  virtual Status NoteAdopted(int64_t id, int attempt, int64_t waited_ms) = 0;
 };
 
 // Where the directory store keeps a run: `<install_dir>/.wizard`. The one

@@ -89,6 +89,7 @@ class DirQueue : public Queue {
   Status stage_error_;   // a Stage() in the current Transact failed
   Reclaimed reclaimed_;  // by the current (or last) Transact
   bool closed_ = false;
+  int64_t archived_started_ms_ = 0;  // of the run ArchiveRun moved away
 };
 
 }  // namespace wizq

@@ -35,6 +35,17 @@ std::string UtcStamp(int64_t ms) {
 }  // namespace
 
 Status DirQueue::ArchiveRun(const std::string& reason, OpenReport* report) {
+  if (options_.end_orphan) {
+    for (int64_t id : state_->in_progress()) {
+      Status s = options_.end_orphan(*state_->Find(id));
+      if (!s.ok()) {
+        return s.Annotate("cannot archive the previous run (" + reason +
+                          ") while task " + std::to_string(id) +
+                          " of it still runs");
+      }
+    }
+  }
+  archived_started_ms_ = state_->run().started_ms;
   const std::string archive = Path("archive");
   WIZQ_RETURN_IF_ERROR(env_->CreateDir(archive, 0700));
   std::string name =
@@ -74,6 +85,11 @@ Status DirQueue::ArchiveRun(const std::string& reason, OpenReport* report) {
 }
 
 Status DirQueue::StartFresh(OpenReport* report) {
+  // Idempotency keys are <run id, started_ms, task id>: a new run of the
+  // same run id must not start in the archived run's millisecond.
+  for (int i = 0; i < 50 && NowMs() <= archived_started_ms_; i++) {
+    usleep(1000);
+  }
   WIZQ_RETURN_IF_ERROR(
       LogWriter::Open(env_, Path(kLogFile), log_end_, 1, &writer_));
   WIZQ_RETURN_IF_ERROR(workers_.Register(options_.run_id, NowMs()));
@@ -135,6 +151,7 @@ Status DirQueue::ResumeRun(OpenReport* report) {
   WIZQ_RETURN_IF_ERROR(ReclaimLostClaims(&reclaimed_));
   report->tasks_reset = static_cast<int64_t>(reclaimed_.reset.size());
   report->tasks_lost = static_cast<int64_t>(reclaimed_.lost.size());
+  report->tasks_adopted = static_cast<int64_t>(reclaimed_.adopt.size());
   report->tasks_pending = state_->count(TaskState::kPending);
   if (!join) {
     RunResumed resumed;
@@ -142,6 +159,7 @@ Status DirQueue::ResumeRun(OpenReport* report) {
     resumed.tasks_done = report->tasks_done;
     resumed.tasks_reset = report->tasks_reset;
     resumed.tasks_lost = report->tasks_lost;
+    resumed.tasks_adopted = report->tasks_adopted;
     WIZQ_RETURN_IF_ERROR(Stage(resumed));
   }
   WIZQ_RETURN_IF_ERROR(Stage(WorkerJoined{workers_.self(), getpid()}));

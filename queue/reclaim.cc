@@ -24,7 +24,11 @@ Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
   const std::string worker = t.claimed_by;
   const int attempt = t.attempts;
   const bool ran = leased || !started || started(t);
-  const bool again = !ran || t.attempts < t.max_attempts;
+  // A worker's attempt that still runs or finished on its own is adopted by
+  // the next claim (not charged); a lapsed lease's agent cannot be waited for.
+  const bool adoptable = !leased && ran && options_.attempt_adoptable &&
+                         options_.attempt_adoptable(t);
+  const bool again = !ran || adoptable || t.attempts < t.max_attempts;
   const std::string of = " (attempt " + std::to_string(attempt) + " of " +
                          std::to_string(t.max_attempts) + ")";
   std::string message;
@@ -33,6 +37,12 @@ Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
         "the lease of " +
         (t.agent.empty() ? std::string("its agent") : "agent " + t.agent) +
         " lapsed without a heartbeat" + of;
+  } else if (adoptable) {
+    message = "worker " + worker +
+              " died while the task was in progress; its attempt " +
+              std::to_string(attempt) +
+              " still runs or finished on its own and is adopted, not "
+              "charged again";
   } else if (ran) {
     message = "worker " + worker + " died while the task was in progress" + of;
   } else {
@@ -50,10 +60,11 @@ Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
   };
   if (again) {
     out->reset.push_back(t.id);
+    if (adoptable) out->adopt.push_back(t.id);
     TaskReset e;
     fill(&e);
     if (leased) e.reason = kReasonLeaseExpired;
-    e.refund = !ran;
+    e.refund = !ran || adoptable;
     return Stage(e);
   }
   out->lost.push_back(t.id);
@@ -70,6 +81,7 @@ Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
 Status DirQueue::ReclaimLostClaims(Reclaimed* out) {
   out->reset.clear();
   out->lost.clear();
+  out->adopt.clear();
   const std::string& self = workers_.self();
   std::vector<int64_t> others;
   for (int64_t id : state_->in_progress()) {

@@ -85,6 +85,7 @@ std::string EncodeSnapshot(const QueueState& state, uint64_t audit_offset) {
   w.Key("finished_ms").Int(run.finished_ms);
   w.Key("resumes").Int(run.resumes);
   if (!run.previous_run.empty()) w.Field("previous_run", run.previous_run);
+  if (run.adopted != 0) w.Key("adopted").Int(run.adopted);
   w.Key("input").RawValue(run.entry_input);
   w.Key("workflow").RawValue(run.workflow);
   w.Key("counts").BeginObject();

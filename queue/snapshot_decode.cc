@@ -219,6 +219,8 @@ error_code SnapshotDecoder::ReadTop(std::string_view key, value v,
   } else if (key == "previous_run") {
     err = StringView(v, &s);
     run->previous_run = s;
+  } else if (key == "adopted") {
+    err = v.get_int64().get(run->adopted);
   } else if (key == "input") {
     err = RawJson(v, &s);
     run->entry_input = s;

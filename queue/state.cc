@@ -115,6 +115,16 @@ Status QueueState::Apply(const RunFinished& e, int64_t ts) {
   return Status::OK();
 }
 
+// Informational but for the count: the task_completed or task_failed that
+// follows makes the transition.
+Status QueueState::Apply(const TaskAdopted& e, int64_t) {
+  const Task* t = Find(e.id);
+  WIZQ_RETURN_IF_ERROR(
+      RequireState(t, e.id, TaskState::kInProgress, "adopted"));
+  run_.adopted++;
+  return Status::OK();
+}
+
 Status QueueState::Apply(const TaskSubmitted& e, int64_t ts) {
   // What the snapshot decoder requires of a task (a state that cannot be
   // checkpointed and read back must not be accepted).

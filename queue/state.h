@@ -45,6 +45,7 @@ struct RunImported;
 struct TaskAnswered;
 struct RunPaused;
 struct LeaseRenewed;
+struct TaskAdopted;
 
 enum class RunStatus { kRunning, kPaused, kCompleted, kFailed };
 const char* RunStatusName(RunStatus s);
@@ -65,6 +66,8 @@ struct RunInfo {
   // Where the run that this one replaced was archived (queue_archived), ""
   // if none: what reuse draws on (orchestrator/reuse.h).
   std::string previous_run;
+  // task_adopted events so far.
+  int64_t adopted = 0;
 };
 
 class QueueState {
@@ -131,6 +134,7 @@ class QueueState {
   Status Apply(const TaskAnswered& e, int64_t ts);  // queue/state_gate.cc
   Status Apply(const RunPaused& e, int64_t ts);
   Status Apply(const LeaseRenewed& e, int64_t ts);
+  Status Apply(const TaskAdopted& e, int64_t ts);
   Status AddLiveTask(Task t);
   Task* MutableFind(int64_t id);
   Status RequireState(const Task* t, int64_t id, TaskState s,

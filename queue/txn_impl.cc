@@ -167,6 +167,18 @@ Status TxnImpl::FinishRun(RunStatus status, int64_t duration_ms) {
   e.has_reuse_counts = true;
   e.tasks_reused = s.reused();
   e.tasks_live = e.tasks_done + e.tasks_failed - e.tasks_reused;
+  e.tasks_adopted = s.run().adopted;
+  return q_->Stage(e);
+}
+
+Status TxnImpl::NoteAdopted(int64_t id, int attempt, int64_t waited_ms) {
+  const Task* t = nullptr;
+  WIZQ_RETURN_IF_ERROR(RequireHeld(id, &t));
+  TaskAdopted e;
+  e.id = id;
+  e.worker = q_->worker_id();
+  e.attempt = attempt;
+  e.waited_ms = waited_ms;
   return q_->Stage(e);
 }
 

@@ -43,6 +43,7 @@ class TxnImpl : public Txn {
   Status RenewLease(int64_t id, std::string_view token, int64_t lease_ms,
                     int64_t* expires_ms) override;
   Status UseLease(int64_t id, std::string_view token) override;
+  Status NoteAdopted(int64_t id, int attempt, int64_t waited_ms) override;
 
  private:
   Status RequireHeld(int64_t id, const Task** task) const;

@@ -4,6 +4,7 @@
 
 #include "fs/env.h"
 #include "tasks/attempt_files.h"
+#include "tasks/orphans_record.h"
 #include "util/json_writer.h"
 
 namespace wizq {
@@ -45,6 +46,9 @@ AttemptResult FromCommand(CommandResult c) {
   r.response_truncated = c.stdout_truncated;
   r.error = std::move(c.error);
   r.seconds = c.seconds;
+  r.adopted = c.adopted;
+  r.waited_ms = static_cast<int64_t>(c.waited_seconds * 1000);
+  r.lost = c.lost;
   return r;
 }
 
@@ -78,7 +82,21 @@ Status CommandExecutor::Start(const Attempt& a) {
   spec.attempt = a.number;
   spec.timeout_seconds = a.timeout_seconds;
   spec.max_stdout_bytes = a.max_response_bytes;
-  WIZQ_RETURN_IF_ERROR(runner_.Start(spec, static_cast<uint64_t>(a.task_id)));
+  const uint64_t token = static_cast<uint64_t>(a.task_id);
+  bool adopted = false;
+  // This attempt number ran before only if a dead worker started it (or
+  // this process was interrupted while it ran): adopt what it left.
+  if (env_->FileExists(files.stdin_path())) {
+    WIZQ_RETURN_IF_ERROR(runner_.Adopt(spec, token, &adopted));
+    if (!adopted && a.adopt_expected) {
+      // Refunded to be adopted, but its tree died since without an exit
+      // record: a lost attempt, charged like one (the reclaim could not
+      // know).
+      runner_.ReportLost(spec, token);
+      adopted = true;
+    }
+  }
+  if (!adopted) WIZQ_RETURN_IF_ERROR(runner_.Start(spec, token));
   attempts_[a.task_id] = a.number;
   return Status::OK();
 }
@@ -116,8 +134,15 @@ void CommandExecutor::TerminateAll(double grace_seconds) {
 }
 
 bool CommandExecutor::AttemptStarted(int64_t task_id, int attempt) const {
-  return env_->FileExists(
-      AttemptFiles(wizard_dir_, task_id, attempt).stdin_path());
+  const AttemptFiles files(wizard_dir_, task_id, attempt);
+  return env_->FileExists(files.stdin_path()) &&
+         internal::AttemptBegan(env_, files.dir(), attempt);
+}
+
+bool CommandExecutor::AttemptAdoptable(int64_t task_id, int attempt) const {
+  const internal::OrphanState s = internal::ProbeOrphan(
+      env_, AttemptFiles::TaskDir(wizard_dir_, task_id), attempt, nullptr);
+  return s != internal::OrphanState::kLost;
 }
 
 Status CommandExecutor::ReapOrphans(int64_t task_id) {

@@ -36,10 +36,17 @@ class CommandExecutor : public Executor {
   size_t running() const override;
   bool FindByProcess(int pid, int64_t* task_id) const override;
   void TerminateAll(double grace_seconds) override;
-  // True once the attempt's stdin file exists: CommandRunner writes it
-  // before it spawns the shell.
+  // True once the attempt's stdin file exists (CommandRunner writes it
+  // before it spawns) and its supervisor wrote its record or its tree holds
+  // the task's lock (tasks/orphans_record.h): a wizq killed between the two
+  // started nothing.
   bool AttemptStarted(int64_t task_id, int attempt) const override;
   Status ReapOrphans(int64_t task_id) override;
+  bool AttemptAdoptable(int64_t task_id, int attempt) const override;
+  bool SetWakeFd(int fd) override {
+    runner_.set_wake_fd(fd);
+    return true;
+  }
 
  private:
   // The last non-empty line of a file (its last 400 bytes), "" if none.

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,26 +15,31 @@
 #include <string_view>
 
 #include "tasks/attempt_files.h"
+#include "tasks/command_runner_child.h"
+#include "tasks/command_runner_spawn.h"
 #include "tasks/orphans.h"
+#include "tasks/orphans_record.h"
 #include "tasks/posix_util.h"
 
 extern char** environ;
 
 namespace wizq {
 
+using internal::AttemptRecord;
 using internal::CheckRealDir;
 using internal::FileHolders;
 using internal::FormatSeconds;
 using internal::kNever;
 using internal::NowNs;
 using internal::OpenFile;
+using internal::OrphanState;
+using internal::ProbeOrphan;
 using internal::ScopedFd;
 using internal::SecondsToNs;
 using internal::SignalOrphans;
 using internal::SleepMs;
 using internal::TryLock;
 using internal::WriteFd;
-using internal::WriteLeaderRecord;
 using internal::WriteSmallFile;
 
 namespace {
@@ -43,6 +47,7 @@ namespace {
 constexpr char kShell[] = "/bin/sh";
 constexpr int kFallbackPollMs = 5;  // waitpid polling without pidfds
 constexpr double kStartReapSlackSeconds = 5;
+constexpr int kAdoptPollMs = 20;  // how often an adopted attempt is probed
 
 double NsToSeconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
@@ -79,7 +84,7 @@ class EnvBlock {
 
 // The descriptors a child starts with. All are O_CLOEXEC and above 2 here.
 struct ChildFds {
-  ScopedFd in, out, err, lock;
+  ScopedFd in, out, err, lock, record;
 };
 
 Status OpenChildFds(Env* env, const CommandSpec& spec, ChildFds* fds) {
@@ -90,7 +95,9 @@ Status OpenChildFds(Env* env, const CommandSpec& spec, ChildFds* fds) {
   WIZQ_RETURN_IF_ERROR(OpenFile(env, in_path, O_RDONLY, &fds->in));
   constexpr int kOut = O_WRONLY | O_CREAT | O_TRUNC;
   WIZQ_RETURN_IF_ERROR(OpenFile(env, files.stdout_path(), kOut, &fds->out));
-  return OpenFile(env, files.stderr_path(), kOut, &fds->err);
+  WIZQ_RETURN_IF_ERROR(OpenFile(env, files.stderr_path(), kOut, &fds->err));
+  return OpenFile(env, files.pgid_path(), O_RDWR | O_CREAT | O_TRUNC,
+                  &fds->record);
 }
 
 // Opens and takes <output_dir>/running.lock. When an earlier process tree of
@@ -113,44 +120,32 @@ Status LockOutputDir(Env* env, const CommandSpec& spec, ScopedFd* lock) {
   }
 }
 
-// posix_spawn of /bin/sh -c script: its own process group, clean signal
-// state, stdio from `fds`, and the lock descriptor inherited (glibc >= 2.29
-// clears FD_CLOEXEC for an adddup2 onto the same number). Returns an errno.
+// /bin/sh -c script under its supervisor (tasks/command_runner_spawn.h),
+// which leads the task's process group. Returns an errno.
 int SpawnShell(const CommandSpec& spec, const ChildFds& fds, pid_t* pid) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds.in.get(), STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fds.out.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fds.err.get(), STDERR_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fds.lock.get(), fds.lock.get());
-  if (!spec.cwd.empty()) {
-    posix_spawn_file_actions_addchdir_np(&actions, spec.cwd.c_str());
-  }
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
-                                      POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t signals;
-  sigemptyset(&signals);
-  posix_spawnattr_setsigmask(&attr, &signals);
-  for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD}) sigaddset(&signals, sig);
-  posix_spawnattr_setsigdefault(&attr, &signals);
-
   const EnvBlock env(spec.env);
   std::string script = spec.script;
   char sh[] = "sh";
   char dash_c[] = "-c";
   char* const argv[] = {sh, dash_c, script.data(), nullptr};
-  const int err = posix_spawn(pid, kShell, &actions, &attr, argv, env.get());
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
-  return err;
+  internal::SupervisorPlan plan;
+  plan.shell = kShell;
+  plan.argv = argv;
+  plan.envp = env.get();
+  plan.cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
+  plan.in = fds.in.get();
+  plan.out = fds.out.get();
+  plan.err = fds.err.get();
+  plan.lock = fds.lock.get();
+  plan.record = fds.record.get();
+  plan.attempt = spec.attempt;
+  plan.boot_id = internal::CurrentBootId().c_str();
+  return internal::ForkSupervisor(plan, pid);
 }
 
 // Signals the task's process group, and the leader itself if it left it.
 void SignalTree(pid_t leader, int sig) {
+  if (leader <= 1) return;  // an adopted tree whose leader is gone
   kill(-leader, sig);
   if (getpgid(leader) != leader) kill(leader, sig);
 }
@@ -179,26 +174,6 @@ bool LeaderExited(pid_t pid) {
 
 // --- CommandRunner -----------------------------------------------------------
 
-struct CommandRunner::Child {
-  ~Child() {
-    if (pidfd >= 0) close(pidfd);
-  }
-
-  uint64_t token = 0;
-  pid_t pid = -1;       // the leader; also the process group id
-  int pidfd = -1;       // -1 without pidfd support
-  bool exited = false;  // the leader is a zombie, ready to be reaped
-  std::string output_dir;
-  std::string stdout_path;
-  size_t max_stdout_bytes = 0;
-  int64_t start_ns = 0;
-  int64_t term_ns = kNever;  // when SIGTERM is due (the timeout)
-  int64_t kill_ns = kNever;  // when SIGKILL is due
-  double timeout_seconds = 0;
-  double grace_seconds = 0;
-  bool timed_out = false;
-};
-
 namespace {
 
 void ReadStdout(Env* env, const std::string& path, size_t max,
@@ -215,18 +190,27 @@ void ReadStdout(Env* env, const std::string& path, size_t max,
   }
 }
 
-void DescribeStatus(int status, bool timed_out, double timeout,
+}  // namespace
+
+namespace internal {
+
+void ReadStdoutInto(Env* env, const std::string& path, size_t max,
                     CommandResult* result) {
+  ReadStdout(env, path, max, result);
+}
+
+void DescribeEnd(const AttemptRecord& rec, bool timed_out, double timeout,
+                 CommandResult* result) {
   using Outcome = CommandResult::Outcome;
-  if (WIFEXITED(status)) {
+  if (rec.end == AttemptRecord::End::kExit) {
     result->outcome = Outcome::kExited;
-    result->exit_code = WEXITSTATUS(status);
+    result->exit_code = rec.value;
     if (result->exit_code != 0) {
       result->error = "exit code " + std::to_string(result->exit_code);
     }
-  } else if (WIFSIGNALED(status)) {
+  } else if (rec.end == AttemptRecord::End::kSignal) {
     result->outcome = Outcome::kSignaled;
-    result->signal = WTERMSIG(status);
+    result->signal = rec.value;
     result->error = "killed by signal " + std::to_string(result->signal) +
                     " (" + strsignal(result->signal) + ")";
   }
@@ -234,6 +218,39 @@ void DescribeStatus(int status, bool timed_out, double timeout,
     result->outcome = Outcome::kTimedOut;
     result->error = "timed out after " + FormatSeconds(timeout);
   }
+}
+
+}  // namespace internal
+
+namespace {
+
+// How the supervisor's shell ended, from the record (its end line) or,
+// when the supervisor itself was killed before writing it, from the
+// supervisor's own wait status.
+AttemptRecord EndOf(int record_fd, int attempt, int supervisor_status) {
+  char buf[512];
+  ssize_t n;
+  do {
+    n = pread(record_fd, buf, sizeof(buf), 0);
+  } while (n < 0 && errno == EINTR);
+  AttemptRecord rec;
+  if (n > 0 &&
+      internal::ParseAttemptRecord(
+          std::string_view(buf, static_cast<size_t>(n)), &rec) &&
+      rec.ended && rec.attempt == attempt) {
+    return rec;
+  }
+  rec = AttemptRecord();
+  rec.ended = true;
+  if (WIFSIGNALED(supervisor_status)) {
+    rec.end = AttemptRecord::End::kSignal;
+    rec.value = WTERMSIG(supervisor_status);
+  } else {
+    rec.end = AttemptRecord::End::kExit;
+    rec.value =
+        WIFEXITED(supervisor_status) ? WEXITSTATUS(supervisor_status) : 255;
+  }
+  return rec;
 }
 
 }  // namespace
@@ -249,7 +266,7 @@ size_t CommandRunner::running() const {
 bool CommandRunner::FindByProcess(pid_t pid, uint64_t* token) const {
   const pid_t group = pid > 0 ? getpgid(pid) : -1;
   for (const auto& c : children_) {
-    if (!c->exited && (c->pid == pid || c->pid == group)) {
+    if (!c->exited && c->pid > 1 && (c->pid == pid || c->pid == group)) {
       *token = c->token;
       return true;
     }
@@ -285,10 +302,12 @@ Status CommandRunner::Start(const CommandSpec& spec, uint64_t token) {
     spawn_failures_.emplace_back(token, std::move(result));
     return Status::OK();
   }
-  WriteLeaderRecord(env_, spec.output_dir, pid);
   auto child = std::make_unique<Child>();
   child->token = token;
   child->pid = pid;
+  child->attempt = spec.attempt;
+  child->cwd = spec.cwd;
+  child->record.reset(fds.record.release());
   child->output_dir = spec.output_dir;
   child->stdout_path =
       AttemptFiles::InTaskDir(spec.output_dir, spec.attempt).stdout_path();
@@ -321,23 +340,36 @@ int CommandRunner::MillisToNextEvent(int64_t deadline_ns) const {
 }
 
 Status CommandRunner::PollChildren(int timeout_ms) {
+  bool any_adopted = false;
+  for (const auto& c : children_) any_adopted = any_adopted || c->adopted;
+  if (any_adopted && timeout_ms != 0) {
+    timeout_ms =
+        timeout_ms < 0 ? kAdoptPollMs : std::min(timeout_ms, kAdoptPollMs);
+  }
   if (use_pidfd_) {
     std::vector<pollfd> fds;
     for (const auto& c : children_) fds.push_back({c->pidfd, POLLIN, 0});
+    fds.push_back({wake_fd_, POLLIN, 0});  // ignored when -1
     const int n = poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0 && errno != EINTR) {
       return Status::IOErrorFromErrno("cannot poll", "task processes", errno);
     }
-    for (size_t i = 0; n > 0 && i < fds.size(); ++i) {
+    for (size_t i = 0; n > 0 && i < children_.size(); ++i) {
       if (fds[i].revents != 0) children_[i]->exited = true;
     }
+    woken_ = n > 0 && fds.back().revents != 0;
+    if (any_adopted) ProbeAdopted(/*force=*/false);
     return Status::OK();
   }
   for (;;) {
     bool any = false;
     for (const auto& c : children_) {
-      if (!c->exited && LeaderExited(c->pid)) c->exited = any = true;
+      if (!c->adopted && !c->exited && LeaderExited(c->pid)) {
+        c->exited = any = true;
+      }
     }
+    if (any_adopted) ProbeAdopted(/*force=*/false);
+    for (const auto& c : children_) any = any || c->exited;
     if (any || timeout_ms == 0) return Status::OK();
     const int step = timeout_ms < 0 ? kFallbackPollMs
                                     : std::min(timeout_ms, kFallbackPollMs);
@@ -374,6 +406,7 @@ void CommandRunner::EnforceTimeouts() {
 }
 
 CommandResult CommandRunner::Reap(const Child& c) {
+  if (c.adopted) return ReapAdopted(c);
   // While the leader is an unreaped zombie its pid (= the group id) cannot
   // be reused, so this reaches only what the task left behind.
   kill(-c.pid, SIGKILL);
@@ -390,9 +423,28 @@ CommandResult CommandRunner::Reap(const Child& c) {
                    " lost: " + strerror(errno);
     return result;
   }
-  DescribeStatus(status, c.timed_out, c.timeout_seconds, &result);
+  const AttemptRecord end = EndOf(c.record.get(), c.attempt, status);
+  if (end.end == AttemptRecord::End::kSpawn) {
+    result.outcome = CommandResult::Outcome::kSpawnFailed;
+    result.error = std::string("cannot run ") + kShell + " -c in " +
+                   (c.cwd.empty() ? "." : c.cwd) + ": " + strerror(end.value);
+    AppendStderr(c, "wizq: " + result.error + "\n");
+    return result;
+  }
+  internal::DescribeEnd(end, c.timed_out, c.timeout_seconds, &result);
   ReadStdout(env_, c.stdout_path, c.max_stdout_bytes, &result);
   return result;
+}
+
+// Best effort: the result carries the same text; this copy is for a
+// reader of the stderr file.
+void CommandRunner::AppendStderr(const Child& c, const std::string& text) {
+  ScopedFd err;
+  const std::string path =
+      AttemptFiles::InTaskDir(c.output_dir, c.attempt).stderr_path();
+  if (OpenFile(env_, path, O_WRONLY | O_APPEND, &err).ok()) {
+    WriteFd(err.get(), text, path).IgnoreError();
+  }
 }
 
 void CommandRunner::CollectExited(Done* done) {
@@ -408,6 +460,7 @@ void CommandRunner::CollectExited(Done* done) {
 
 Status CommandRunner::Wait(int timeout_ms, Done* done) {
   const size_t before = done->size();
+  woken_ = false;
   for (auto& failure : spawn_failures_) done->push_back(std::move(failure));
   spawn_failures_.clear();
   const int64_t deadline =
@@ -418,13 +471,22 @@ Status CommandRunner::Wait(int timeout_ms, Done* done) {
         PollChildren(have_some ? 0 : MillisToNextEvent(deadline)));
     EnforceTimeouts();
     CollectExited(done);
-    if (done->size() > before || NowNs() >= deadline) break;
+    if (done->size() > before || NowNs() >= deadline || woken_) break;
   }
   return Status::OK();
 }
 
 void CommandRunner::TerminateAll(double grace_seconds) {
   spawn_failures_.clear();
+  // An adopted attempt is not this process's to stop: it is left running
+  // for the next worker to adopt again.
+  for (size_t i = 0; i < children_.size();) {
+    if (children_[i]->adopted) {
+      children_.erase(children_.begin() + static_cast<ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
   std::vector<std::string> dirs;
   for (const auto& c : children_) dirs.push_back(c->output_dir);
   for (const auto& c : children_) SignalTree(c->pid, SIGTERM);

@@ -1,6 +1,8 @@
 // CommandRunner: starts the processes of Command tasks and waits for them.
 //
-// Each command runs as `/bin/sh -c <script>` in its own process group, with
+// Each command runs as `/bin/sh -c <script>` under a supervisor that leads
+// its own process group (tasks/orphans_record.h: it records the exit status
+// even when wizq is gone, so that a later worker can adopt it), with
 // stdin, stdout and stderr connected straight to files in the task's output
 // directory (`<attempt>.stdin|.stdout|.stderr`, named by AttemptFiles in
 // tasks/attempt_files.h), so no pipe has to be drained and nothing can
@@ -80,6 +82,12 @@ struct CommandResult {
   // by signal 9", "timed out after 5s") or why the spawn failed.
   std::string error;
   double seconds = 0;  // from Start to the end of the command
+  // Adopt(): the result is an earlier attempt's, waited for this long.
+  bool adopted = false;
+  double waited_seconds = 0;
+  // Adopt(): that attempt died without an exit record (or by a signal), so
+  // it has no result; see error.
+  bool lost = false;
 };
 
 class CommandRunner {
@@ -104,6 +112,20 @@ class CommandRunner {
   // earlier process tree of this output_dir still holds its lock.
   Status Start(const CommandSpec& spec, uint64_t token);
 
+  // Takes over attempt `spec.attempt` of `spec.output_dir` when the worker
+  // that started it is dead (docs/PROTOCOL.md, "Orphans after a crash"):
+  // if its tree still runs or finished on its own with an exit record,
+  // *adopted is true and Wait reports it like a command of its own
+  // (CommandResult::adopted): waited for up to what is left of
+  // spec.timeout_seconds since the attempt started, then its exit code and
+  // stdout; if it died without an exit record while waited for, `lost`.
+  // Nothing runs twice: an adopted tree is never restarted. *adopted is
+  // false when there is nothing to adopt (the caller starts the attempt).
+  Status Adopt(const CommandSpec& spec, uint64_t token, bool* adopted);
+  // Reports attempt `spec.attempt` as lost (CommandResult::lost) at the
+  // next Wait, after ending whatever is left of it.
+  void ReportLost(const CommandSpec& spec, uint64_t token);
+
   // Waits up to timeout_ms (0 = just look, negative = no limit) until at
   // least one started command has finished, including its timeout
   // handling, and appends every finished one to *done. Returns at once when
@@ -113,6 +135,9 @@ class CommandRunner {
 
   // Commands started and not yet returned by Wait.
   size_t running() const;
+
+  // Wait also returns (without reading it) when `fd` is readable; -1: none.
+  void set_wake_fd(int fd) { wake_fd_ = fd; }
 
   // The token of the running command whose process group `pid` is in
   // (false if none): who sent wizq a signal.
@@ -135,6 +160,10 @@ class CommandRunner {
   void CollectExited(Done* done);
   // Kills what `child` left in its group, reaps it, reads its stdout.
   CommandResult Reap(const Child& child);
+  CommandResult ReapAdopted(const Child& child);
+  // Marks adopted attempts that finished or were lost (probes due ones).
+  void ProbeAdopted(bool force);
+  void AppendStderr(const Child& child, const std::string& text);
   // Until the earliest of `deadline_ns` and the next due signal; -1 = never.
   int MillisToNextEvent(int64_t deadline_ns) const;
 
@@ -142,6 +171,8 @@ class CommandRunner {
   std::vector<std::unique_ptr<Child>> children_;
   Done spawn_failures_;  // reported by the next Wait
   bool use_pidfd_ = true;
+  int wake_fd_ = -1;
+  bool woken_ = false;  // the wake fd was readable in the last poll
 };
 
 // Before a task runs again: ends or awaits the process tree that an earlier

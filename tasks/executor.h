@@ -54,6 +54,11 @@ struct Attempt {
   // The run's workflow (`action` is one of its steps'), for executors that
   // describe the step to their body (a Pool agent's instructions).
   const Workflow* workflow = nullptr;
+  // The task was put back by a dead worker's reclaim as adoptable (its last
+  // reset: worker_lost): if this attempt turns out to have died since,
+  // without an exit record, it is reported lost (charged), not run afresh
+  // under the refunded number.
+  bool adopt_expected = false;
 };
 
 // How an attempt ended. A Command's exit code 0 with its stdout, an agent's
@@ -88,6 +93,15 @@ struct AttemptResult {
   // empty for an answer that was already recorded.
   std::string answer_json;
   std::string answer_source;
+  // The attempt was started by a worker that died and adopted by this one
+  // (Executor::AttemptAdoptable): the result is that earlier attempt's,
+  // waited for `waited_ms` after Start. Judged like any other; the run
+  // loop records task_adopted with it.
+  bool adopted = false;
+  int64_t waited_ms = 0;
+  // An adopted attempt that died without an exit record while waited for:
+  // it has no result and is a lost attempt (worker_lost, charged).
+  bool lost = false;
 };
 
 class Executor {
@@ -112,7 +126,9 @@ class Executor {
 
   // Starts an attempt without waiting for it; first ends whatever an
   // earlier attempt of the same task may have left running (a crashed
-  // worker's), so two attempts never overlap (SPEC §6.3). Called only once
+  // worker's), so two attempts never overlap (SPEC §6.3). If this very
+  // attempt was started by a worker that died and can be adopted, it is
+  // adopted instead (AttemptResult::adopted). Called only once
   // the attempt's claim is durable. An attempt that cannot be started for
   // reasons of its own (a missing cwd, no shell) still returns OK and is
   // reported by Wait as kSpawnFailed. An error Status is the environment's
@@ -145,7 +161,29 @@ class Executor {
   // worker's task that is failed as worker_lost, SPEC §6.3). OK when
   // nothing runs any more.
   virtual Status ReapOrphans(int64_t task_id) = 0;
+
+  // Whether attempt `attempt` of `task_id`, started by a worker that died,
+  // still runs or finished on its own with a result this executor can
+  // adopt (QueueOptions::attempt_adoptable). If so, the queue puts the task
+  // back without charging the attempt, and the next Start of that same
+  // attempt number adopts it instead of running the task again.
+  // Thread-safe. Default: never (nothing to adopt).
+  virtual bool AttemptAdoptable(int64_t task_id, int attempt) const;
+
+  // Asks Wait to return early, too, when descriptor `fd` becomes readable
+  // (the run loop's commit-landed eventfd; Wait does not read it). False
+  // if this executor cannot (then the loop polls on a short timer).
+  virtual bool SetWakeFd(int fd) {
+    (void)fd;
+    return false;
+  }
 };
+
+inline bool Executor::AttemptAdoptable(int64_t task_id, int attempt) const {
+  (void)task_id;
+  (void)attempt;
+  return false;
+}
 
 }  // namespace wizq
 

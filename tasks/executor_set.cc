@@ -1,7 +1,10 @@
 #include "tasks/executor_set.h"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 namespace wizq {
 
@@ -43,6 +46,13 @@ Status ExecutorSet::Collect(Executor* member, int timeout_ms, Done* done) {
 Status ExecutorSet::Wait(int timeout_ms, Done* done) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto left_ms = [&]() -> int {
+    if (timeout_ms < 0) return -1;
+    return static_cast<int>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                 Clock::now())
+               .count()));
+  };
   const size_t before = done->size();
   for (;;) {
     std::vector<Executor*> busy;
@@ -50,29 +60,34 @@ Status ExecutorSet::Wait(int timeout_ms, Done* done) {
       if (m->running() > 0) busy.push_back(m);
     }
     if (busy.empty()) return Status::OK();
-    if (busy.size() == 1 && before == done->size()) {
-      int left = timeout_ms;
-      if (timeout_ms > 0) {
-        left = static_cast<int>(std::max<int64_t>(
-            0, std::chrono::duration_cast<std::chrono::milliseconds>(
-                   deadline - Clock::now())
-                   .count()));
-      }
-      return Collect(busy[0], left, done);
+    // One busy member that wakes on the descriptor itself (or no descriptor
+    // to watch): its own Wait is the whole wait.
+    if (busy.size() == 1 && before == done->size() &&
+        (wake_fd_ < 0 || wakes_[busy[0]])) {
+      return Collect(busy[0], left_ms(), done);
     }
     for (Executor* m : busy) WIZQ_RETURN_IF_ERROR(Collect(m, 0, done));
     if (done->size() > before || timeout_ms == 0) return Status::OK();
-    int slice = kSliceMs;
-    if (timeout_ms > 0) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            deadline - Clock::now())
-                            .count();
-      if (left <= 0) return Status::OK();
-      slice = static_cast<int>(std::min<int64_t>(slice, left));
+    const int left = left_ms();
+    if (left == 0) return Status::OK();
+    const int slice = left < 0 ? kSliceMs : std::min(left, kSliceMs);
+    if (wake_fd_ >= 0) {
+      if (SleepOrWake(slice)) return Status::OK();
+    } else {
+      WIZQ_RETURN_IF_ERROR(Collect(busy[0], slice, done));
+      if (done->size() > before) return Status::OK();
     }
-    WIZQ_RETURN_IF_ERROR(Collect(busy[0], slice, done));
-    if (done->size() > before) return Status::OK();
   }
+}
+
+bool ExecutorSet::SleepOrWake(int ms) const {
+  struct pollfd p = {wake_fd_, POLLIN, 0};
+  int n = poll(&p, 1, ms);
+  if (n < 0) {  // EINTR: a signal; the caller looks again
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return false;
+  }
+  return n > 0 && (p.revents & POLLIN) != 0;
 }
 
 size_t ExecutorSet::running() const {
@@ -107,6 +122,24 @@ Status ExecutorSet::ReapOrphans(int64_t task_id) {
     if (first.ok() && !s.ok()) first = s;
   }
   return first;
+}
+
+}  // namespace wizq
+
+namespace wizq {
+
+bool ExecutorSet::AttemptAdoptable(int64_t task_id, int attempt) const {
+  for (const Executor* m : members_) {
+    if (m->AttemptAdoptable(task_id, attempt)) return true;
+  }
+  return false;
+}
+
+bool ExecutorSet::SetWakeFd(int fd) {
+  wake_fd_ = fd;
+  wakes_.clear();
+  for (Executor* m : members_) wakes_[m] = m->SetWakeFd(fd);
+  return true;
 }
 
 }  // namespace wizq

@@ -42,15 +42,26 @@ class ExecutorSet : public Executor {
   bool AttemptStarted(int64_t task_id, int attempt) const override;
   // Asks every member: an orphan of any kind is ended.
   Status ReapOrphans(int64_t task_id) override;
+  // Whether any member can adopt the attempt (the caller asks only for
+  // tasks whose kind adopts: see RunLoop::Open).
+  bool AttemptAdoptable(int64_t task_id, int attempt) const override;
+  // Always true: members that take the descriptor wake on it in their own
+  // Wait; while others are waited for, the set polls it between slices.
+  bool SetWakeFd(int fd) override;
 
   static constexpr int kSliceMs = 5;
 
  private:
   Executor* MemberFor(const Action& action) const;
   Status Collect(Executor* member, int timeout_ms, Done* done);
+  // Sleeps up to `ms`, less if the wake descriptor becomes readable; true
+  // if it is.
+  bool SleepOrWake(int ms) const;
 
   std::vector<Executor*> members_;
   std::map<int64_t, Executor*> owner_;  // running attempts, by task id
+  int wake_fd_ = -1;
+  std::map<const Executor*, bool> wakes_;  // members that took wake_fd_
 };
 
 }  // namespace wizq

@@ -17,6 +17,7 @@
 
 #include "tasks/attempt_files.h"
 #include "tasks/command_runner.h"  // ReapOrphans
+#include "tasks/orphans_record.h"
 #include "tasks/posix_util.h"
 
 namespace wizq {
@@ -154,6 +155,16 @@ bool HoldsFile(pid_t pid, const FileInfo& file) {
   return found;
 }
 
+// Whether the lock file of `task_dir` is held by someone (false if absent).
+bool LockHeld(Env* env, const std::string& task_dir) {
+  const std::string path = AttemptFiles::LockPath(task_dir);
+  ScopedFd lock;
+  if (!OpenFile(env, path, O_RDWR, &lock).ok()) return false;
+  bool free = false;
+  if (!TryLock(lock.get(), path, &free).ok()) return true;  // be careful
+  return !free;  // ours is released when `lock` closes
+}
+
 std::string PidList(const std::vector<pid_t>& pids) {
   std::string list;
   for (pid_t pid : pids)
@@ -164,6 +175,71 @@ std::string PidList(const std::vector<pid_t>& pids) {
 }  // namespace
 
 namespace internal {
+
+const std::string& CurrentBootId() { return BootId(); }
+
+bool AttemptBegan(Env* env, const std::string& task_dir, int attempt) {
+  AttemptRecord r;
+  std::string text;
+  if (env->ReadFilePrefix(AttemptFiles::PgidPath(task_dir), 512, &text).ok() &&
+      ParseAttemptRecord(text, &r) && r.attempt == attempt) {
+    return true;
+  }
+  return LockHeld(env, task_dir);
+}
+
+OrphanState ProbeOrphan(Env* env, const std::string& task_dir, int attempt,
+                        AttemptRecord* out) {
+  AttemptRecord r;
+  std::string text;
+  const bool have =
+      env->ReadFilePrefix(AttemptFiles::PgidPath(task_dir), 512, &text).ok() &&
+      ParseAttemptRecord(text, &r);
+  if (out != nullptr) *out = r;
+  if (have && r.attempt == 0) {
+    // An older wizq's tree (no supervisor): it will never leave an exit
+    // record, so it is ended and the task runs again.
+    return OrphanState::kLost;
+  }
+  if (!have || r.attempt != attempt) {
+    // The supervisor may not have written its first line yet (wizq flocks
+    // the lock before it forks): a held lock is a tree starting.
+    return LockHeld(env, task_dir) ? OrphanState::kRunning : OrphanState::kLost;
+  }
+  const bool this_boot = !r.boot_id.empty() && r.boot_id == BootId();
+  if (r.ended) {
+    const bool trusted = this_boot || r.synced;
+    return trusted && r.end == AttemptRecord::End::kExit
+               ? OrphanState::kFinished
+               : OrphanState::kLost;
+  }
+  if (!this_boot) return OrphanState::kLost;
+  ProcStat st;
+  const bool leader_alive = ReadProcStat(r.pid, &st) &&
+                            st.start_time == r.start && st.state != 'Z' &&
+                            st.state != 'X';
+  if (leader_alive || LockHeld(env, task_dir)) {
+    // The supervisor may have written its end line since the first read.
+    text.clear();
+    if (env->ReadFilePrefix(AttemptFiles::PgidPath(task_dir), 512, &text)
+            .ok() &&
+        ParseAttemptRecord(text, &r) && r.ended && r.attempt == attempt) {
+      if (out != nullptr) *out = r;
+      return r.end == AttemptRecord::End::kExit ? OrphanState::kFinished
+                                                : OrphanState::kLost;
+    }
+    return OrphanState::kRunning;
+  }
+  // Nothing runs: read once more, the supervisor may just have finished.
+  text.clear();
+  if (env->ReadFilePrefix(AttemptFiles::PgidPath(task_dir), 512, &text).ok() &&
+      ParseAttemptRecord(text, &r) && r.ended && r.attempt == attempt &&
+      r.end == AttemptRecord::End::kExit) {
+    if (out != nullptr) *out = r;
+    return OrphanState::kFinished;
+  }
+  return OrphanState::kLost;
+}
 
 void WriteLeaderRecord(Env* env, const std::string& output_dir, pid_t pid) {
   ProcStat st;

@@ -386,17 +386,21 @@ TEST_F(CommandRunnerTest, ReapOrphansFindsLockHoldersThatLeftTheGroup) {
 }
 
 TEST_F(CommandRunnerTest, LeaderIsRecorded) {
-  // "<pid> <start time> <boot id>", the pid being the shell's.
-  CommandResult r = Run(Spec("echo $$"));
+  // "<pid> <start time> <boot id> <attempt> <wall ms>", the pid being the
+  // supervisor's (the shell's parent), then the end line.
+  CommandResult r = Run(Spec("echo $PPID; exit 3"));
   const std::string record = test::ReadAll(Out("pgid"));
   EXPECT_EQ(record.substr(0, record.find(' ')) + "\n", r.stdout_text);
-  EXPECT_EQ(record.substr(record.rfind(' ') + 1),
-            test::ReadAll("/proc/sys/kernel/random/boot_id"));
+  std::string boot = test::ReadAll("/proc/sys/kernel/random/boot_id");
+  boot.pop_back();
+  EXPECT_NE(record.find(" " + boot + " 1 "), std::string::npos) << record;
+  EXPECT_NE(record.find("\nend 1 exit 3 0\n"), std::string::npos) << record;
+  EXPECT_EQ(r.exit_code, 3);
 }
 
 TEST_F(CommandRunnerTest, ReapOrphansEndsRecordedLeaderWithoutTheLock) {
-  // The shell closes its copy of the lock descriptor, so only the pgid
-  // record still leads to it.
+  // The shell closes its copy of the lock descriptor; its supervisor keeps
+  // the lock held, and the pgid record leads to the group.
   CommandSpec spec = Spec(
       "for f in /proc/$$/fd/*; do"
       "  case $(readlink $f) in *running.lock) eval \"exec ${f##*/}>&-\";; "
@@ -405,11 +409,12 @@ TEST_F(CommandRunnerTest, ReapOrphansEndsRecordedLeaderWithoutTheLock) {
   const pid_t leader = ReadPidFile(dir_.Join("leader.pid"));
   ASSERT_GT(leader, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_TRUE(LockIsFree(Out("running.lock")));
+  EXPECT_FALSE(LockIsFree(Out("running.lock")));
   EXPECT_FALSE(ProcessGone(leader));
   Status s = ReapOrphans(spec.output_dir, 1, 5);
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(WaitGone(leader, 1));
+  EXPECT_TRUE(LockIsFree(Out("running.lock")));
 }
 
 TEST_F(CommandRunnerTest, ReapOrphansEscalatesToSigkill) {

@@ -197,6 +197,15 @@ TEST(QueueEventsTest, TaskEventsEncodeToTheirGoldenLines) {
                   "\"task_reset\",\"id\":4,\"worker\":\"w1\","
                   "\"reason\":\"worker_lost\",\"message\":\"died\","
                   "\"attempt\":1}");
+  ExpectCodec(TaskAdopted{4, "w2", 1, 250},
+              std::string(kHead) +
+                  "\"task_adopted\",\"id\":4,\"worker\":\"w2\","
+                  "\"attempt\":1,\"waited_ms\":250}");
+  // The adopted counts are written only when non-zero.
+  ExpectCodec(RunResumed{3, 4, 1, 2, 1},
+              std::string(kHead) +
+                  "\"run_resumed\",\"tasks_pending\":3,\"tasks_done\":4,"
+                  "\"tasks_reset\":1,\"tasks_lost\":2,\"tasks_adopted\":1}");
 }
 
 // The line without the fields Commit adds.
@@ -218,7 +227,7 @@ TEST(QueueEventsTest, CorpusLogsReencodeByteForByte) {
   for (const char* name :
        {"installer", "fanoutkill", "hookretry", "poison", "retried", "nested",
         "childfails", "invalid", "basic3", "retryfailed", "reused",
-        "imported", "gate", "leases"}) {
+        "imported", "gate", "leases", "adopted"}) {
     const std::string path = dir + "/" + name + ".audit.jsonl";
     const std::string data = test::ReadAll(path);
     ASSERT_FALSE(data.empty()) << path;

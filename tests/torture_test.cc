@@ -10,6 +10,8 @@
 // (default 1); WIZQ_TORTURE_SEED fixes the seed (printed either way).
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -162,8 +164,20 @@ TEST(TortureCheckerTest, CatchesFaultsInjectedIntoACleanRun) {
   }
 }
 
-// A run killed once while tasks ran: its re-runs are matched to the kill,
-// and unmatched when the checker is not told about it.
+// SIGKILLs the process group of every task attempt of the run in `dir`
+// (their supervisors lead them; the pgid records name them): a power cut
+// for the task trees.
+void KillTaskGroups(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir + "/.wizard/tasks", ec)) {
+    const long pid = std::atol(test::ReadAll(e.path() / "pgid").c_str());
+    if (pid > 1) kill(-static_cast<pid_t>(pid), SIGKILL);
+  }
+}
+
+// A run killed once while tasks ran, their trees too: its re-runs are
+// matched to the kill, and unmatched when the checker is not told about
+// it or is told that only wizq was killed.
 TEST(TortureCheckerTest, MatchesReRunsToTheKillOfTheirWorker) {
   test::BecomeSubreaper();
   for (int attempt = 0; attempt < 10; attempt++) {
@@ -173,7 +187,9 @@ TEST(TortureCheckerTest, MatchesReRunsToTheKillOfTheirWorker) {
     p.Kill(SIGKILL);
     const WizqResult& killed = p.Wait();
     if (killed.exited) continue;  // finished first
-    const std::vector<torture::Kill> kills = {{p.pid(), torture::WallMs()}};
+    KillTaskGroups(dir.path());
+    const std::vector<torture::Kill> kills = {
+        {p.pid(), torture::WallMs(), /*trees=*/true}};
     const WizqResult r = test::RunWizq(FanoutRun(dir.path()));
     ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
     const torture::RunCheck c =
@@ -185,6 +201,10 @@ TEST(TortureCheckerTest, MatchesReRunsToTheKillOfTheirWorker) {
         torture::CheckFanoutRun(dir.path(), kFanout, {}, true);
     EXPECT_EQ(blind.extra_runs_unmatched, c.extra_runs) << Errors(blind);
     EXPECT_FALSE(blind.ok());
+    const torture::RunCheck wizq_only = torture::CheckFanoutRun(
+        dir.path(), kFanout, {{p.pid(), kills[0].ms, false}}, true);
+    EXPECT_EQ(wizq_only.extra_runs_unmatched, c.extra_runs)
+        << Errors(wizq_only);
     return;
   }
   FAIL() << "no kill ever caught a task in flight";

@@ -24,15 +24,18 @@
 // ledger order, are mapped to its `task_claimed` events by attempt number
 // (after a refunded claim an attempt number repeats; the starts of one
 // number go to the last claims of that number). Every start but the last
-// is an earlier execution that was re-run; it is *matched* when its claim
-// ended in `task_reset` with reason `worker_lost` (put back by a resume or
-// by a surviving worker) and the worker holding it — its pid, from its
-// `worker_joined` — was SIGKILLed by the harness at or after the claim
-// (`Kill::ms` >= the claim's `ts` - 1 s of clock slack). A claim that
-// ended otherwise (completed, failed and retried, reset although its worker
-// was never killed) makes the re-execution *unmatched*. Since each claim
-// ends at most once, this also bounds the re-executions of a task by the
-// kills of the workers that held it.
+// is an earlier execution that was re-run; it is *matched* only when its
+// own process tree was killed: its claim ended as a lost attempt (a
+// `task_reset` with reason `worker_lost` that is not a refund, or a
+// `task_failed` with reason `worker_lost` — an adopted attempt that died
+// without an exit record) and the harness killed the run's task trees
+// (`Kill::trees`, a power cut) at or after the claim (`Kill::ms` >= the
+// claim's `ts` - 1 s of clock slack). A kill of wizq alone never matches:
+// its attempts must be adopted (task_reset with `refund`, then
+// `task_adopted`), not run again. A claim that ended otherwise (completed,
+// failed and retried, reset although its worker was never killed) makes
+// the re-execution *unmatched*. Since each claim ends at most once, this
+// also bounds the re-executions of a task by the tree kills.
 //
 // With `one_process` (one wizq at a time), every `task_reset` must also
 // belong to a resume (be followed by `run_resumed`) or come after a
@@ -81,6 +84,8 @@ inline int64_t WallMs() {
 struct Kill {
   int64_t pid = 0;
   int64_t ms = 0;
+  // The run's task trees were killed too (a power cut), not only wizq.
+  bool trees = false;
 };
 
 // Clock slack allowed between a claim's `ts` and the kill of its worker.
@@ -597,6 +602,12 @@ inline RunCheck CheckFanoutRun(const std::string& dir, int n,
         c.Fail(name + ": " + ev + " of an unclaimed task: " + e->dump());
         continue;
       }
+      if (ev == "task_adopted") {
+        if ((*e)["worker"] != holder || (*e)["attempt"] != attempts) {
+          c.Fail(name + ": " + e->dump());
+        }
+        continue;
+      }
       cl.back().ended = e;
       if (ev == "task_reset") {
         if ((*e)["worker"] != holder) c.Fail(name + ": " + e->dump());
@@ -618,6 +629,10 @@ inline RunCheck CheckFanoutRun(const std::string& dir, int n,
       } else if (ev == "task_completed") {
         if ((*e)["worker"] != holder) c.Fail(name + ": " + e->dump());
         completions++;
+      } else if (ev == "task_failed" && (*e)["reason"] == "worker_lost" &&
+                 e->value("will_retry", false)) {
+        // An adopted attempt that died without an exit record: charged.
+        if ((*e)["worker"] != holder) c.Fail(name + ": " + e->dump());
       } else {
         c.Fail(name + ": unexpected failure: " + e->dump());
       }
@@ -768,15 +783,24 @@ inline RunCheck CheckFanoutRun(const std::string& dir, int n,
         continue;
       }
       bool matched = false;
-      if (end != nullptr && (*end)["event"] == "task_reset" &&
-          (*end)["reason"] == "worker_lost") {
-        const auto pid = worker_pids.find((*claim.claimed)["worker"]);
-        const int64_t claim_ts = (*claim.claimed)["ts"].get<int64_t>();
-        matched =
-            pid != worker_pids.end() &&
-            std::any_of(kills.begin(), kills.end(), [&](const Kill& k) {
-              return k.pid == pid->second && k.ms + kKillSlackMs >= claim_ts;
-            });
+      const bool lost_attempt =
+          end != nullptr && (*end)["reason"] == "worker_lost" &&
+          (((*end)["event"] == "task_reset" && !end->value("refund", false)) ||
+           (*end)["event"] == "task_failed");
+      if (lost_attempt) {
+        // The execution began under the first claim of its attempt number
+        // (later ones are refunded re-claims to adopt it): the kill of its
+        // tree must come after that one.
+        int64_t claim_ts = (*claim.claimed)["ts"].get<int64_t>();
+        for (const Claim& other : cl) {
+          if ((*other.claimed)["attempt"] == (*claim.claimed)["attempt"]) {
+            claim_ts =
+                std::min(claim_ts, (*other.claimed)["ts"].get<int64_t>());
+          }
+        }
+        matched = std::any_of(kills.begin(), kills.end(), [&](const Kill& k) {
+          return k.trees && k.ms + kKillSlackMs >= claim_ts;
+        });
       }
       if (matched) {
         c.extra_runs_matched++;
@@ -784,7 +808,8 @@ inline RunCheck CheckFanoutRun(const std::string& dir, int n,
         c.Fail(run + " was re-run, but its claim " + claim.claimed->dump() +
                " ended in " +
                (end != nullptr ? end->dump() : std::string("nothing")) +
-               ", not in a reset after a kill of its worker: unmatched");
+               ", not a lost attempt after a kill of the task trees: "
+               "unmatched");
         c.extra_runs_unmatched++;
       }
     }

@@ -270,8 +270,9 @@ class Torture {
     harness_failed_ = true;
   }
   // Records a kill at `ms` and checks the state the kill left.
-  void AfterKill(Run* run, pid_t pid, int64_t ms, int64_t delay_ms) {
-    run->kills.push_back(Kill{pid, ms});
+  void AfterKill(Run* run, pid_t pid, int64_t ms, int64_t delay_ms,
+                 bool trees = false) {
+    run->kills.push_back(Kill{pid, ms, trees});
     if (delay_ms <= 30) early_kills_++;
     const std::string bad = CheckStateAtKill(run->dir);
     if (!bad.empty()) {
@@ -341,12 +342,13 @@ void Torture::DriveSerial(Run* run) {
       }
       // The power cut: the task trees go too, once wizq can no longer
       // start any.
-      if (group && Uniform(0, 1) == 1) {
+      const bool trees = group && Uniform(0, 1) == 1;
+      if (trees) {
         KillTaskTrees(*run);
         power_cuts_++;
       }
       if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
-        AfterKill(run, pid, ms, delay);
+        AfterKill(run, pid, ms, delay, trees);
         CountCycle();
         continue;
       }

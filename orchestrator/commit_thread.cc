@@ -1,0 +1,65 @@
+#include "orchestrator/commit_thread.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <utility>
+
+#include "orchestrator/run_loop.h"  // CommitResult
+
+namespace wizq {
+
+CommitThread::CommitThread()
+    : wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+CommitThread::~CommitThread() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+std::future<CommitResult> CommitThread::Launch(
+    std::function<CommitResult()> commit) {
+  std::future<CommitResult> f;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    task_ = std::packaged_task<CommitResult()>(std::move(commit));
+    f = task_.get_future();
+    has_task_ = true;
+  }
+  if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+  cv_.notify_one();
+  return f;
+}
+
+void CommitThread::Drain() {
+  uint64_t n = 0;
+  if (wake_fd_ >= 0) {
+    // Nonblocking: EAGAIN when nothing landed since the last drain.
+    [[maybe_unused]] const ssize_t r = read(wake_fd_, &n, sizeof(n));
+  }
+}
+
+void CommitThread::Loop() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    cv_.wait(l, [this] { return stop_ || has_task_; });
+    if (!has_task_) return;  // stopping, nothing in flight
+    std::packaged_task<CommitResult()> task = std::move(task_);
+    has_task_ = false;
+    l.unlock();
+    task();
+    if (wake_fd_ >= 0) {
+      const uint64_t one = 1;
+      [[maybe_unused]] const ssize_t r = write(wake_fd_, &one, sizeof(one));
+    }
+    l.lock();
+  }
+}
+
+}  // namespace wizq

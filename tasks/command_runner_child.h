@@ -1,0 +1,60 @@
+// CommandRunner's bookkeeping of one attempt it waits for: a supervisor it
+// started, or an adopted attempt of a dead worker. Internal to
+// command_runner*.cc.
+#ifndef WIZQ_TASKS_COMMAND_RUNNER_CHILD_H_
+#define WIZQ_TASKS_COMMAND_RUNNER_CHILD_H_
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "tasks/command_runner.h"
+#include "tasks/orphans_record.h"
+#include "tasks/posix_util.h"
+
+namespace wizq {
+
+struct CommandRunner::Child {
+  ~Child() {
+    if (pidfd >= 0) close(pidfd);
+  }
+
+  uint64_t token = 0;
+  // The supervisor, which leads the process group; for an adopted attempt
+  // the recorded one if it was still alive at adoption, else 0.
+  pid_t pid = -1;
+  int pidfd = -1;       // -1 without pidfd support, or adopted
+  bool exited = false;  // ready to be reaped (adopted: finished or lost)
+  int attempt = 1;
+  std::string cwd;
+  std::string output_dir;
+  std::string stdout_path;
+  internal::ScopedFd record;  // the attempt record (the task's pgid file)
+  size_t max_stdout_bytes = 0;
+  int64_t start_ns = 0;
+  int64_t term_ns = internal::kNever;  // when SIGTERM is due (the timeout)
+  int64_t kill_ns = internal::kNever;  // when SIGKILL is due
+  double timeout_seconds = 0;
+  double grace_seconds = 0;
+  bool timed_out = false;
+  // Adoption (CommandRunner::Adopt).
+  bool adopted = false;
+  bool lost = false;  // died without an exit record
+  int64_t next_probe_ns = 0;
+  internal::AttemptRecord end;  // the record once finished
+};
+
+namespace internal {
+
+// Shared by command_runner.cc and command_runner_adopt.cc.
+void ReadStdoutInto(Env* env, const std::string& path, size_t max,
+                    CommandResult* result);
+void DescribeEnd(const AttemptRecord& rec, bool timed_out, double timeout,
+                 CommandResult* result);
+
+}  // namespace internal
+}  // namespace wizq
+
+#endif  // WIZQ_TASKS_COMMAND_RUNNER_CHILD_H_

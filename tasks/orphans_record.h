@@ -1,0 +1,78 @@
+// The attempt record: how an attempt's exit status outlives the wizq that
+// started it, and how a later worker judges an attempt it finds (adoption,
+// docs/PROTOCOL.md "Orphans after a crash").
+//
+// Every attempt runs under a small supervisor: a fork of wizq that leads
+// the attempt's process group, holds the task's running.lock, starts
+// `/bin/sh -c <script>` and waits for it (tasks/command_runner_spawn.cc).
+// The supervisor owns the task's `pgid` file (AttemptFiles::pgid_path()),
+// rewritten by every attempt; it holds at most two lines:
+//
+//   <pid> <start ticks> <boot id> <attempt> <start wall ms>\n   at start
+//   end <attempt> exit|signal|spawn <value> <synced 0|1>\n       at the end
+//
+// The first line's first three fields are what earlier wizq versions wrote
+// (LiveLeader reads only those). The second line is written with pwrite
+// once the shell has been reaped: `exit <code>`, `signal <number>` or
+// `spawn <errno>` (the shell could not be started). When the supervisor's
+// parent (wizq) is gone by then, nobody else will record the result, so it
+// fdatasyncs the attempt's stdout, writes the line with synced=1 and
+// fdatasyncs the record: a record from an earlier boot is trusted only
+// with synced=1 (a power cut may have kept the record but lost stdout).
+// A supervisor never outlives its shell; whatever the shell left running
+// keeps the lock until the live wizq (or an adopter) kills it.
+//
+// Internal to tasks/.
+#ifndef WIZQ_TASKS_ORPHANS_RECORD_H_
+#define WIZQ_TASKS_ORPHANS_RECORD_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "fs/env.h"
+
+namespace wizq::internal {
+
+struct AttemptRecord {
+  pid_t pid = 0;                 // the supervisor (= the process group)
+  unsigned long long start = 0;  // its start time, clock ticks after boot
+  std::string boot_id;
+  int attempt = 0;            // 0: a record of an older wizq
+  int64_t start_wall_ms = 0;  // 0: unknown
+  bool ended = false;         // the second line is there
+  enum class End { kExit, kSignal, kSpawn } end = End::kExit;
+  int value = 0;  // exit code, signal or errno
+  bool synced = false;
+};
+
+// Parses the record's text; false if not even the first line parses.
+bool ParseAttemptRecord(std::string_view text, AttemptRecord* record);
+
+// The boot id of this machine ("" if unknown).
+const std::string& CurrentBootId();
+
+// Whether attempt `attempt`'s supervisor started (its record's first line
+// names the attempt) or a tree holds the task's lock. False when wizq died
+// after writing the attempt's stdin but before the supervisor ran.
+bool AttemptBegan(Env* env, const std::string& task_dir, int attempt);
+
+// What a later worker finds of attempt `attempt` of the task whose
+// directory is `task_dir`, when the worker that started it is dead.
+enum class OrphanState {
+  kRunning,   // its tree still runs (lock held or supervisor alive)
+  kFinished,  // its shell exited on its own and the exit code is recorded
+  kLost,      // died without an exit record (killed, power cut, reboot),
+              // was killed by a signal, never started its shell, or was
+              // started by a wizq that kept no record
+};
+// Reads the record and tests the lock. *record (may be null) gets what was
+// read.
+OrphanState ProbeOrphan(Env* env, const std::string& task_dir, int attempt,
+                        AttemptRecord* record);
+
+}  // namespace wizq::internal
+
+#endif  // WIZQ_TASKS_ORPHANS_RECORD_H_

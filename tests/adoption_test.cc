@@ -1,0 +1,378 @@
+// Adoption of orphaned attempts (docs/PROTOCOL.md, "Orphans after a
+// crash"): the real binary, SIGKILLed while a task runs, and run again.
+// When only wizq died, the task's tree finishes on its own and the next
+// worker adopts its result instead of running it again; only a tree that
+// died without an exit record (its process group killed, a signal) or that
+// outlives its timeout runs again.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/integration_util.h"
+#include "tests/test_util.h"
+
+namespace wizq {
+namespace {
+
+namespace fs = std::filesystem;
+using test::Json;
+using test::ScratchDir;
+using test::WizqProcess;
+using test::WizqResult;
+
+class AdoptionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { test::BecomeSubreaper(); }
+  void TearDown() override {
+    // Nothing of a task may outlive its test.
+    KillTaskGroups();
+    test::ReapStrays();
+  }
+
+  std::string Inst() const { return dir_.Join("inst"); }
+  std::string Log() const { return dir_.Join("log"); }
+
+  // Writes the workflow (JSON text) next to the log; tasks run there.
+  std::string Workflow(const std::string& json) {
+    const std::string path = dir_.Join("wf.json");
+    test::WriteAll(path, json);
+    return path;
+  }
+  std::vector<std::string> Run(const std::string& wf) const {
+    return {"wizq", "run", wf, "--dir", Inst(), "--quiet"};
+  }
+  std::vector<std::string> LogLines() const {
+    return test::SplitLines(test::ReadAll(Log()));
+  }
+  int Count(const std::string& line) const {
+    int n = 0;
+    for (const std::string& l : LogLines()) n += l == line ? 1 : 0;
+    return n;
+  }
+  // Waits until the log holds `line`.
+  bool WaitForLine(const std::string& line, int seconds = 20) const {
+    return test::WaitFor([&] { return Count(line) > 0; },
+                         std::chrono::seconds(seconds));
+  }
+  // SIGKILLs wizq once the log holds `line`; true if it was killed.
+  bool KillWhen(WizqProcess* p, const std::string& line) {
+    if (!WaitForLine(line)) return false;
+    p->Kill(SIGKILL);
+    const WizqResult& r = p->Wait();
+    return !r.exited && r.signal == SIGKILL;
+  }
+  // SIGKILLs the process group of every task attempt (their supervisors
+  // lead them; the pgid records name them).
+  void KillTaskGroups() {
+    std::error_code ec;
+    for (const auto& e :
+         fs::directory_iterator(Inst() + "/.wizard/tasks", ec)) {
+      const long pid = std::atol(test::ReadAll(e.path() / "pgid").c_str());
+      if (pid > 1) kill(-static_cast<pid_t>(pid), SIGKILL);
+    }
+  }
+  std::vector<Json> Events(const std::string& name) const {
+    std::vector<Json> out;
+    for (const Json& e : test::ReadAudit(Inst())) {
+      if (e["event"] == name) out.push_back(e);
+    }
+    return out;
+  }
+
+  ScratchDir dir_;
+};
+
+// Reference 002's five steps; each appends its name to the log when it
+// starts, and the third takes a while.
+std::string FiveSteps(int max_retries) {
+  auto step = [](const std::string& name, const std::string& next,
+                 const std::string& body) {
+    return "{\"name\":\"" + name +
+           "\",\"action\":{\"kind\":\"Command\",\"script\":\"echo " + name +
+           " >> log; " + body + "echo '" +
+           (next.empty()
+                ? std::string("[]")
+                : "[{\\\"kind\\\":\\\"" + next + "\\\",\\\"value\\\":{}}]") +
+           "'\"},\"next\":[" + (next.empty() ? "" : "\"" + next + "\"") + "]}";
+  };
+  return "{\"entrypoint\":\"gather\",\"options\":{\"max_retries\":" +
+         std::to_string(max_retries) + "},\"steps\":[" +
+         step("gather", "plan", "") + "," + step("plan", "build", "") + "," +
+         step("build", "verify", "sleep 1.5; ") + "," +
+         step("verify", "ship", "") + "," + step("ship", "", "") + "]}";
+}
+
+TEST_F(AdoptionTest, OnlyWizqKilledDuringStepThreeEveryStepRunsOnce) {
+  // max_retries 0: nothing may be charged twice for the crash.
+  const std::string wf = Workflow(FiveSteps(0));
+  {
+    WizqProcess p(Run(wf));
+    ASSERT_TRUE(KillWhen(&p, "build"));
+  }
+  const WizqResult r = test::RunWizq(Run(wf));
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  for (const char* name : {"gather", "plan", "build", "verify", "ship"}) {
+    EXPECT_EQ(Count(name), 1) << name;
+  }
+  const std::vector<Json> adopted = Events("task_adopted");
+  ASSERT_EQ(adopted.size(), 1u);
+  EXPECT_EQ(adopted[0]["attempt"], 1);
+  EXPECT_GT(adopted[0]["waited_ms"].get<int64_t>(), 0);  // it still ran
+  const std::vector<Json> resumed = Events("run_resumed");
+  ASSERT_EQ(resumed.size(), 1u);
+  EXPECT_EQ(resumed[0]["tasks_adopted"], 1);
+  EXPECT_EQ(Events("run_finished").at(0)["tasks_adopted"], 1);
+}
+
+TEST_F(AdoptionTest, ProcessGroupKilledTooOnlyStepThreeRunsTwice) {
+  // A lost attempt is charged: one retry lets it run again.
+  const std::string wf = Workflow(FiveSteps(1));
+  {
+    WizqProcess p(Run(wf));
+    ASSERT_TRUE(KillWhen(&p, "build"));
+  }
+  KillTaskGroups();
+  const WizqResult r = test::RunWizq(Run(wf));
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_EQ(Count("build"), 2);
+  for (const char* name : {"gather", "plan", "verify", "ship"}) {
+    EXPECT_EQ(Count(name), 1) << name;
+  }
+  EXPECT_TRUE(Events("task_adopted").empty());
+  const Json build = test::FindTasks(test::StatusJson(Inst()), "build").at(0);
+  EXPECT_EQ(build["attempts"], 2);
+}
+
+// One Command step; `script` runs with the task in the log directory.
+std::string OneStep(const std::string& script, const std::string& options) {
+  return "{\"entrypoint\":\"S\",\"options\":{" + options +
+         "},\"steps\":[{\"name\":\"S\",\"action\":{\"kind\":\"Command\","
+         "\"script\":\"" +
+         script + "\"},\"next\":[]}]}";
+}
+
+TEST_F(AdoptionTest, AnOrphanThatOutlivesItsTimeoutIsEndedAndRetried) {
+  const std::string wf =
+      Workflow(OneStep("echo start-$WIZQ_ATTEMPT >> log; "
+                       "if [ $WIZQ_ATTEMPT = 1 ]; then sleep 60; fi; echo []",
+                       "\"timeout\": 2, \"max_retries\": 1"));
+  const auto start = std::chrono::steady_clock::now();
+  {
+    WizqProcess p(Run(wf));
+    ASSERT_TRUE(KillWhen(&p, "start-1"));
+  }
+  const WizqResult r = test::RunWizq(Run(wf));
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_EQ(Count("start-1"), 1);
+  EXPECT_EQ(Count("start-2"), 1);
+  const std::vector<Json> failed = Events("task_failed");
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0]["reason"], "timeout");
+  EXPECT_EQ(test::ReadAll(Inst() + "/.wizard/tasks/1/1.stdout"), "");
+}
+
+TEST_F(AdoptionTest, AnOrphanKilledByASignalAfterWizqDiedRunsAgain) {
+  const std::string wf = Workflow(
+      OneStep("echo start >> log; echo $$ > shell.pid; sleep 2; echo []",
+              "\"max_retries\": 1"));
+  {
+    WizqProcess p(Run(wf));
+    ASSERT_TRUE(KillWhen(&p, "start"));
+  }
+  const long shell = std::atol(test::ReadAll(dir_.Join("shell.pid")).c_str());
+  ASSERT_GT(shell, 1);
+  kill(static_cast<pid_t>(shell), SIGKILL);  // the shell only, not its group
+  const WizqResult r = test::RunWizq(Run(wf));
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_EQ(Count("start"), 2);
+  EXPECT_TRUE(Events("task_adopted").empty());
+}
+
+TEST_F(AdoptionTest, AScriptThatExecsIsAdopted) {
+  const std::string wf =
+      Workflow(OneStep("exec sh -c 'echo start >> log; sleep 1; echo []'", ""));
+  {
+    WizqProcess p(Run(wf));
+    ASSERT_TRUE(KillWhen(&p, "start"));
+  }
+  const WizqResult r = test::RunWizq(Run(wf));
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_EQ(Count("start"), 1);
+  EXPECT_EQ(Events("task_adopted").size(), 1u);
+}
+
+TEST_F(AdoptionTest, AnOrphanWithAnInvalidResponseIsJudgedInvalid) {
+  const std::string wf =
+      Workflow(OneStep("echo start >> log; sleep 1; echo not-json", ""));
+  {
+    WizqProcess p(Run(wf));
+    ASSERT_TRUE(KillWhen(&p, "start"));
+  }
+  const WizqResult r = test::RunWizq(Run(wf));
+  ASSERT_TRUE(r.exited && r.code == 1) << r.Describe();
+  EXPECT_EQ(Count("start"), 1);
+  EXPECT_EQ(Events("task_adopted").size(), 1u);
+  const Json task = test::FindTask(test::StatusJson(Inst()), 1);
+  EXPECT_EQ(task["error"]["reason"], "invalid_response") << task.dump();
+  EXPECT_EQ(task["attempts"], 1);
+}
+
+TEST_F(AdoptionTest, AFinishedShellWhoseBackgroundChildHoldsStdoutIsAdopted) {
+  const std::string wf = Workflow(
+      OneStep("(sleep 60; echo late) & echo $! > bg.pid; echo start >> log; "
+              "sleep 1; echo []",
+              ""));
+  {
+    WizqProcess p(Run(wf));
+    ASSERT_TRUE(KillWhen(&p, "start"));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // it ends
+  const auto start = std::chrono::steady_clock::now();
+  const WizqResult r = test::RunWizq(Run(wf));
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(Count("start"), 1);
+  EXPECT_EQ(Events("task_adopted").size(), 1u);
+  const long bg = std::atol(test::ReadAll(dir_.Join("bg.pid")).c_str());
+  ASSERT_GT(bg, 1);
+  EXPECT_TRUE(test::WaitFor([&] { return test::ProcessDead(bg); },
+                            std::chrono::seconds(5)));
+}
+
+TEST_F(AdoptionTest, ASecondLiveWorkerAdopts) {
+  const std::string wf =
+      Workflow(OneStep("echo start >> log; sleep 1.5; echo []", ""));
+  WizqProcess a(Run(wf));
+  ASSERT_TRUE(WaitForLine("start"));
+  WizqProcess b(Run(wf));  // joins the live run; nothing to claim yet
+  ASSERT_TRUE(test::WaitFor([&] { return Events("worker_joined").size() >= 2; },
+                            std::chrono::seconds(20)));
+  a.Kill(SIGKILL);
+  a.Wait();
+  const WizqResult& r = b.Wait();
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_EQ(Count("start"), 1);
+  const std::vector<Json> adopted = Events("task_adopted");
+  ASSERT_EQ(adopted.size(), 1u);
+  EXPECT_EQ(adopted[0]["worker"], Events("worker_joined").at(1)["worker"]);
+  EXPECT_TRUE(Events("run_resumed").empty());
+}
+
+TEST_F(AdoptionTest, AKillDuringTheAdoptionItselfAdoptsAgain) {
+  const std::string wf =
+      Workflow(OneStep("echo start >> log; sleep 2; echo []", ""));
+  {
+    WizqProcess p(Run(wf));
+    ASSERT_TRUE(KillWhen(&p, "start"));
+  }
+  {
+    WizqProcess adopter(Run(wf));
+    ASSERT_TRUE(
+        test::WaitFor([&] { return Events("worker_joined").size() >= 2; },
+                      std::chrono::seconds(20)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    adopter.Kill(SIGKILL);
+    ASSERT_FALSE(adopter.Wait().exited);
+  }
+  const WizqResult r = test::RunWizq(Run(wf));
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_EQ(Count("start"), 1);
+  EXPECT_EQ(Events("task_adopted").size(), 1u);
+  EXPECT_EQ(test::FindTask(test::StatusJson(Inst()), 1)["attempts"], 1);
+}
+
+// --fresh after a crash: the old run's attempt is ended before the new run
+// starts, and the new run's idempotency keys differ.
+TEST_F(AdoptionTest, FreshEndsTheOldRunsOrphansAndNeverReusesItsKeys) {
+  const std::string wf =
+      Workflow(OneStep("echo start-$WIZQ_IDEMPOTENCY_KEY >> log; sleep 2; "
+                       "echo end-$WIZQ_IDEMPOTENCY_KEY >> log; echo []",
+                       ""));
+  {
+    WizqProcess p(Run(wf));
+    ASSERT_TRUE(test::WaitFor([&] { return !LogLines().empty(); },
+                              std::chrono::seconds(20)));
+    p.Kill(SIGKILL);
+    ASSERT_FALSE(p.Wait().exited);
+  }
+  const std::string old_key = LogLines().at(0).substr(6);
+  std::vector<std::string> fresh = Run(wf);
+  fresh.push_back("--fresh");
+  const WizqResult r = test::RunWizq(fresh);
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const std::vector<std::string> lines = LogLines();
+  ASSERT_EQ(lines.size(), 3u) << test::ReadAll(Log());
+  EXPECT_EQ(Count("end-" + old_key), 0) << "the old attempt kept running";
+  EXPECT_NE(lines[1], "start-" + old_key) << "a key was reused";
+}
+
+// A run directory written before adoption (pgid records of three fields,
+// the shell's, no exit record): a task in flight when that wizq died is a
+// lost attempt (its tree is ended, it runs again), the run completes, and
+// `wizq log --task` still shows the tasks.
+TEST_F(AdoptionTest, ARunOfThePreviousLayoutResumes) {
+  const std::string wf = Workflow(FiveSteps(1));
+  {
+    WizqProcess p(Run(wf));
+    ASSERT_TRUE(KillWhen(&p, "build"));
+  }
+  // What an older wizq left: its shell leading the group, holding the lock,
+  // recorded as "<pid> <start time> <boot id>".
+  const std::string pgid = Inst() + "/.wizard/tasks/3/pgid";
+  const std::string record = test::ReadAll(pgid);
+  const std::vector<std::string> fields = [&] {
+    std::vector<std::string> f;
+    std::string line = record.substr(0, record.find('\n'));
+    for (size_t at = 0; at != std::string::npos;) {
+      const size_t sp = line.find(' ', at);
+      f.push_back(line.substr(at, sp == std::string::npos ? sp : sp - at));
+      at = sp == std::string::npos ? sp : sp + 1;
+    }
+    return f;
+  }();
+  ASSERT_EQ(fields.size(), 5u) << record;
+  test::WriteAll(pgid, fields[0] + " " + fields[1] + " " + fields[2] + "\n");
+  const WizqResult r = test::RunWizq(Run(wf));
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_EQ(Count("build"), 2);  // the old tree was ended, then re-run
+  EXPECT_TRUE(Events("task_adopted").empty());
+  for (const char* name : {"gather", "plan", "verify", "ship"}) {
+    EXPECT_EQ(Count(name), 1) << name;
+  }
+  EXPECT_EQ(test::ReadAll(Inst() + "/.wizard/tasks/1/1.stdout"),
+            "[{\"kind\":\"plan\",\"value\":{}}]\n");
+  const WizqResult log =
+      test::RunWizq({"wizq", "log", "--dir", Inst(), "--task", "3"});
+  ASSERT_TRUE(log.exited && log.code == 0) << log.Describe();
+  EXPECT_TRUE(test::Contains(log.out, "worker_lost")) << log.out;
+  EXPECT_TRUE(test::Contains(log.out, "completed")) << log.out;
+}
+
+// While a task runs and nothing else can be claimed, wizq waits: one
+// long-lived commit thread, a backoff after an empty claim (it used to
+// start ~850 commit threads a second: 0.17 s of CPU for one `sleep 2`).
+TEST_F(AdoptionTest, WaitingForALongTaskCostsAlmostNoCpu) {
+  const std::string wf = Workflow(OneStep("sleep 2; echo []", ""));
+  auto cpu_ms = [] {
+    rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000.0 +
+           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000.0;
+  };
+  const double before = cpu_ms();
+  const WizqResult r = test::RunWizq(Run(wf));
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_LT(cpu_ms() - before, 80.0);
+}
+
+}  // namespace
+}  // namespace wizq
