@@ -243,8 +243,13 @@ CaseResult Crashtest::KillAt(const KillPoint& point, size_t n) {
   }
   ChildResult r = RunWizq(point.crash_at, deadline_ms_);
   c.crashed = r.exited && r.code == kCrashExitCode;
-  // A power cut: every task process tree dies with wizq.
-  if (c.crashed && !o_.orchestrator_only) crashtest::KillDescendants();
+  // A power cut: every task process tree dies with wizq, and what the page
+  // cache held and nobody synced is gone: the exit records the attempts'
+  // supervisors wrote while wizq lived (docs/PROTOCOL.md).
+  if (c.crashed && !o_.orchestrator_only) {
+    crashtest::KillDescendants();
+    crashtest::DropUnsyncedExitRecords(install_);
+  }
   while (c.crashed && c.resumes < kMaxResumes && !r.interrupted) {
     c.resumes++;
     r = RunWizq("", deadline_ms_);

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "fs/env.h"
+#include "tasks/orphans_record.h"
 
 extern char** environ;
 
@@ -258,6 +259,32 @@ bool Interrupted() {
   struct timespec zero = {0, 0};
   if (sigtimedwait(&set, nullptr, &zero) > 0) g_interrupted = true;
   return g_interrupted;
+}
+
+int DropUnsyncedExitRecords(const std::string& install_dir) {
+  const std::string tasks = install_dir + "/.wizard/tasks";
+  DIR* d = opendir(tasks.c_str());
+  if (d == nullptr) return 0;
+  int dropped = 0;
+  while (struct dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    // The record's layout is tasks/orphans_record.h's: the start line, then
+    // the end line; only the parser there knows the fields.
+    const std::string path = tasks + "/" + e->d_name + "/pgid";
+    std::string text;
+    if (!Env::Posix()->ReadFile(path, &text).ok()) continue;
+    internal::AttemptRecord r;
+    if (!internal::ParseAttemptRecord(text, &r) || !r.ended || r.synced) {
+      continue;
+    }
+    const size_t first = text.find('\n');
+    if (first != std::string::npos &&
+        truncate(path.c_str(), static_cast<off_t>(first + 1)) == 0) {
+      dropped++;
+    }
+  }
+  closedir(d);
+  return dropped;
 }
 
 }  // namespace wizq::crashtest

@@ -65,6 +65,13 @@ ChildResult WaitChild(pid_t pid, int64_t deadline_ms);
 // how many processes were signalled.
 int KillDescendants();
 
+// What a power cut does to the attempts of the run in `install_dir` beyond
+// killing them: an exit record its supervisor wrote without syncing (while
+// wizq lived, tasks/orphans_record.h) is lost with the page cache, so the
+// attempt is lost, not adopted. Records written synced are kept. Returns
+// how many records were dropped.
+int DropUnsyncedExitRecords(const std::string& install_dir);
+
 // True once SIGINT or SIGTERM has reached crashtest.
 bool Interrupted();
 

@@ -158,7 +158,11 @@ Status Reuser::ReuseReady(Txn& txn, std::vector<int64_t>* reused,
     examined_ = std::max(examined_, id);
     const QueueState& s = txn.state();
     const Task* t = s.Find(id);
-    if (t == nullptr || t->state != TaskState::kPending || t->attempts != 0) {
+    // A task that was tried before (put back: its worker died, it was
+    // interrupted, an attempt was refunded to be adopted) runs live or is
+    // adopted: its earlier attempt may still be running.
+    if (t == nullptr || t->state != TaskState::kPending || t->attempts != 0 ||
+        !t->error_reason.empty()) {
       continue;
     }
     const PreviousRun::Done* m = Match(s, *t);

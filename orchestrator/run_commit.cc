@@ -123,7 +123,6 @@ CommitResult RunLoop::Commit(std::vector<Outcome> outcomes, int want,
   });
   if (!r.status.ok()) return r;
   const QueueState& s = queue_->state();
-  for (const Outcome& o : outcomes) r.finished.push_back(*s.Find(o.id));
   for (int64_t id : r.reused_ids) r.reused.push_back(*s.Find(id));
   for (const Outcome& o : outcomes) {
     if (!o.release) r.finished.push_back(*s.Find(o.id));

@@ -137,7 +137,7 @@ TEST_F(CrashtestTest, PowerCutReRunsATaskThatWasRunning) {
 // adopted on resume instead of run again, so even the appending step leaves
 // the same file and no task runs twice. Until adoption is in, Build runs
 // twice at "before commit 5" (and Slow at "after commit 4") and this fails.
-TEST_F(CrashtestTest, DISABLED_OrchestratorOnlyAdoptsInsteadOfReRunning) {
+TEST_F(CrashtestTest, OrchestratorOnlyAdoptsInsteadOfReRunning) {
   for (const char* fixture : {"append", "fanout"}) {
     const WizqResult r = Crashtest(fixture, {"--orchestrator-only", "--json"});
     EXPECT_TRUE(r.exited && r.code == 0) << fixture << ": " << r.Describe();

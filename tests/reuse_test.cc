@@ -11,7 +11,9 @@
 //   Leaf, Cfg         -> []
 // With items [1,2,3]: Work 3's Leaf {k:1} is deduplicated into Work 1's.
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -336,8 +338,16 @@ TEST_F(ReuseTest, KillNineInAReusingRunThenResume) {
                    std::string::npos;
       },
       std::chrono::seconds(30)));
+  // A power cut: wizq and the running Leaves' process groups (their
+  // supervisors lead them; the pgid records name them), so the Leaves are
+  // lost attempts and run again rather than being adopted.
   p.Kill(SIGKILL);
   p.Wait(std::chrono::seconds(10));
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_ + "/.wizard/tasks", ec)) {
+    const long pgid = std::atol(test::ReadAll(e.path() / "pgid").c_str());
+    if (pgid > 1) kill(-static_cast<pid_t>(pgid), SIGKILL);
+  }
   Script("leaf.sh", "leaf", "echo '[]'");  // finish quickly now
   const WizqResult r = Run({});            // resume, as a user would
   ASSERT_EQ(r.code, 0) << r.Describe();
