@@ -3,6 +3,7 @@
 #include "agent/instructions.h"
 #include "fs/env.h"
 #include "tasks/attempt_files.h"
+#include "tasks/orphans_record.h"
 
 namespace wizq {
 namespace {
@@ -107,8 +108,10 @@ void AgentExecutor::TerminateAll(double grace_seconds) {
 }
 
 bool AgentExecutor::AttemptStarted(int64_t task_id, int attempt) const {
-  return env_->FileExists(
-      AttemptFiles(wizard_dir_, task_id, attempt).stdin_path());
+  // As CommandExecutor's: the same supervisor starts the agent's tree.
+  const AttemptFiles files(wizard_dir_, task_id, attempt);
+  return env_->FileExists(files.stdin_path()) &&
+         internal::AttemptBegan(env_, files.dir(), attempt);
 }
 
 Status AgentExecutor::ReapOrphans(int64_t task_id) {

@@ -36,6 +36,10 @@ class AgentExecutor : public Executor {
   void TerminateAll(double grace_seconds) override;
   bool AttemptStarted(int64_t task_id, int attempt) const override;
   Status ReapOrphans(int64_t task_id) override;
+  bool SetWakeFd(int fd) override {
+    runner_.set_wake_fd(fd);
+    return true;
+  }
 
  private:
   Env* const env_;

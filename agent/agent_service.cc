@@ -109,6 +109,8 @@ Status DirAgentService::OpenQueue(std::unique_ptr<Queue>* q, bool* finished) {
   o.install_dir = realpath(dir_.c_str(), buf) != nullptr ? buf : dir_;
   o.mode = OpenMode::kAttach;
   o.leases_only = true;
+  // A dead `wizq run`'s Command attempts are its successor's to adopt.
+  o.reclaim_worker_claims = false;
   OpenReport report;
   Status s = Queue::Open(o, q, &report);
   if (s.IsNotFound()) {

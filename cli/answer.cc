@@ -89,6 +89,8 @@ int DoAnswer(const AnswerArgs& args) {
   // Then as one more worker of the run: checked again under the lock, all
   // recorded in one batch or none.
   qo.mode = OpenMode::kAttach;
+  // A dead run's Command attempts are the next `wizq run`'s to adopt.
+  qo.reclaim_worker_claims = false;
   OpenReport report;
   s = Queue::Open(qo, &q, &report);
   if (s.ok() && report.action == OpenAction::kFinished) {

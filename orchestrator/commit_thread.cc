@@ -28,7 +28,19 @@ std::future<CommitResult> CommitThread::Launch(
   std::future<CommitResult> f;
   {
     std::lock_guard<std::mutex> l(mu_);
-    task_ = std::packaged_task<CommitResult()>(std::move(commit));
+    // The wake is written before the future becomes ready, so a Drain()
+    // after get() never leaves a stale wake behind (which would make every
+    // Wait return at once: a busy loop until the next commit).
+    const int fd = wake_fd_;
+    task_ =
+        std::packaged_task<CommitResult()>([commit = std::move(commit), fd]() {
+          CommitResult r = commit();
+          if (fd >= 0) {
+            const uint64_t one = 1;
+            [[maybe_unused]] const ssize_t n = write(fd, &one, sizeof(one));
+          }
+          return r;
+        });
     f = task_.get_future();
     has_task_ = true;
   }
@@ -54,10 +66,6 @@ void CommitThread::Loop() {
     has_task_ = false;
     l.unlock();
     task();
-    if (wake_fd_ >= 0) {
-      const uint64_t one = 1;
-      [[maybe_unused]] const ssize_t r = write(wake_fd_, &one, sizeof(one));
-    }
     l.lock();
   }
 }

@@ -52,7 +52,10 @@ Status PreviousRun::Load(Env* env, const std::string& archive_dir,
       d.children.insert(d.children.end(), c->deduplicated.begin(),
                         c->deduplicated.end());
       if (!d.def_hash.empty()) run->with_def_hash_++;
-      if (run->tasks_[c->id - 1].finally_for == 0) {
+      // An empty key (an imported duplicate, queue/import.cc) matches
+      // nothing.
+      if (run->tasks_[c->id - 1].finally_for == 0 &&
+          !run->tasks_[c->id - 1].dedup_key.empty()) {
         run->by_key_[run->tasks_[c->id - 1].dedup_key] = c->id;
       }
       run->done_[c->id] = std::move(d);
@@ -109,7 +112,9 @@ const std::string& Reuser::StepHash(const std::string& step,
 // canonical inputs (a hook: its owner's match's hook); def_hash unchecked.
 const PreviousRun::Done* Reuser::Match(const QueueState& s,
                                        const Task& t) const {
-  if (t.origin != Origin::kFinally) return prev_->ByKey(t.dedup_key);
+  if (t.origin != Origin::kFinally) {
+    return t.dedup_key.empty() ? nullptr : prev_->ByKey(t.dedup_key);
+  }
   const Task* owner = s.Find(t.finally_for);
   if (owner == nullptr) return nullptr;
   const PreviousRun::Done* o = owner->reused_from != 0

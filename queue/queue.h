@@ -88,6 +88,13 @@ struct QueueOptions {
   // call). No worker is registered (no worker_joined/worker_left), claims
   // must be ClaimLeased, and Close writes nothing.
   bool leases_only = false;
+  // Whether this process puts back the claims of dead workers (a lapsed
+  // lease is always put back). A process that cannot judge a worker's
+  // attempt — adopt it, or tell whether it started (attempt_adoptable,
+  // attempt_started) — such as a `wizq agent` call or `wizq answer`, sets
+  // false and leaves them to the next `wizq run`, which adopts a tree that
+  // finished on its own instead of charging and re-running it.
+  bool reclaim_worker_claims = true;
   // Whether the current attempt of a dead worker's task can be adopted: its
   // process tree still runs, or finished on its own and left an exit record
   // (docs/PROTOCOL.md, "Orphans after a crash"). Such a task goes back to

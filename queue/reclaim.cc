@@ -86,7 +86,9 @@ Status DirQueue::ReclaimLostClaims(Reclaimed* out) {
   std::vector<int64_t> others;
   for (int64_t id : state_->in_progress()) {
     const Task* t = state_->Find(id);
-    if (t->claimed_by != self || !t->lease_token.empty()) others.push_back(id);
+    const bool leased = !t->lease_token.empty();
+    if (!leased && !options_.reclaim_worker_claims) continue;
+    if (t->claimed_by != self || leased) others.push_back(id);
   }
   if (others.empty()) return Status::OK();
   workers_.ForgetCache();

@@ -176,7 +176,7 @@ Status TxnImpl::NoteAdopted(int64_t id, int attempt, int64_t waited_ms) {
   WIZQ_RETURN_IF_ERROR(RequireHeld(id, &t));
   TaskAdopted e;
   e.id = id;
-  e.worker = q_->worker_id();
+  e.worker = Actor();
   e.attempt = attempt;
   e.waited_ms = waited_ms;
   return q_->Stage(e);

@@ -88,10 +88,13 @@ Status CommandExecutor::Start(const Attempt& a) {
   // this process was interrupted while it ran): adopt what it left.
   if (env_->FileExists(files.stdin_path())) {
     WIZQ_RETURN_IF_ERROR(runner_.Adopt(spec, token, &adopted));
-    if (!adopted && a.adopt_expected) {
+    if (!adopted && a.adopt_expected &&
+        internal::AttemptBegan(env_, files.dir(), a.number)) {
       // Refunded to be adopted, but its tree died since without an exit
       // record: a lost attempt, charged like one (the reclaim could not
-      // know).
+      // know). An attempt that never began (wizq died between writing its
+      // stdin and starting its supervisor, also put back as worker_lost)
+      // simply runs now.
       runner_.ReportLost(spec, token);
       adopted = true;
     }

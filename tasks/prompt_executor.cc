@@ -90,7 +90,12 @@ size_t PromptExecutor::running() const {
 }
 
 void PromptExecutor::TerminateAll(double) {
-  stop_ = true;
+  {
+    // Under the lock: the asker either sees stop_ or is already waiting
+    // when the notification comes (no lost wakeup, no hung join).
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+  }
   cv_.notify_all();
   if (asker_.joinable()) asker_.join();
   std::lock_guard<std::mutex> g(mu_);

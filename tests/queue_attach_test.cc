@@ -174,6 +174,40 @@ TEST_F(QueueTest, TransactionOfAnAttachedQueueReclaimsADeadWorkersTask) {
   ExpectDiskMatches(agent.get());
 }
 
+// A process that cannot judge a worker's attempt (a `wizq agent` call,
+// `wizq answer`) leaves a dead worker's claims to the next run worker, which
+// can adopt what the attempt left (QueueOptions::reclaim_worker_claims).
+TEST_F(QueueTest, AttachedQueueThatCannotJudgeAttemptsLeavesWorkerClaims) {
+  QueueOptions o = Options();
+  o.initial_tasks = {MakeTask("A", "1", 0, 1, Origin::kInitial)};
+  auto q1 = OpenOk(o);
+  ASSERT_EQ(Claim(q1.get()), 1);
+  q1.reset();  // its process dies; its attempt may still run
+  QueueOptions ao = AttachOptions(install_);
+  ao.reclaim_worker_claims = false;
+  std::unique_ptr<Queue> agent;
+  ASSERT_TRUE(Queue::Open(ao, &agent, nullptr).ok());
+  Reclaimed seen;
+  ASSERT_TRUE(agent
+                  ->Transact([&](Txn& txn) {
+                    seen = txn.reclaimed();
+                    return Status::OK();
+                  })
+                  .ok());
+  EXPECT_TRUE(seen.reset.empty());
+  EXPECT_TRUE(seen.lost.empty());
+  EXPECT_EQ(agent->state().Find(1)->state, TaskState::kInProgress);
+  EXPECT_TRUE(LinesOf(LogPath(), "task_failed").empty());
+  agent.reset();
+  // A run worker that comes next does put it back (here: failed, as its
+  // only attempt ran and nothing can adopt it).
+  std::unique_ptr<Queue> other;
+  ASSERT_TRUE(Attach(install_, &other, nullptr).ok());
+  ASSERT_TRUE(other->Transact([](Txn&) { return Status::OK(); }).ok());
+  EXPECT_EQ(other->state().Find(1)->state, TaskState::kFailed);
+  EXPECT_EQ(other->state().Find(1)->error_reason, kReasonWorkerLost);
+}
+
 // A transaction whose callback fails commits nothing, its reclaim neither;
 // the next one puts the claim back.
 TEST_F(QueueTest, FailedTransactionDropsItsReclaimToo) {
