@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/integration_util.h"
+#include "tests/process_util.h"
 #include "tests/test_util.h"
 
 namespace wizq {
@@ -371,7 +372,11 @@ TEST_F(AdoptionTest, WaitingForALongTaskCostsAlmostNoCpu) {
   const double before = cpu_ms();
   const WizqResult r = test::RunWizq(Run(wf));
   ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
-  EXPECT_LT(cpu_ms() - before, 80.0);
+  // Instrumented builds spend far more CPU starting up: the bound is for
+  // wizq's own code.
+  if (!test::UnderSanitizer()) {
+    EXPECT_LT(cpu_ms() - before, 80.0);
+  }
 }
 
 }  // namespace

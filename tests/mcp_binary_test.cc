@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/process_util.h"
 #include "tests/test_util.h"
 
 namespace wizq {
@@ -226,7 +227,10 @@ TEST(McpBinaryTest, AHugeLineIsRefusedWithoutBufferingIt) {
   EXPECT_EQ(mcp.Answer()["id"], 2);
   const long peak_kb = mcp.PeakKb();
   EXPECT_GT(peak_kb, 0);
-  EXPECT_LT(peak_kb, 160 << 10) << "the server buffered the line";
+  // Under ASan/TSan the runtimes' own memory dwarfs the bound.
+  if (!test::UnderSanitizer()) {
+    EXPECT_LT(peak_kb, 160 << 10) << "the server buffered the line";
+  }
   EXPECT_EQ(mcp.CloseAndWait(), 0) << mcp.Stderr();
 }
 
