@@ -169,17 +169,20 @@ void SetDisposition(int sig, void (*handler)(int)) {
   first.Str("\n");
   PwriteAll(kRecordFd, first, 0);
 
+  // The cwd is entered here, in the supervisor (which uses no path after
+  // this), so a missing one is seen without relying on vfork's shared
+  // memory: a vfork that is really a fork (ThreadSanitizer's) shares none.
   volatile int spawn_errno = 0;
-  const pid_t shell = vfork();
+  if (p.cwd != nullptr && chdir(p.cwd) != 0) spawn_errno = errno;
+  pid_t shell = -2;  // -2: not started (no cwd), -1: vfork failed
+  if (spawn_errno == 0) shell = vfork();
   if (shell == 0) {
     // The shell gets default dispositions (wizq ignores SIGPIPE; exec keeps
     // ignored signals ignored).
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
       SetDisposition(sig, SIG_DFL);
     }
-    if (p.cwd == nullptr || chdir(p.cwd) == 0) {
-      execve(p.shell, p.argv, p.envp);
-    }
+    execve(p.shell, p.argv, p.envp);
     spawn_errno = errno;
     _exit(127);
   }
@@ -187,14 +190,15 @@ void SetDisposition(int sig, void (*handler)(int)) {
   end.Str("end ");
   end.Num(p.attempt);
   int status = 0;
-  if (shell < 0) {
+  if (shell == -1) {
     end.Str(" spawn ");
     end.Num(errno);
   } else {
-    pid_t r;
-    do {
+    pid_t r = -1;
+    while (shell > 0) {
       r = waitpid(shell, &status, 0);
-    } while (r < 0 && errno == EINTR);
+      if (r >= 0 || errno != EINTR) break;
+    }
     if (spawn_errno != 0) {
       end.Str(" spawn ");
       end.Num(spawn_errno);
