@@ -3,39 +3,10 @@
 #include "agent/instructions.h"
 #include "fs/env.h"
 #include "tasks/attempt_files.h"
+#include "tasks/command_executor.h"
 #include "tasks/orphans_record.h"
 
 namespace wizq {
-namespace {
-
-AttemptResult FromCommand(CommandResult c) {
-  using In = CommandResult::Outcome;
-  using Out = AttemptResult::Outcome;
-  AttemptResult r;
-  switch (c.outcome) {
-    case In::kExited:
-      r.outcome = c.exit_code == 0 ? Out::kResponded : Out::kExited;
-      break;
-    case In::kSignaled:
-      r.outcome = Out::kSignaled;
-      break;
-    case In::kTimedOut:
-      r.outcome = Out::kTimedOut;
-      break;
-    case In::kSpawnFailed:
-      r.outcome = Out::kSpawnFailed;
-      break;
-  }
-  r.exit_code = c.exit_code;
-  r.signal = c.signal;
-  r.response = std::move(c.stdout_text);
-  r.response_truncated = c.stdout_truncated;
-  r.error = std::move(c.error);
-  r.seconds = c.seconds;
-  return r;
-}
-
-}  // namespace
 
 AgentExecutor::AgentExecutor(Env* env, std::string wizard_dir,
                              std::string command)
@@ -89,7 +60,7 @@ Status AgentExecutor::Wait(int timeout_ms, Done* done) {
   WIZQ_RETURN_IF_ERROR(runner_.Wait(timeout_ms, &finished));
   for (auto& [token, command] : finished) {
     done->emplace_back(static_cast<int64_t>(token),
-                       FromCommand(std::move(command)));
+                       AttemptResultOf(std::move(command)));
   }
   return Status::OK();
 }

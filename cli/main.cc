@@ -11,9 +11,9 @@
 #include <cstring>
 #include <string>
 
-#include "cli/crashtest.h"
-#include "cli/answer.h"
 #include "cli/agent.h"
+#include "cli/answer.h"
+#include "cli/crashtest.h"
 #include "cli/inspect.h"
 #include "cli/interop.h"
 #include "cli/mcp.h"

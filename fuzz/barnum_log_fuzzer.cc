@@ -36,10 +36,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   FUZZ_CHECK(ValidateImport(imp.run).ok(), "an import the queue refuses");
   FUZZ_CHECK(imp.classes.size() == log.tasks.size(), "a task not classified");
-  FUZZ_CHECK(imp.run.tasks_pending + imp.run.tasks_waiting +
-                     imp.run.tasks_done ==
-                 static_cast<int64_t>(log.tasks.size()),
-             "counts do not add up");
+  FUZZ_CHECK(
+      imp.run.tasks_pending + imp.run.tasks_waiting + imp.run.tasks_done ==
+          static_cast<int64_t>(log.tasks.size()),
+      "counts do not add up");
   FUZZ_CHECK(imp.ids.size() == imp.run.tasks.size(), "ids and tasks differ");
   return 0;
 }

@@ -22,7 +22,9 @@ std::string StdinOf(const Attempt& a) {
   return text;
 }
 
-AttemptResult FromCommand(CommandResult c) {
+}  // namespace
+
+AttemptResult AttemptResultOf(CommandResult c) {
   using In = CommandResult::Outcome;
   using Out = AttemptResult::Outcome;
   AttemptResult r;
@@ -51,8 +53,6 @@ AttemptResult FromCommand(CommandResult c) {
   r.lost = c.lost;
   return r;
 }
-
-}  // namespace
 
 CommandExecutor::CommandExecutor(Env* env, std::string wizard_dir)
     : env_(env != nullptr ? env : Env::Posix()),
@@ -109,7 +109,7 @@ Status CommandExecutor::Wait(int timeout_ms, Done* done) {
   WIZQ_RETURN_IF_ERROR(runner_.Wait(timeout_ms, &finished));
   for (auto& [token, command] : finished) {
     const int64_t id = static_cast<int64_t>(token);
-    AttemptResult r = FromCommand(std::move(command));
+    AttemptResult r = AttemptResultOf(std::move(command));
     auto it = attempts_.find(id);
     if (r.outcome != AttemptResult::Outcome::kResponded &&
         it != attempts_.end()) {

@@ -16,6 +16,10 @@
 
 namespace wizq {
 
+// How a process attempt ended, as an Executor reports it (a Command's, or
+// a Pool agent's run by `wizq run --agent`).
+AttemptResult AttemptResultOf(CommandResult c);
+
 class Env;
 
 class CommandExecutor : public Executor {

@@ -148,12 +148,12 @@ TEST(QueueEventsTest, TaskEventsEncodeToTheirGoldenLines) {
                   "\"task_claimed\",\"id\":4,\"type\":\"Download\","
                   "\"worker\":\"w4242-1a2b3c4d\",\"attempt\":1}");
   // A claim held by a lease (SPEC §9), with and without the agent's name.
-  ExpectCodec(TaskClaimed{4, "Review", "agent", 2, "0a1b", 1700000060000,
-                          "claude"},
-              std::string(kHead) +
-                  "\"task_claimed\",\"id\":4,\"type\":\"Review\","
-                  "\"worker\":\"agent\",\"attempt\":2,\"lease\":\"0a1b\","
-                  "\"lease_expires_ms\":1700000060000,\"agent\":\"claude\"}");
+  ExpectCodec(
+      TaskClaimed{4, "Review", "agent", 2, "0a1b", 1700000060000, "claude"},
+      std::string(kHead) +
+          "\"task_claimed\",\"id\":4,\"type\":\"Review\","
+          "\"worker\":\"agent\",\"attempt\":2,\"lease\":\"0a1b\","
+          "\"lease_expires_ms\":1700000060000,\"agent\":\"claude\"}");
   ExpectCodec(TaskClaimed{4, "Review", "agent", 1, "0a1b", 99, {}},
               std::string(kHead) +
                   "\"task_claimed\",\"id\":4,\"type\":\"Review\","
@@ -226,8 +226,8 @@ TEST(QueueEventsTest, CorpusLogsReencodeByteForByte) {
   std::set<std::string> kinds;
   for (const char* name :
        {"installer", "fanoutkill", "hookretry", "poison", "retried", "nested",
-        "childfails", "invalid", "basic3", "retryfailed", "reused",
-        "imported", "gate", "leases", "adopted"}) {
+        "childfails", "invalid", "basic3", "retryfailed", "reused", "imported",
+        "gate", "leases", "adopted"}) {
     const std::string path = dir + "/" + name + ".audit.jsonl";
     const std::string data = test::ReadAll(path);
     ASSERT_FALSE(data.empty()) << path;
@@ -290,7 +290,8 @@ TEST(QueueEventsTest, FieldsBeforeTheEventNameAreDecoded) {
                           &h, &e)
                   .ok());
   ASSERT_TRUE(std::holds_alternative<TaskClaimed>(e));
-  EXPECT_TRUE((std::get<TaskClaimed>(e) == TaskClaimed{4, "T", "w", 3, {}, 0, {}}));
+  EXPECT_TRUE(
+      (std::get<TaskClaimed>(e) == TaskClaimed{4, "T", "w", 3, {}, 0, {}}));
   EXPECT_EQ(h.seq, 2);
   EXPECT_EQ(h.ts, 5);
 }
@@ -318,8 +319,8 @@ TEST(QueueEventsTest, StateErrorsNameTheSeqAndEvent) {
           .ApplyEvent(EncodeEventLine(
               1, 1, RunStarted{1, "r", "/x", "t", 1, "{}", "{\"s\":1}"}))
           .ok());
-  Status s =
-      state.ApplyEvent(EncodeEventLine(2, 1, TaskClaimed{9, "T", "w", 1, {}, 0, {}}));
+  Status s = state.ApplyEvent(
+      EncodeEventLine(2, 1, TaskClaimed{9, "T", "w", 1, {}, 0, {}}));
   EXPECT_TRUE(s.IsCorruption());
   EXPECT_NE(s.message().find("audit event seq 2 (task_claimed)"),
             std::string::npos)

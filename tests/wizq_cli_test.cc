@@ -814,8 +814,8 @@ TEST_F(WizqCliTest, SigtermStopsTasksAndPutsThemBack) {
 // says once that it waits for agents and how to start one (also as a
 // --json note), and Ctrl+C leaves the Pool task pending for later.
 TEST_F(WizqCliTest, RunWithOnlyPoolTasksLeftWaitsForAgents) {
-  WizqProcess run({"wizq", "run", DataFile("pool.jsonc"), "--dir", dir_.path(),
-                   "--json"});
+  WizqProcess run(
+      {"wizq", "run", DataFile("pool.jsonc"), "--dir", dir_.path(), "--json"});
   ASSERT_TRUE(test::WaitFor(
       [&] { return Contains(run.Stderr(), "waiting for agents"); },
       test::seconds(30)))
