@@ -44,24 +44,31 @@ Status TxnImpl::Submit(const NewTask& task, int64_t* id, bool* deduplicated) {
   return q_->Stage(e);
 }
 
-Status TxnImpl::ClaimNext(const std::function<bool(const Task&)>& accept,
-                          int64_t* id) {
-  *id = 0;
-  const int64_t now = now_ms();
+int64_t TxnImpl::NextReady(const std::function<bool(const Task&)>& accept,
+                           int64_t now) const {
   for (int64_t pid : state().pending()) {
     const Task* t = state().Find(pid);
     if (t->retry_at_ms > now || (accept && !accept(*t))) continue;
-    *id = pid;
-    break;
+    return pid;
   }
-  if (*id == 0) return Status::OK();
-  const Task* t = state().Find(*id);
+  return 0;
+}
+
+TaskClaimed TxnImpl::ClaimOf(int64_t id) const {
+  const Task* t = state().Find(id);
   TaskClaimed e;
-  e.id = *id;
+  e.id = id;
   e.type = t->type;
   e.worker = Actor();
   e.attempt = t->attempts + 1;
-  return q_->Stage(e);
+  return e;
+}
+
+Status TxnImpl::ClaimNext(const std::function<bool(const Task&)>& accept,
+                          int64_t* id) {
+  *id = NextReady(accept, now_ms());
+  if (*id == 0) return Status::OK();
+  return q_->Stage(ClaimOf(*id));
 }
 
 // Who acts, for the events' `worker` field: this worker, or "agent" for a
@@ -208,20 +215,10 @@ Status TxnImpl::ClaimLeased(const std::function<bool(const Task&)>& accept,
     return Status::InvalidArgument("a lease must last at least 1 ms");
   }
   const int64_t now = now_ms();
-  for (int64_t pid : state().pending()) {
-    const Task* t = state().Find(pid);
-    if (t->retry_at_ms > now || (accept && !accept(*t))) continue;
-    *id = pid;
-    break;
-  }
+  *id = NextReady(accept, now);
   if (*id == 0) return Status::OK();
   *token = NewLeaseToken();
-  const Task* t = state().Find(*id);
-  TaskClaimed e;
-  e.id = *id;
-  e.type = t->type;
-  e.worker = Actor();
-  e.attempt = t->attempts + 1;
+  TaskClaimed e = ClaimOf(*id);
   e.lease = *token;
   e.lease_expires_ms = now + lease_ms;
   e.agent = agent;

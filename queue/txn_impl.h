@@ -48,6 +48,11 @@ class TxnImpl : public Txn {
  private:
   Status RequireHeld(int64_t id, const Task** task) const;
   std::string_view Actor() const;
+  // The lowest-id pending task ready at `now` that `accept` takes (0: none).
+  int64_t NextReady(const std::function<bool(const Task&)>& accept,
+                    int64_t now) const;
+  // The task_claimed of this worker's next attempt of task `id`.
+  TaskClaimed ClaimOf(int64_t id) const;
   Status CheckLease(int64_t id, std::string_view token,
                     const Task** task) const;
   DirQueue* q_;
