@@ -17,6 +17,7 @@
 #include "queue/queue.h"
 #include "tasks/attempt_files.h"
 #include "tasks/command_runner.h"
+#include "util/shell_quote.h"
 
 namespace wizq {
 namespace {
@@ -30,18 +31,6 @@ struct Job {
   int64_t lease_ms = 60000;
   int64_t next_heartbeat_ms = 0;  // wall clock
 };
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "'";
-}
 
 // `exec` the argv: the shell is replaced by COMMAND (no shell semantics),
 // while CommandRunner still gives it its own group, lock and files.

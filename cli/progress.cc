@@ -1,14 +1,17 @@
 #include "cli/progress.h"
 
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "cli/progress_internal.h"
 #include "util/console.h"
-#include "util/json_writer.h"
+#include "util/shell_quote.h"
 
 namespace wizq {
-namespace {
 
-std::string Counts(const Progress& p) {
+std::string ProgressCounts(const Progress& p) {
   char buf[160];
   std::snprintf(buf, sizeof(buf),
                 "%lld done, %lld running, %lld pending, %lld failed (%.1fs)",
@@ -19,46 +22,12 @@ std::string Counts(const Progress& p) {
   return buf;
 }
 
+namespace {
+
 std::string TaskLabel(const Task& t) {
   std::string s = "task " + std::to_string(t.id) + " " + t.type;
   if (t.origin == Origin::kFinally) s += " (finally)";
   return s;
-}
-
-const char* ActionName(OpenAction a) {
-  switch (a) {
-    case OpenAction::kStartedFresh:
-      return "started";
-    case OpenAction::kResumed:
-      return "resumed";
-    case OpenAction::kJoined:
-      return "joined";
-    case OpenAction::kFinished:
-      return "finished";
-    case OpenAction::kReadOnly:
-      return "read_only";
-    case OpenAction::kAttached:
-      return "attached";
-  }
-  return "?";
-}
-
-std::string ShellQuote(const std::string& s) {
-  if (!s.empty() &&
-      s.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
-                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                          "0123456789_-./=:,+@%") == std::string::npos) {
-    return s;
-  }
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "'";
 }
 
 // TASK=VALUE with a value that fits the prompt: yes, the first choice, or
@@ -70,7 +39,9 @@ std::string AnswerArg(const WaitingPrompt& t) {
   return ShellQuote(std::to_string(t.id) + "=" + value);
 }
 
-std::string AnswerHint(const WaitingPrompt& t) {
+}  // namespace
+
+std::string PromptAnswerHint(const WaitingPrompt& t) {
   if (t.mode == "confirm") return "  (or " + std::to_string(t.id) + "=no)";
   if (t.mode == "choice") {
     std::string all;
@@ -80,7 +51,7 @@ std::string AnswerHint(const WaitingPrompt& t) {
   return "";
 }
 
-std::string RunCommand(const ProgressOptions& o, const WaitingPrompt& t) {
+std::string PromptRunCommand(const ProgressOptions& o, const WaitingPrompt& t) {
   std::string out;
   for (const std::string& a : o.command) {
     out += (out.empty() ? "" : " ") + ShellQuote(a);
@@ -88,11 +59,14 @@ std::string RunCommand(const ProgressOptions& o, const WaitingPrompt& t) {
   return out + " --answer " + AnswerArg(t);
 }
 
-std::string AnswerCommand(const ProgressOptions& o, const WaitingPrompt& t) {
+std::string PromptAnswerCommand(const ProgressOptions& o,
+                                const WaitingPrompt& t) {
   const std::string wizq = o.command.empty() ? "wizq" : o.command[0];
   return ShellQuote(wizq) + " answer --dir " + ShellQuote(o.install_dir) + " " +
          AnswerArg(t);
 }
+
+namespace {
 
 class Printer : public RunObserver {
  public:
@@ -101,19 +75,6 @@ class Printer : public RunObserver {
 
   void OnOpened(const std::string& run_id, const OpenReport& r,
                 const Progress& p) override {
-    if (o_.json) {
-      Json("run_opened", [&](JsonWriter& w) {
-        w.Field("run_id", run_id);
-        w.Field("action", ActionName(r.action));
-        w.Key("tasks_pending").Int(r.tasks_pending);
-        w.Key("tasks_done").Int(r.tasks_done);
-        w.Key("tasks_reset").Int(r.tasks_reset);
-        if (r.tasks_adopted) w.Key("tasks_adopted").Int(r.tasks_adopted);
-        if (!r.archived_to.empty()) w.Field("archived_to", r.archived_to);
-        if (r.archived_unfinished) w.Field("archived_unfinished", true);
-        if (r.tasks_retried) w.Key("tasks_retried").Int(r.tasks_retried);
-      });
-    }
     if (r.archived_unfinished) {
       // Work is set aside, not lost: said even under --quiet.
       Always("the previous run had not finished; it was archived (" +
@@ -147,10 +108,11 @@ class Printer : public RunObserver {
                               : ""));
         break;
       case OpenAction::kJoined:
-        Line("joined live run " + run_id + " as another worker: " + Counts(p));
+        Line("joined live run " + run_id +
+             " as another worker: " + ProgressCounts(p));
         break;
       case OpenAction::kFinished:
-        Line("run " + run_id + " has already finished: " + Counts(p) +
+        Line("run " + run_id + " has already finished: " + ProgressCounts(p) +
              "; nothing runs again (use --fresh to start over)");
         break;
       case OpenAction::kReadOnly:
@@ -160,13 +122,6 @@ class Printer : public RunObserver {
   }
 
   void OnTaskStarted(const Task& t, int attempt, const Progress& p) override {
-    if (o_.json) {
-      Json("task_started", [&](JsonWriter& w) {
-        w.Key("id").Int(t.id);
-        w.Field("type", t.type);
-        w.Key("attempt").Int(attempt);
-      });
-    }
     Plain(TaskLabel(t) + " started (attempt " + std::to_string(attempt) + ")");
     Live(p);
   }
@@ -174,21 +129,6 @@ class Printer : public RunObserver {
   void OnTaskFinished(const Task& t, const std::string& reason,
                       const std::string& message, bool will_retry, int spawned,
                       const Progress& p) override {
-    if (o_.json) {
-      Json("task_finished", [&](JsonWriter& w) {
-        w.Key("id").Int(t.id);
-        w.Field("type", t.type);
-        w.Field("state", TaskStateName(t.state));
-        w.Key("attempt").Int(t.attempts);
-        if (t.reused_from != 0) w.Key("reused_from").Int(t.reused_from);
-        if (!reason.empty()) {
-          w.Field("reason", reason);
-          w.Field("message", message);
-          w.Field("will_retry", will_retry);
-        }
-        w.Key("spawned").Int(spawned);
-      });
-    }
     if (reason.empty() && t.reused_from != 0) {
       Plain(TaskLabel(t) + " reused (task " + std::to_string(t.reused_from) +
             " of the previous run)" +
@@ -204,18 +144,8 @@ class Printer : public RunObserver {
   }
 
   void OnRunFinished(RunStatus status, const Progress& p) override {
-    if (o_.json) {
-      Json("run_finished", [&](JsonWriter& w) {
-        w.Field("status", RunStatusName(status));
-        w.Key("done").Int(p.done);
-        w.Key("failed").Int(p.failed);
-        w.Key("reused").Int(p.reused);
-        w.Key("live").Int(p.done + p.failed - p.reused);
-        w.Key("duration_ms").Int(p.elapsed_ms);
-      });
-    }
-    Line(std::string("run ") + RunStatusName(status) + ": " + Counts(p) + "; " +
-         std::to_string(p.reused) + " reused, " +
+    Line(std::string("run ") + RunStatusName(status) + ": " +
+         ProgressCounts(p) + "; " + std::to_string(p.reused) + " reused, " +
          std::to_string(p.done + p.failed - p.reused) + " ran");
   }
 
@@ -224,51 +154,23 @@ class Printer : public RunObserver {
   // --json event.
   void OnPaused(const std::vector<WaitingPrompt>& waiting,
                 const Progress& p) override {
-    if (o_.json) {
-      Json("run_paused", [&](JsonWriter& w) {
-        w.Key("waiting").BeginArray();
-        for (const WaitingPrompt& t : waiting) {
-          w.BeginObject().Key("id").Int(t.id).Field("step", t.step);
-          w.Field("mode", t.mode).Field("message", t.message);
-          w.Field("command", RunCommand(o_, t));
-          w.Field("answer_command", AnswerCommand(o_, t)).EndObject();
-        }
-        w.EndArray();
-        w.Key("done").Int(p.done).Key("pending").Int(p.pending);
-      });
-    }
     EndLiveLine();
     console::WriteLine("wizq: paused: " + std::to_string(waiting.size()) +
-                       " task(s) wait for an answer (" + Counts(p) + ")");
+                       " task(s) wait for an answer (" + ProgressCounts(p) +
+                       ")");
     for (const WaitingPrompt& t : waiting) {
       console::WriteLine("wizq:   task " + std::to_string(t.id) + " " + t.step +
                          " (" + t.mode + "): " + t.message);
-      console::WriteLine("wizq:     answer and go on: " + RunCommand(o_, t) +
-                         AnswerHint(t));
+      console::WriteLine("wizq:     answer and go on: " +
+                         PromptRunCommand(o_, t) + PromptAnswerHint(t));
       console::WriteLine("wizq:     or record it only: " +
-                         AnswerCommand(o_, t));
+                         PromptAnswerCommand(o_, t));
     }
   }
 
-  void OnNote(const std::string& message) override {
-    if (o_.json) {
-      Json("note", [&](JsonWriter& w) { w.Field("message", message); });
-    }
-    Line(message);
-  }
+  void OnNote(const std::string& message) override { Line(message); }
 
  private:
-  template <typename F>
-  void Json(const char* event, F fill) {
-    std::string out;
-    JsonWriter w(&out);
-    w.BeginObject().Field("event", event);
-    fill(w);
-    w.EndObject();
-    out.push_back('\n');
-    std::fputs(out.c_str(), stdout);
-    std::fflush(stdout);
-  }
   // A line shown in every mode but --quiet.
   // Lines go through util/console.h, which holds them back while a Prompt
   // step's question is open on the terminal.
@@ -288,7 +190,7 @@ class Printer : public RunObserver {
   }
   void Live(const Progress& p) {
     if (o_.quiet || !o_.terminal) return;
-    console::DrawLive("wizq: " + Counts(p));
+    console::DrawLive("wizq: " + ProgressCounts(p));
     live_ = true;
   }
   void EndLiveLine() {
@@ -300,10 +202,51 @@ class Printer : public RunObserver {
   bool live_ = false;
 };
 
+// Runs each printer in turn (the human lines, then the --json events).
+class Printers : public RunObserver {
+ public:
+  void Add(std::unique_ptr<RunObserver> p) { all_.push_back(std::move(p)); }
+
+  void OnOpened(const std::string& run_id, const OpenReport& r,
+                const Progress& p) override {
+    for (auto& o : all_) o->OnOpened(run_id, r, p);
+  }
+  void OnTaskStarted(const Task& t, int attempt, const Progress& p) override {
+    for (auto& o : all_) o->OnTaskStarted(t, attempt, p);
+  }
+  void OnTaskFinished(const Task& t, const std::string& reason,
+                      const std::string& message, bool will_retry, int spawned,
+                      const Progress& p) override {
+    for (auto& o : all_) {
+      o->OnTaskFinished(t, reason, message, will_retry, spawned, p);
+    }
+  }
+  void OnRunFinished(RunStatus status, const Progress& p) override {
+    for (auto& o : all_) o->OnRunFinished(status, p);
+  }
+  void OnNote(const std::string& message) override {
+    for (auto& o : all_) o->OnNote(message);
+  }
+  void OnPaused(const std::vector<WaitingPrompt>& waiting,
+                const Progress& p) override {
+    for (auto& o : all_) o->OnPaused(waiting, p);
+  }
+
+ private:
+  std::vector<std::unique_ptr<RunObserver>> all_;
+};
+
 }  // namespace
 
-std::unique_ptr<RunObserver> NewProgressPrinter(const ProgressOptions& o) {
+std::unique_ptr<RunObserver> NewHumanProgressPrinter(const ProgressOptions& o) {
   return std::make_unique<Printer>(o);
+}
+
+std::unique_ptr<RunObserver> NewProgressPrinter(const ProgressOptions& o) {
+  auto all = std::make_unique<Printers>();
+  all->Add(NewHumanProgressPrinter(o));
+  if (o.json) all->Add(NewJsonProgressPrinter(o));
+  return all;
 }
 
 }  // namespace wizq
