@@ -19,6 +19,8 @@
 #include "cli/mcp.h"
 #include "cli/progress.h"
 #include "cli/reuse_flags.h"
+#include "cli/run_errors.h"
+#include "cli/suggest.h"
 #include "fs/env.h"
 #include "orchestrator/run.h"
 #include "tasks/workflow.h"
@@ -26,7 +28,8 @@
 namespace wizq {
 namespace {
 
-void OnSignal(int, siginfo_t* info, void*) {
+void OnSignal(int signo, siginfo_t* info, void*) {
+  NoteStopSignal(signo);
   RequestStop(info != nullptr ? static_cast<int>(info->si_pid) : 0);
 }
 
@@ -38,6 +41,19 @@ void InstallSignalHandlers() {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+}
+
+// Reads all of stdin (`--input-file -`).
+Status ReadStdin(std::string* out) {
+  out->clear();
+  char buf[65536];
+  while (true) {
+    const ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+    if (n == 0) return Status::OK();
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOErrorFromErrno("reading", "stdin", errno);
+    out->append(buf, static_cast<size_t>(n));
+  }
 }
 
 struct RunArgs {
@@ -65,11 +81,19 @@ std::vector<std::string> WithoutAnswers(int argc, char** argv) {
 int DoRun(RunArgs& a) {
   if (!a.input_file.empty()) {
     // Follows symlinks, unlike wizq's own files: the user named this file.
-    Status s = Env::Posix()->ReadUserFile(a.input_file, &a.options.input_json);
+    // `-` is stdin.
+    Status s = a.input_file == "-"
+                   ? ReadStdin(&a.options.input_json)
+                   : Env::Posix()->ReadUserFile(a.input_file,
+                                                &a.options.input_json);
     if (!s.ok()) {
       // s names the file too: "open in.json: No such file or directory".
-      std::fprintf(stderr, "wizq run: cannot read --input-file %s: %s\n",
-                   a.input_file.c_str(), s.message().c_str());
+      JsonError e;
+      e.message = "cannot read --input-file " + a.input_file + ": " +
+                  s.message();
+      e.file = a.input_file;
+      e.field = "--input-file";
+      ReportRunError(e, "", a.json);
       return kExitInvalid;
     }
   }
@@ -82,7 +106,8 @@ int DoRun(RunArgs& a) {
   po.install_dir = a.options.install_dir;
   // A person can answer: stdin and stderr are a terminal whose foreground
   // we are (a background job, `wizq run ... &`, would be stopped reading).
-  a.options.interactive = !a.json && isatty(STDIN_FILENO) != 0 &&
+  a.options.interactive = !a.json && a.input_file != "-" &&
+                          isatty(STDIN_FILENO) != 0 &&
                           isatty(STDERR_FILENO) != 0 &&
                           tcgetpgrp(STDIN_FILENO) == getpgrp();
   auto printer = NewProgressPrinter(po);
@@ -90,7 +115,12 @@ int DoRun(RunArgs& a) {
   std::string error;
   int code = RunWorkflow(a.options, printer.get(), &error);
   printer.reset();
-  if (!error.empty()) std::fprintf(stderr, "wizq run: %s\n", error.c_str());
+  if (!error.empty()) {
+    JsonError e;
+    e.code = code;
+    e.message = error;
+    ReportRunError(e, a.options.workflow_path, a.json);
+  }
   return code;
 }
 
@@ -154,7 +184,7 @@ int Main(int argc, char** argv) {
                                     "Entry input (JSON)");
   run_cmd
       ->add_option("--input-file", run.input_file,
-                   "Read the entry input from a file")
+                   "Read the entry input from a file (- reads stdin)")
       ->excludes(input);
   run_cmd
       ->add_option("--jobs,-j", run.options.jobs,
@@ -220,36 +250,21 @@ int Main(int argc, char** argv) {
   CLI::App* mcp_cmd = AddMcpCommand(app, &mcp, WIZQ_VERSION);
 
   // CLI11 reports an unknown command as "A subcommand is required"; name it.
-  if (argc > 1 && argv[1][0] != '-') {
-    std::string names;
-    bool known = false;
-    for (const CLI::App* sub :
-         app.get_subcommands([](CLI::App*) { return true; })) {
-      known = known || sub->get_name() == argv[1];
-      names += (names.empty() ? "" : ", ") + sub->get_name();
-    }
-    if (!known) {
-      std::fprintf(stderr,
-                   "wizq: unknown command \"%s\"; the commands are %s (see "
-                   "wizq --help)\n",
-                   argv[1], names.c_str());
-      return kExitInvalid;
-    }
-  }
+  if (ReportUnknownCommand(app, argc, argv)) return kExitInvalid;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : kExitInvalid;
+    return ReportParseError(app, e, argc, argv);
   }
   if (*run_cmd && !resume_from.empty()) {
     return DoResumeFrom(resume_from, run.options, run.input_file, run.json,
                         run.quiet, InstallSignalHandlers);
   }
   if (*run_cmd && run.options.workflow_path.empty()) {
-    std::fprintf(stderr,
-                 "wizq run: WORKFLOW is required (or --resume-from "
-                 "BARNUM_LOG)\n");
+    JsonError e;
+    e.message = "WORKFLOW is required (or --resume-from BARNUM_LOG)";
+    e.field = "WORKFLOW";
+    ReportRunError(e, "", run.json);
     return kExitInvalid;
   }
   if (*export_cmd) return DoExport(export_args);
