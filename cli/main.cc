@@ -21,6 +21,7 @@
 #include "cli/reuse_flags.h"
 #include "cli/run_errors.h"
 #include "cli/suggest.h"
+#include "cli/validate.h"
 #include "fs/env.h"
 #include "orchestrator/run.h"
 #include "tasks/workflow.h"
@@ -124,25 +125,6 @@ int DoRun(RunArgs& a) {
   return code;
 }
 
-int DoValidate(const std::string& path) {
-  std::unique_ptr<Workflow> wf;
-  std::vector<Finding> findings;
-  Status s = Workflow::Load(path, &wf, &findings);
-  if (s.ok()) {
-    std::printf("%s: OK (%zu steps, entrypoint %s)\n", path.c_str(),
-                wf->steps().size(), wf->entrypoint().c_str());
-    return 0;
-  }
-  if (findings.empty()) {
-    std::fprintf(stderr, "%s\n", s.message().c_str());
-  }
-  for (const Finding& f : findings) {
-    std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), f.path.c_str(),
-                 f.message.c_str());
-  }
-  return kExitInvalid;
-}
-
 // A CLI11 check that the option is an integer from `lo` to `hi`, with a
 // message that says so (CLI11's own Range calls "abc" out of range, and
 // PositiveNumber prints DBL_MAX in full).
@@ -230,12 +212,9 @@ int Main(int argc, char** argv) {
       ->check(IntegerIn(1, INT64_MAX));
   log_cmd->add_flag("--json", json, "The raw JSON lines");
 
-  std::string workflow;
+  ValidateArgs validate;
   CLI::App* validate_cmd =
-      app.add_subcommand("validate", "Check a workflow file");
-  validate_cmd->set_version_flag("--version",
-                                 std::string("wizq ") + WIZQ_VERSION);
-  validate_cmd->add_option("WORKFLOW", workflow, "Workflow file")->required();
+      AddValidateCommand(app, &validate, std::string("wizq ") + WIZQ_VERSION);
 
   ExportArgs export_args;
   CLI::App* export_cmd = AddExportCommand(app, &export_args);
@@ -271,7 +250,7 @@ int Main(int argc, char** argv) {
   if (*run_cmd) return DoRun(run);
   if (*status_cmd) return PrintStatus(dir, json);
   if (*log_cmd) return PrintLog(dir, task_id, json);
-  if (*validate_cmd) return DoValidate(workflow);
+  if (*validate_cmd) return RunValidate(validate);
   if (*crashtest_cmd) return RunCrashtest(crashtest);
   if (*answer_cmd) return DoAnswer(answer);
   if (*mcp_cmd) return RunMcpCommand(mcp, WIZQ_VERSION);
