@@ -83,15 +83,14 @@ int DoRun(RunArgs& a) {
   if (!a.input_file.empty()) {
     // Follows symlinks, unlike wizq's own files: the user named this file.
     // `-` is stdin.
-    Status s = a.input_file == "-"
-                   ? ReadStdin(&a.options.input_json)
-                   : Env::Posix()->ReadUserFile(a.input_file,
-                                                &a.options.input_json);
+    Status s = a.input_file == "-" ? ReadStdin(&a.options.input_json)
+                                   : Env::Posix()->ReadUserFile(
+                                         a.input_file, &a.options.input_json);
     if (!s.ok()) {
       // s names the file too: "open in.json: No such file or directory".
       JsonError e;
-      e.message = "cannot read --input-file " + a.input_file + ": " +
-                  s.message();
+      e.message =
+          "cannot read --input-file " + a.input_file + ": " + s.message();
       e.file = a.input_file;
       e.field = "--input-file";
       ReportRunError(e, "", a.json);
@@ -107,10 +106,9 @@ int DoRun(RunArgs& a) {
   po.install_dir = a.options.install_dir;
   // A person can answer: stdin and stderr are a terminal whose foreground
   // we are (a background job, `wizq run ... &`, would be stopped reading).
-  a.options.interactive = !a.json && a.input_file != "-" &&
-                          isatty(STDIN_FILENO) != 0 &&
-                          isatty(STDERR_FILENO) != 0 &&
-                          tcgetpgrp(STDIN_FILENO) == getpgrp();
+  a.options.interactive =
+      !a.json && a.input_file != "-" && isatty(STDIN_FILENO) != 0 &&
+      isatty(STDERR_FILENO) != 0 && tcgetpgrp(STDIN_FILENO) == getpgrp();
   auto printer = NewProgressPrinter(po);
   InstallSignalHandlers();
   std::string error;

@@ -25,10 +25,10 @@ std::string FirstWord(const std::string& script) {
     const std::string word = script.substr(
         at, end == std::string::npos ? std::string::npos : end - at);
     const size_t eq = word.find('=');
-    const bool assignment =
-        eq != std::string::npos && eq > 0 &&
-        word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst"
-                               "uvwxyz0123456789_") == eq;
+    const bool assignment = eq != std::string::npos && eq > 0 &&
+                            word.find_first_not_of(
+                                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst"
+                                "uvwxyz0123456789_") == eq;
     if (!assignment) {
       if (word.find_first_of("\"'`$\\*?[~{") != std::string::npos) return "";
       return word;
@@ -161,15 +161,15 @@ std::string StepGraphDot(const Workflow& wf) {
   std::string out = "digraph workflow {\n  rankdir=LR;\n  node [shape=box];\n";
   for (size_t i = 0; i < steps.size(); i++) {
     const Step& s = *steps[i];
-    out += "  " + DotQuote(s.name) + " [label=" +
-           DotQuote(s.name, KindOf(s.action));
+    out += "  " + DotQuote(s.name) +
+           " [label=" + DotQuote(s.name, KindOf(s.action));
     if (s.name == wf.entrypoint()) out += ", style=bold";
     if (i >= reachable) out += ", style=dashed";
     out += "];\n";
     if (s.finally_hook) {
       const std::string hook = s.name + " (finally)";
-      out += "  " + DotQuote(hook) + " [shape=note, label=" +
-             DotQuote(hook, "Command") + "];\n";
+      out += "  " + DotQuote(hook) +
+             " [shape=note, label=" + DotQuote(hook, "Command") + "];\n";
       out += "  " + DotQuote(s.name) + " -> " + DotQuote(hook) +
              " [style=dashed];\n";
     }
