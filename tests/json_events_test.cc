@@ -264,6 +264,13 @@ TEST_F(JsonEventsTest, Exit2AndExit3ErrorsAreEvents) {
   EXPECT_EQ(ev[0]["code"], 3);
   EXPECT_TRUE(Contains(ev[0]["message"], "file/sub")) << r.out;
 
+  // --resume-from a Barnum log that cannot be read: the log is the file.
+  r = Run({"--resume-from", dir_.Join("nope.ndjson"), "--dir", dir_.Join("b")});
+  ASSERT_TRUE(r.exited && r.code == 2) << r.Describe();
+  ev = Check(r.out);
+  ASSERT_EQ(ev.size(), 1u) << r.out;
+  EXPECT_EQ(ev[0]["file"], dir_.Join("nope.ndjson")) << r.out;
+
   // A corrupt audit.jsonl: exit 3, the event names the file.
   const std::string d = dir_.Join("c");
   ASSERT_EQ(
