@@ -41,13 +41,19 @@ std::string BoundedValue(const std::string& json_text, size_t limit,
                          bool* truncated) {
   std::string text = json_text;
   // Task inputs are stored as the exact text received; one event is one
-  // line, so a value with line breaks is re-serialized compactly.
+  // line, so a value with line breaks is re-serialized compactly (and, if
+  // it does not parse, given as a string like a cut one).
+  bool as_string = false;
   if (text.find_first_of("\r\n") != std::string::npos) {
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (!j.is_discarded()) text = j.dump();
+    if (j.is_discarded()) {
+      as_string = true;
+    } else {
+      text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
   }
   *truncated = text.size() > limit;
-  if (!*truncated) return text;
+  if (!*truncated && !as_string) return text;
   size_t cut = 0;
   while (cut < text.size()) {
     const size_t n = Utf8SequenceLength(text, cut);
