@@ -169,6 +169,10 @@ class Printer : public RunObserver {
   }
 
   void OnNote(const std::string& message) override { Line(message); }
+  // A warning is shown even under --quiet.
+  void OnWarning(const std::string& message) override {
+    Always("warning: " + message);
+  }
 
  private:
   // A line shown in every mode but --quiet.
@@ -230,6 +234,13 @@ class Printers : public RunObserver {
   void OnPaused(const std::vector<WaitingPrompt>& waiting,
                 const Progress& p) override {
     for (auto& o : all_) o->OnPaused(waiting, p);
+  }
+  void OnInterrupted(const std::string& signal_name,
+                     const Progress& p) override {
+    for (auto& o : all_) o->OnInterrupted(signal_name, p);
+  }
+  void OnWarning(const std::string& message) override {
+    for (auto& o : all_) o->OnWarning(message);
   }
 
  private:

@@ -46,6 +46,17 @@ class RunObserver {
     (void)waiting;
     (void)p;
   }
+  // The run stops on a signal: `signal_name` is "SIGINT", "SIGTERM" or
+  // "SIGHUP" ("" if unknown). Its tasks were put back; the process exits
+  // 130 next.
+  virtual void OnInterrupted(const std::string& signal_name,
+                             const Progress& p) {
+    (void)signal_name;
+    (void)p;
+  }
+  // A warning: shown even under --quiet (e.g. the workflow file differs
+  // from the run's frozen workflow). By default, a note.
+  virtual void OnWarning(const std::string& message) { OnNote(message); }
 };
 
 }  // namespace wizq

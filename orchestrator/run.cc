@@ -1,6 +1,7 @@
 #include "orchestrator/run.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -49,6 +50,22 @@ void RequestStop(int sender) {
 }
 bool StopRequested() { return g_stop.load(); }
 int StopSender() { return g_stop_sender.load(); }
+
+static std::atomic<int> g_stop_signal{0};
+void NoteStopSignal(int signo) { g_stop_signal = signo; }
+std::string StopSignalName() {
+  switch (g_stop_signal.load()) {
+    case 0:
+      return "";
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+  }
+  return "signal " + std::to_string(g_stop_signal.load());
+}
 
 std::string DeriveRunId(const std::string& frozen_workflow,
                         const std::string& input_json) {

@@ -69,6 +69,9 @@ std::string DeriveRunId(const std::string& frozen_workflow,
 // `sender` is the pid that sent the signal (0 if unknown): a task that
 // signals its own wizq is charged the attempt, others are refunded.
 void RequestStop(int sender = 0);
+// Records which signal asked for the stop (for the run_interrupted event);
+// async-signal-safe. Call before RequestStop.
+void NoteStopSignal(int signo);
 
 }  // namespace wizq
 

@@ -112,6 +112,10 @@ Status RunLoop::UseFrozenWorkflow() {
   }
   wf->set_base_dir(workflow_->base_dir());
   workflow_ = std::move(wf);
+  observer_->OnWarning("run " + config_.run_id + " keeps the workflow it " +
+                       "was started with: " + config_.workflow_path +
+                       " has changed since (to run the edits, use --fresh " +
+                       "or another --run-id)");
   return Status::OK();
 }
 
@@ -253,7 +257,9 @@ Status RunLoop::Interrupt(int* exit_code) {
     o.retryable = true;
     outcomes_.push_back(o);
   }
-  return StopAndRelease("interrupted");
+  Status s = StopAndRelease("interrupted");
+  observer_->OnInterrupted(StopSignalName(), CurrentProgress());
+  return s;
 }
 
 }  // namespace wizq

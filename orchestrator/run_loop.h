@@ -54,6 +54,8 @@ class Reuser;
 
 bool StopRequested();
 int StopSender();
+// The name of the signal that requested the stop ("SIGINT"...), or "".
+std::string StopSignalName();
 
 // What a finished attempt amounts to, decided outside the lock.
 struct Outcome {
