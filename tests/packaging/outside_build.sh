@@ -5,11 +5,12 @@
 # usage: outside_build.sh MODE PREFIX SOURCE_DIR BUILD_DIR -- PROGRAM [ARG...]
 #   MODE cmake         find_package(wizq) with CMAKE_PREFIX_PATH=PREFIX;
 #                      wizq::wizq is the shared library
-#        cmake-static  the same with -Dwizq_USE_STATIC_LIBS=ON (libwizq.a)
+#        cmake-static  the same with -Dwizq_USE_STATIC_LIBS=ON (libwizq.a;
+#                      tests/packaging/consumer links all of it)
 #        pc            pkg-config --cflags --libs wizq: SOURCE_DIR/*.cc
 #                      compiled and linked with the shared library
-#        pc-static     pkg-config --static: libwizq.a plus Libs.private and
-#                      Requires.private
+#        pc-static     pkg-config --static: all of libwizq.a (whole
+#                      archive) plus Libs.private and Requires.private
 #   PROGRAM is the executable the project builds (BUILD_DIR/PROGRAM); it is
 #   run with ARGs and stdin from /dev/null and must exit 0. The shared modes
 #   check it resolves libwizq.so from PREFIX, the static ones that it does
@@ -67,8 +68,11 @@ case $mode in
       libs="$(pkg-config --libs wizq) -Wl,-rpath,$(pkg-config --variable=libdir wizq)" ||
         fail "pkg-config --libs wizq failed"
     else
-      # -lwizq would pick libwizq.so next to libwizq.a; name the archive.
-      libs=$(pkg-config --static --libs wizq | sed 's/-lwizq\b/-l:libwizq.a/') ||
+      # -lwizq would pick libwizq.so next to libwizq.a: name the archive,
+      # and link all of it, so that every dependency of every object must
+      # come from Libs.private and Requires.private, whatever the program
+      # happens to call.
+      libs=$(pkg-config --static --libs wizq | sed 's/-lwizq\b/-Wl,--whole-archive -l:libwizq.a -Wl,--no-whole-archive/') ||
         fail "pkg-config --static --libs wizq failed"
     fi
     echo "$cxx -std=c++17 $cflags -I$build/gen $src/*.cc -o $build/$program $libs" \
