@@ -109,6 +109,7 @@ if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
   set(WIZQ_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
 else()
   file(RELATIVE_PATH _wizq_up "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+  string(REGEX REPLACE "/$" "" _wizq_up "${_wizq_up}")
   set(WIZQ_PC_PREFIX "\${pcfiledir}/${_wizq_up}")
 endif()
 configure_file(${CMAKE_SOURCE_DIR}/cmake/wizq.pc.in

@@ -75,10 +75,10 @@ case $mode in
       libs=$(pkg-config --static --libs wizq | sed 's/-lwizq\b/-Wl,--whole-archive -l:libwizq.a -Wl,--no-whole-archive/') ||
         fail "pkg-config --static --libs wizq failed"
     fi
-    echo "$cxx -std=c++17 $cflags -I$build/gen $src/*.cc -o $build/$program $libs" \
+    echo "$cxx -std=c++17 $cflags -I$build/gen -I$src $src/*.cc -o $build/$program $libs" \
       >"$build/build.log"
     # shellcheck disable=SC2086
-    "$cxx" -std=c++17 -O1 $cflags -I"$build/gen" "$src"/*.cc \
+    "$cxx" -std=c++17 -O1 $cflags -I"$build/gen" -I"$src" "$src"/*.cc \
         -o "$build/$program" $libs >>"$build/build.log" 2>&1 ||
       { cat "$build/build.log" >&2; fail "compile and link with pkg-config failed"; } ;;
   *) echo "outside_build: unknown mode $mode" >&2; exit 2 ;;
