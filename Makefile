@@ -191,12 +191,13 @@ install: deps
 
 # Installs wizq into a temporary prefix, builds EMBED_EXAMPLE there as an
 # outside project (find_package(wizq)) and runs EMBED_PROGRAM --dir on a
-# fresh temporary install directory, stdin from /dev/null
+# fresh temporary install directory (then EMBED_ARGS), stdin from /dev/null
 # (tests/packaging/outside_build.sh; EMBED_MODE=pc builds with pkg-config
 # instead). examples/embed when it exists, else tests/packaging/consumer.
 EMBED_EXAMPLE ?= $(if $(wildcard examples/embed/CMakeLists.txt),examples/embed,tests/packaging/consumer)
 EMBED_PROGRAM ?= $(if $(findstring tests/packaging/consumer,$(EMBED_EXAMPLE)),wizq-consumer,embed-wizard)
 EMBED_MODE ?= cmake
+EMBED_ARGS ?= $(if $(findstring tests/packaging/consumer,$(EMBED_EXAMPLE)),,--mirror $(CURDIR)/examples/installer/mirror)
 
 demo-embed: configure
 	cmake --build $(BUILD) -j$(JOBS) --target $(WIZQ_INSTALL_TARGETS)
@@ -207,4 +208,4 @@ demo-embed: configure
 	  "run $(EMBED_PROGRAM) --dir $$tmp/install" && \
 	WIZQ_JOBS=$(JOBS) sh tests/packaging/outside_build.sh $(EMBED_MODE) \
 	  $$tmp/prefix $(abspath $(EMBED_EXAMPLE)) $$tmp/build -- \
-	  $(EMBED_PROGRAM) --dir $$tmp/install
+	  $(EMBED_PROGRAM) --dir $$tmp/install $(EMBED_ARGS)

@@ -152,7 +152,8 @@ if(NOT WIZQ_SANITIZE)
   # tests/packaging/consumer with find_package (wizq::wizq shared, and
   # static with wizq_USE_STATIC_LIBS) and with pkg-config (shared, --static);
   # examples/embed with find_package and pkg-config (skipped, exit 77, until
-  # that directory exists).
+  # that directory exists; --mirror because a pkg-config build does not get
+  # the mirror's path its CMakeLists.txt compiles in).
   set(_wizq_run ${CMAKE_SOURCE_DIR}/tests/packaging/outside_build.sh)
   set(_wizq_outside "")
   foreach(mode cmake cmake-static pc pc-static)
@@ -166,7 +167,8 @@ if(NOT WIZQ_SANITIZE)
     add_test(NAME packaging_example_${mode} COMMAND sh ${_wizq_run} ${mode}
       ${_wizq_prefix} ${CMAKE_SOURCE_DIR}/examples/embed
       ${_wizq_pt}/example-${mode} -- embed-wizard --dir
-      ${_wizq_pt}/example-${mode}/run)
+      ${_wizq_pt}/example-${mode}/run
+      --mirror ${CMAKE_SOURCE_DIR}/examples/installer/mirror)
     list(APPEND _wizq_outside packaging_example_${mode})
   endforeach()
   set_tests_properties(${_wizq_outside} PROPERTIES SKIP_RETURN_CODE 77
