@@ -74,10 +74,10 @@ Status DirQueue::PrepareDirectory() {
 Status DirQueue::OpenLocked(OpenReport* report) {
   WIZQ_RETURN_IF_ERROR(PrepareDirectory());
   // A reader never creates the lock file.
-  Status locked = options_.mode == OpenMode::kReadOnly &&
-                          !env_->FileExists(Path("lock"))
-                      ? Status::NotFound(Path("lock"))
-                      : env_->LockFile(Path("lock"), /*wait=*/true, &dir_lock_);
+  Status locked =
+      options_.mode == OpenMode::kReadOnly && !env_->FileExists(Path("lock"))
+          ? Status::NotFound(Path("lock"))
+          : env_->LockFile(Path("lock"), /*wait=*/true, &dir_lock_);
   // A reader of a read-only copy (a read-only mount, a directory it may not
   // write) looks without the lock: the snapshot is replaced by rename and
   // every log line carries a CRC, so at worst a batch being written reads

@@ -140,8 +140,8 @@ Status ProbeWorkers(Env* env, const std::string& dir,
       // Being registered (or its worker died in between): its lock must not
       // be probed; the pid in its name tells.
       e.pid = std::strtoll(name.c_str() + (name.empty() ? 0 : 1), nullptr, 10);
-      e.alive = e.pid > 0 && !(kill(static_cast<pid_t>(e.pid), 0) != 0 &&
-                               errno == ESRCH);
+      e.alive = e.pid > 0 &&
+                !(kill(static_cast<pid_t>(e.pid), 0) != 0 && errno == ESRCH);
       entries->push_back(e);
       continue;
     }

@@ -38,8 +38,8 @@ Status TaskFilesBytes(Env* env, const std::string& wizard_dir,
   return s.IsNotFound() ? Status::OK() : s;
 }
 
-Status RemoveTaskFiles(Env* env, const std::string& wizard_dir,
-                       int64_t task_id, uint64_t* bytes) {
+Status RemoveTaskFiles(Env* env, const std::string& wizard_dir, int64_t task_id,
+                       uint64_t* bytes) {
   return RemoveTree(env, AttemptFiles::TaskDir(wizard_dir, task_id), bytes);
 }
 
