@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <set>
 
 #include "agent/run_status.h"
 #include "cli/answer.h"
@@ -17,7 +18,9 @@ namespace {
 
 const char* const kStates[] = {"pending", "in_progress", "done", "failed"};
 
-void PrintTaskLine(const Task& t, int depth, int64_t now_ms) {
+// `dead`: the holders known dead (null: unknown).
+void PrintTaskLine(const Task& t, int depth, int64_t now_ms,
+                   const std::set<std::string>* dead) {
   std::string line(static_cast<size_t>(depth) * 2, ' ');
   line += "#" + std::to_string(t.id) + " " + t.type;
   if (t.inputs != "{}" && t.inputs != "null")
@@ -39,6 +42,9 @@ void PrintTaskLine(const Task& t, int depth, int64_t now_ms) {
                          "s ago (put back at the next transaction)");
   } else if (t.state == TaskState::kInProgress) {
     line += "  held by " + t.claimed_by;
+    if (dead != nullptr && dead->count(t.claimed_by)) {
+      line += " (dead: put back when the run resumes)";
+    }
   }
   if (!t.error_reason.empty()) {
     line += "  last error: " + t.error_reason + ": " +
@@ -49,9 +55,10 @@ void PrintTaskLine(const Task& t, int depth, int64_t now_ms) {
   std::printf("%s\n", line.c_str());
 }
 
-void PrintTree(const QueueState& s, const Task& t, int depth, int64_t now) {
-  PrintTaskLine(t, depth, now);
-  for (int64_t c : t.children) PrintTree(s, *s.Find(c), depth + 1, now);
+void PrintTree(const QueueState& s, const Task& t, int depth, int64_t now,
+               const std::set<std::string>* dead) {
+  PrintTaskLine(t, depth, now, dead);
+  for (int64_t c : t.children) PrintTree(s, *s.Find(c), depth + 1, now, dead);
 }
 
 void PrintWorkers(const RunStatusExtras& x, const std::string& archive) {
@@ -198,13 +205,30 @@ void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
   PrintLeased(st, now);
   if (archive.empty()) PrintWaitingPrompts(st, args.dir);  // cli/answer.cc
   std::printf("\n");
+  // A holder is dead when the registry does not show it alive (the live
+  // run only: an archived run's holders are all gone).
+  std::set<std::string> dead_set;
+  const std::set<std::string>* dead = nullptr;
+  if (archive.empty()) {
+    std::set<std::string> alive;
+    for (const WorkerEntry& w : x.workers) {
+      if (w.alive) alive.insert(w.id);
+    }
+    for (int64_t id : st.in_progress()) {
+      const Task& t = *st.Find(id);
+      if (t.lease_token.empty() && !alive.count(t.claimed_by)) {
+        dead_set.insert(t.claimed_by);
+      }
+    }
+    dead = &dead_set;
+  }
   if (Filtered(args)) {
     std::printf("%zu task(s) selected:\n", selected.size());
-    for (int64_t id : selected) PrintTaskLine(*st.Find(id), 0, now);
+    for (int64_t id : selected) PrintTaskLine(*st.Find(id), 0, now, dead);
     return;
   }
   for (const Task& t : st.tasks()) {
-    if (t.parent_id == 0) PrintTree(st, t, 0, now);
+    if (t.parent_id == 0) PrintTree(st, t, 0, now, dead);
   }
 }
 
