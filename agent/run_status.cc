@@ -111,6 +111,9 @@ std::string RunStatusJson(const QueueState& s, int64_t now_ms,
     w.Key("alive").Bool(e.alive).EndObject();
   }
   w.EndArray().Key("live_workers").Int(live);
+  w.Key("waiting_prompts").BeginArray();
+  for (int64_t id : extras.waiting_prompts) w.Int(id);
+  w.EndArray();
   if (extras.task_output_bytes >= 0) {
     w.Key("task_output_bytes").Int(extras.task_output_bytes);
   }

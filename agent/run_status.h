@@ -33,11 +33,13 @@ struct RunStatusExtras {
   // An archived run's directory (`.wizard/archive/<name>`), "" for the live
   // run: the "archive" field.
   std::string archive_dir;
+  // The Prompt tasks waiting for a person's answer (SPEC §10).
+  std::vector<int64_t> waiting_prompts;
 };
 
 // RunStatusJson with `extras`: adds workers, live_workers, live_status
 // (interrupted for a run nobody runs), interrupted, resume_command and
-// task_output_bytes (and archive for an archived run).
+// task_output_bytes, waiting_prompts (and archive for an archived run).
 std::string RunStatusJson(const QueueState& s, int64_t now_ms,
                           const RunStatusExtras& extras);
 

@@ -12,6 +12,8 @@
 #include "queue/queue.h"
 #include "queue/workers.h"
 #include "tasks/attempt_files.h"
+#include "tasks/prompt.h"
+#include "tasks/workflow.h"
 
 namespace wizq {
 namespace {
@@ -115,6 +117,12 @@ RunStatusExtras LiveExtras(const QueueState& st, const std::string& dir) {
                        " --input " + ShellQuote(st.run().entry_input) +
                        " --run-id " + ShellQuote(st.run().run_id);
   }
+  std::unique_ptr<Workflow> wf;
+  if (Workflow::Parse(st.run().workflow, "workflow", &wf).ok()) {
+    for (int64_t id : st.pending()) {
+      if (WaitsForAnswer(*wf, *st.Find(id))) x.waiting_prompts.push_back(id);
+    }
+  }
   uint64_t bytes = 0;
   if (TaskFilesBytes(Env::Posix(), wizard, &bytes).ok()) {
     x.task_output_bytes = static_cast<int64_t>(bytes);
@@ -165,7 +173,7 @@ void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
   for (int64_t id : st.in_progress())
     leased += !st.Find(id)->lease_token.empty();
   std::printf(
-      "%s: %lld tasks: %lld done, %lld failed, %lld in progress%s, %lld "
+      "%s: %lld total, %lld done, %lld failed, %lld in progress%s, %lld "
       "pending (run %s)\n",
       shown, static_cast<long long>(st.total()),
       static_cast<long long>(st.count(TaskState::kDone)),

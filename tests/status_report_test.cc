@@ -206,7 +206,7 @@ TEST_F(StatusReportTest, StatusJsonFieldsFiltersAndSummary) {
   const WizqResult text = Wizq({"status", "--dir", dir_.path()});
   EXPECT_EQ(
       test::SplitLines(text.out)[0].rfind(
-          "failed: 9 tasks: 8 done, 1 failed, 0 in progress, 0 pending", 0),
+          "failed: 9 total, 8 done, 1 failed, 0 in progress, 0 pending", 0),
       0u)
       << text.out;
 
