@@ -70,7 +70,10 @@ struct WorkerEntry {
 // a read-only copy of a run, where every entry reads as dead unless a live
 // process holds its lock. Needs no directory lock: only entries with a
 // complete record are probed, and a worker writes its record after it has
-// taken its lock; an empty entry (a worker registering) counts as alive.
+// taken its lock; an empty entry (a worker registering) counts alive while
+// the pid in its name exists. (A probe that holds a dead entry's shared
+// lock at the moment another process's IsAlive tries it makes that process
+// fall back on the recorded pid for one transaction.)
 // OK with nothing if `dir` does not exist.
 Status ProbeWorkers(Env* env, const std::string& dir,
                     std::vector<WorkerEntry>* entries);

@@ -376,9 +376,10 @@ TEST_F(StatusReportTest, ReportRendersInChromiumWithTheCrashMarkers) {
     EXPECT_FALSE(Contains(page, remote)) << "fetches something: " << remote;
   }
 
-  const std::vector<std::string> chrome = {
-      "chromium", "--headless", "--no-sandbox", "--disable-gpu",
-      "--user-data-dir=" + out_dir + "/chromium-profile"};
+  ScratchDir profile;  // Chromium's own files, removed afterwards
+  const std::vector<std::string> chrome = {"chromium", "--headless",
+                                           "--no-sandbox", "--disable-gpu",
+                                           "--user-data-dir=" + profile.path()};
   std::vector<std::string> dump = chrome;
   dump.push_back("--dump-dom");
   dump.push_back("file://" + html);
