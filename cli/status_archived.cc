@@ -34,6 +34,26 @@ void SummaryJson(const std::string& name, const std::string& path,
   w.Key("resumes").Int(r.resumes).EndObject();
 }
 
+// The newest archived run whose run id is `run_id` (names sort by the time
+// they were archived).
+Status FindByRunId(const std::string& dir, const std::string& run_id,
+                   std::string* path, std::unique_ptr<QueueState>* st) {
+  std::vector<std::string> names;
+  Status s = Env::Posix()->ListDir(ArchiveDir(dir), &names);
+  if (!s.ok()) return Status::NotFound("no archive");
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
+    const std::string p = ArchiveDir(dir) + "/" + *it;
+    std::unique_ptr<QueueState> one;
+    if (LoadStateFromLog(Env::Posix(), p, &one).ok() &&
+        one->run().run_id == run_id) {
+      *path = p;
+      *st = std::move(one);
+      return Status::OK();
+    }
+  }
+  return Status::NotFound("no archived run " + run_id);
+}
+
 }  // namespace
 
 int ListArchived(const StatusArgs& args) {
@@ -102,9 +122,10 @@ int ShowArchived(const StatusArgs& args) {
                  name.c_str());
     return 2;
   }
-  const std::string path = ArchiveDir(args.dir) + "/" + name;
+  std::string path = ArchiveDir(args.dir) + "/" + name;
   std::unique_ptr<QueueState> st;
   Status s = LoadStateFromLog(Env::Posix(), path, &st);
+  if (s.IsNotFound()) s = FindByRunId(args.dir, name, &path, &st);
   if (s.IsNotFound()) {
     std::fprintf(stderr,
                  "wizq status: --archived %s: no archived run of "

@@ -311,6 +311,10 @@ TEST_F(StatusReportTest, ArchivedRunsAreListedAndShown) {
   EXPECT_EQ(j["run_id"], first);
   EXPECT_EQ(j["tasks"].size(), 3u);
   EXPECT_TRUE(Contains(j.value("archive", ""), "/archive/" + name));
+  const WizqResult by_id =
+      Wizq({"status", "--archived", first, "--json", "--dir", dir_.path()});
+  EXPECT_EQ(test::ParseJsonOrNull(by_id.out)["archive"], j["archive"])
+      << by_id.Describe();
   const WizqResult missing =
       Wizq({"status", "--archived", "nope", "--dir", dir_.path()});
   EXPECT_TRUE(missing.exited && missing.code == 2) << missing.Describe();
