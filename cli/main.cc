@@ -16,12 +16,16 @@
 #include "cli/crashtest.h"
 #include "cli/inspect.h"
 #include "cli/interop.h"
+#include "cli/log_table.h"
 #include "cli/mcp.h"
 #include "cli/progress.h"
+#include "cli/prune.h"
+#include "cli/report.h"
 #include "cli/reuse_flags.h"
 #include "cli/run_errors.h"
 #include "cli/suggest.h"
 #include "cli/validate.h"
+#include "cli/status.h"
 #include "fs/env.h"
 #include "orchestrator/run.h"
 #include "tasks/workflow.h"
@@ -195,12 +199,9 @@ int Main(int argc, char** argv) {
 
   std::string dir = ".";
   bool json = false;
+  StatusArgs status;  // cli/status.h
   CLI::App* status_cmd =
-      app.add_subcommand("status", "Show a run's summary and task tree");
-  status_cmd->set_version_flag("--version",
-                               std::string("wizq ") + WIZQ_VERSION);
-  status_cmd->add_option("--dir", dir, "Install directory (default: .)");
-  status_cmd->add_flag("--json", json, "JSON output");
+      AddStatusCommand(app, &status, std::string("wizq ") + WIZQ_VERSION);
 
   int64_t task_id = 0;
   CLI::App* log_cmd = app.add_subcommand("log", "Show the audit log");
@@ -209,6 +210,15 @@ int Main(int argc, char** argv) {
   log_cmd->add_option("--task", task_id, "Only this task's events")
       ->check(IntegerIn(1, INT64_MAX));
   log_cmd->add_flag("--json", json, "The raw JSON lines");
+  bool table = false;  // cli/log_table.h
+  log_cmd->add_flag("--table", table,
+                    "One row per attempt (like parallel --joblog)");
+  ReportArgs report;  // cli/report.h
+  CLI::App* report_cmd =
+      AddReportCommand(app, &report, std::string("wizq ") + WIZQ_VERSION);
+  PruneArgs prune;  // cli/prune.h
+  CLI::App* prune_cmd =
+      AddPruneCommand(app, &prune, std::string("wizq ") + WIZQ_VERSION);
 
   ValidateArgs validate;
   CLI::App* validate_cmd =
@@ -246,9 +256,12 @@ int Main(int argc, char** argv) {
   }
   if (*export_cmd) return DoExport(export_args);
   if (*run_cmd) return DoRun(run);
-  if (*status_cmd) return PrintStatus(dir, json);
+  if (*status_cmd) return DoStatus(status);
+  if (*log_cmd && table) return PrintLogTable(dir, task_id, json);
   if (*log_cmd) return PrintLog(dir, task_id, json);
   if (*validate_cmd) return RunValidate(validate);
+  if (*report_cmd) return DoReport(report);
+  if (*prune_cmd) return DoPrune(prune);
   if (*crashtest_cmd) return RunCrashtest(crashtest);
   if (*answer_cmd) return DoAnswer(answer);
   if (*mcp_cmd) return RunMcpCommand(mcp, WIZQ_VERSION);

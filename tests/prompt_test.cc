@@ -72,6 +72,7 @@ TEST_F(PromptTest, OffATerminalPausesAfterEverythingElseRan) {
             Json::parse(R"([{"id":2,"step":"Ask","mode":"confirm",)"
                         R"("message":"Install into the directory?"}])"));
   EXPECT_EQ(test::StatusJson(dir_)["status"], "paused");
+  EXPECT_EQ(test::StatusJson(dir_)["waiting_prompts"], Json::array({2}));
   EXPECT_EQ(test::ReadQueue(dir_)["status"], "paused");
   const WizqResult st = test::RunWizq({"wizq", "status", "--dir", dir_});
   EXPECT_TRUE(test::Contains(st.out, "paused")) << st.out;
