@@ -86,7 +86,8 @@ Status CommandExecutor::Start(const Attempt& a) {
   bool adopted = false;
   // This attempt number ran before only if a dead worker started it (or
   // this process was interrupted while it ran): adopt what it left.
-  if (env_->FileExists(files.stdin_path())) {
+  if (env_->FileExists(files.stdout_path()) ||
+      env_->FileExists(files.stdin_path())) {  // the previous layout's
     WIZQ_RETURN_IF_ERROR(runner_.Adopt(spec, token, &adopted));
     if (!adopted && a.adopt_expected &&
         internal::AttemptBegan(env_, files.dir(), a.number)) {
@@ -114,7 +115,8 @@ Status CommandExecutor::Wait(int timeout_ms, Done* done) {
     if (r.outcome != AttemptResult::Outcome::kResponded &&
         it != attempts_.end()) {
       r.stderr_tail =
-          LastLine(AttemptFiles(wizard_dir_, id, it->second).stderr_path());
+          LastLine(AttemptFiles::Existing(env_, wizard_dir_, id, it->second)
+                       .stderr_path());
     }
     if (it != attempts_.end()) attempts_.erase(it);
     done->emplace_back(id, std::move(r));
@@ -138,7 +140,8 @@ void CommandExecutor::TerminateAll(double grace_seconds) {
 
 bool CommandExecutor::AttemptStarted(int64_t task_id, int attempt) const {
   const AttemptFiles files(wizard_dir_, task_id, attempt);
-  return env_->FileExists(files.stdin_path()) &&
+  return (env_->FileExists(files.stdout_path()) ||
+          env_->FileExists(files.stdin_path())) &&  // the previous layout's
          internal::AttemptBegan(env_, files.dir(), attempt);
 }
 

@@ -150,6 +150,7 @@ class CommandRunner {
 
  private:
   struct Child;
+  struct Journal;
 
   // Marks children whose leader has exited; waits up to timeout_ms
   // (negative = no limit) for the first one.
@@ -166,10 +167,14 @@ class CommandRunner {
   void AppendStderr(const Child& child, const std::string& text);
   // Until the earliest of `deadline_ns` and the next due signal; -1 = never.
   int MillisToNextEvent(int64_t deadline_ns) const;
+  // The journal of the run whose task is named `task_dir`, open O_APPEND.
+  Status OpenJournal(const std::string& task_dir,
+                     std::shared_ptr<Journal>* journal);
 
   Env* const env_;
   std::vector<std::unique_ptr<Child>> children_;
-  Done spawn_failures_;  // reported by the next Wait
+  Done spawn_failures_;                             // reported by the next Wait
+  std::vector<std::shared_ptr<Journal>> journals_;  // one per run directory
   bool use_pidfd_ = true;
   int wake_fd_ = -1;
   bool woken_ = false;  // the wake fd was readable in the last poll
