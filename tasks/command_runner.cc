@@ -416,11 +416,15 @@ Status CommandRunner::Start(const CommandSpec& spec, uint64_t token) {
   }
   const size_t slash = spec.output_dir.rfind('/');
   if (slash != std::string::npos && slash > 0) {
+    // Once per directory and runner: a run's tasks all share it.
     const std::string parent = spec.output_dir.substr(0, slash);
-    if (!env_->FileExists(parent)) {
-      WIZQ_RETURN_IF_ERROR(env_->CreateDirs(parent, 0700));
+    if (checked_dirs_.count(parent) == 0) {
+      if (!env_->FileExists(parent)) {
+        WIZQ_RETURN_IF_ERROR(env_->CreateDirs(parent, 0700));
+      }
+      WIZQ_RETURN_IF_ERROR(CheckRealDir(env_, parent));
+      checked_dirs_.insert(parent);
     }
-    WIZQ_RETURN_IF_ERROR(CheckRealDir(env_, parent));
   }
   std::shared_ptr<Journal> journal;
   WIZQ_RETURN_IF_ERROR(OpenJournal(spec.output_dir, &journal));
