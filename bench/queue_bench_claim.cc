@@ -43,8 +43,8 @@ double BenchAndPrintClaim(const BenchOptions& opt) {
   Check("close", q->Close());
   std::printf(
       "\nclaim among %lld pending tasks of a step at its limit: scan %.3f ms, "
-      "by step %.4f ms per claim (%.0fx)\n",
-      static_cast<long long>(kTasks), scan_us / 1000, index_us / 1000,
+      "by step %.3f us per claim (%.0fx)\n",
+      static_cast<long long>(kTasks), scan_us / 1000, index_us,
       scan_us / index_us);
   std::fflush(stdout);
   return scan_us / index_us;
