@@ -81,7 +81,8 @@ void AgentExecutor::TerminateAll(double grace_seconds) {
 bool AgentExecutor::AttemptStarted(int64_t task_id, int attempt) const {
   // As CommandExecutor's: the same supervisor starts the agent's tree.
   const AttemptFiles files(wizard_dir_, task_id, attempt);
-  return env_->FileExists(files.stdin_path()) &&
+  return (env_->FileExists(files.stdout_path()) ||
+          env_->FileExists(files.stdin_path())) &&  // the previous layout's
          internal::AttemptBegan(env_, files.dir(), attempt);
 }
 

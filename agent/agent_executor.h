@@ -5,8 +5,8 @@
 // is the response, judged by the run loop exactly like a Command's.
 //
 // The agent's process tree is a Command task's in every respect
-// (tasks/command_runner.h): its own group, the task's running.lock, its
-// leader recorded, so an orphan left by a dead `wizq run` is ended before
+// (tasks/command_runner.h): its own group, the lock on its attempt's stdout,
+// its leader recorded, so an orphan left by a dead `wizq run` is ended before
 // the task runs again (ReapOrphans), and attempts never overlap.
 //
 // Thread-safety: as Executor.

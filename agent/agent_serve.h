@@ -4,12 +4,12 @@
 // lease), and hands its stdout to `done` (exit 0) or calls `fail`
 // (non-zero exit, signal, timeout), until the run has finished.
 //
-// Each COMMAND runs through a CommandRunner in the task's directory
-// (`.wizard/tasks/<id>/`, tasks/attempt_files.h): its process tree holds
-// the task's running.lock and its leader is recorded, exactly as a Command
-// task's, so when this process dies the next taker of the task ends the
-// orphaned tree before it hands the task out again (AgentService::Take):
-// two attempts of one task never overlap.
+// Each COMMAND runs through a CommandRunner with the task's files
+// (`.wizard/tasks/<id>.<attempt>.*`, tasks/attempt_files.h): its process
+// tree holds the lock on its stdout and its leader is recorded in the
+// run's journal, exactly as a Command task's, so when this process dies the
+// next taker of the task ends the orphaned tree before it hands the task out
+// again (AgentService::Take): two attempts of one task never overlap.
 #ifndef WIZQ_AGENT_AGENT_SERVE_H_
 #define WIZQ_AGENT_AGENT_SERVE_H_
 

@@ -30,8 +30,9 @@
 # Nothing is deleted until the end: on ext4 without a journal, creating a
 # file skips every inode deleted in the last 60 s (360 s while its inode
 # table block is dirty; fs/ext4/ialloc.c, recently_deleted), so deleting one
-# run's files makes the next run's file creations slow, wizq's (6 inodes per
-# task) more than the baselines' (2). The cost of creating one task's files
+# run's files makes the next run's file creations slow, wizq's as much as
+# the baselines' (2 inodes per task each: since the lean attempt files,
+# tasks/attempt_files.h, wizq creates <id>.<n>.stdout and .stderr only). The cost of creating one task's files
 # is probed before and after, and printed: other processes deleting files
 # on the same filesystem (builds) have the same effect.
 #
@@ -84,7 +85,7 @@ cat > workflow.json <<'EOF'
   ]
 }
 EOF
-# The baselines' stdin files: what wizq writes to <attempt>.stdin.
+# The baselines' stdin files (wizq's tasks read theirs from a memfd).
 mkdir in
 awk -v n="$N" 'BEGIN {
   for (i = 1; i <= n; i++) printf "{\"kind\":\"Leaf\",\"value\":{\"i\":%d}}\n", i > ("in/" i) }'
@@ -159,21 +160,19 @@ run_parallel() {
   T_PAR+=($((t1 - t0)))
 }
 
-# How much creating a task's files costs right now: 200 x (mkdir + 5
-# files), what wizq creates per task. Slow file creation (ext4 without a
-# journal skipping recently deleted inodes, other processes' I/O) slows wizq
-# 3x more than the baselines, so it is printed with the results.
+# How much creating a task's files costs right now: 200 x 2 files, what
+# wizq (and each baseline) creates per task. Slow file creation (ext4
+# without a journal skipping recently deleted inodes, other processes' I/O)
+# slows every tool, so it is printed with the results.
 probe_creates() {
   local dir=$WORK/probe-$1 t0 t1 i
   mkdir "$dir"
   t0=$(now_us)
-  mkdir "$dir"/{1..200}  # one process: its start is ~1% of the time
   for ((i = 1; i <= 200; i++)); do
-    : >"$dir/$i/running.lock"; : >"$dir/$i/1.stdin"; : >"$dir/$i/1.stdout"
-    : >"$dir/$i/1.stderr"; : >"$dir/$i/pgid"
+    : >"$dir/$i.1.stdout"; : >"$dir/$i.1.stderr"
   done
   t1=$(now_us)
-  echo "process_bench: file creation probe ($1): $(( (t1 - t0) / 200 )) us per mkdir + 5 files"
+  echo "process_bench: file creation probe ($1): $(( (t1 - t0) / 200 )) us per 2 files"
 }
 
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }

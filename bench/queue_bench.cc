@@ -375,10 +375,12 @@ int Main(int argc, char** argv) {
       return OpenOnce(argv[++i]);
     } else if (a == "--open-only") {
       opt.open_only = true;
+    } else if (a == "--claim-only") {
+      opt.claim_only = true;
     } else {
       std::fprintf(stderr,
                    "usage: queue_bench [--dir DIR] [--slice TASKS] "
-                   "[--no-sqlite-100k] [--open-only]\n");
+                   "[--no-sqlite-100k] [--open-only] [--claim-only]\n");
       return 2;
     }
   }
@@ -395,6 +397,10 @@ int Main(int argc, char** argv) {
   std::fflush(stdout);
   if (opt.open_only) {
     BenchAndPrintOpen(opt);
+    return 0;
+  }
+  if (opt.claim_only) {
+    BenchAndPrintClaim(opt);
     return 0;
   }
 
@@ -471,6 +477,7 @@ int Main(int argc, char** argv) {
   std::fflush(stdout);
 
   const double open_ms = BenchAndPrintOpen(opt);
+  BenchAndPrintClaim(opt);
 
   const Series* sqlite_10k = nullptr;
   for (const Series& s : series) {

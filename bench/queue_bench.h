@@ -19,7 +19,8 @@ struct BenchOptions {
   std::string base_dir;
   int64_t slice = 500;  // tasks drained per turn
   bool sqlite_100k = true;
-  bool open_only = false;  // only the recovery figure (no RESULT line)
+  bool open_only = false;   // only the recovery figure (no RESULT line)
+  bool claim_only = false;  // only the claim figure (no RESULT line)
 };
 
 // --- timing and statistics (queue_bench_util.cc) ---
@@ -75,6 +76,11 @@ int OpenOnce(const std::string& dir);
 // Builds a 100k-task run with a 10k-event tail, opens it in fresh processes
 // and in this one, prints the figures; returns the fresh-process median.
 double BenchAndPrintOpen(const BenchOptions& opt);
+
+// --- the claim figure (queue_bench_claim.cc) ---
+// Claims among 100k pending tasks of a step at its limit, by scan and by
+// the index by step; prints both, returns scan / index.
+double BenchAndPrintClaim(const BenchOptions& opt);
 
 }  // namespace bench
 }  // namespace wizq

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "fs/env.h"
+#include "tasks/attempt_journal.h"
 #include "tasks/orphans_record.h"
 
 extern char** environ;
@@ -261,15 +262,51 @@ bool Interrupted() {
   return g_interrupted;
 }
 
+namespace {
+
+// The journal's end lines that were not synced (tasks/attempt_journal.h):
+// dropped, as a power cut may drop them. Returns how many.
+int DropUnsyncedJournalEnds(const std::string& path) {
+  std::string text;
+  if (!Env::Posix()->ReadFile(path, &text).ok()) return 0;
+  std::string kept;
+  int dropped = 0;
+  size_t at = 0;
+  for (size_t nl; (nl = text.find('\n', at)) != std::string::npos;
+       at = nl + 1) {
+    const std::string_view line(text.data() + at, nl - at);
+    internal::JournalLine parsed;
+    if (internal::ParseJournalLine(line, &parsed) && parsed.is_end &&
+        !parsed.record.synced) {
+      dropped++;
+      continue;
+    }
+    kept.append(line).push_back('\n');
+  }
+  if (dropped == 0) return 0;
+  const int fd = open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t done = 0;
+  while (done < kept.size()) {
+    const ssize_t n = write(fd, kept.data() + done, kept.size() - done);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  return dropped;
+}
+
+}  // namespace
+
 int DropUnsyncedExitRecords(const std::string& install_dir) {
   const std::string tasks = install_dir + "/.wizard/tasks";
+  int dropped = DropUnsyncedJournalEnds(tasks + "/attempts.journal");
   DIR* d = opendir(tasks.c_str());
-  if (d == nullptr) return 0;
-  int dropped = 0;
+  if (d == nullptr) return dropped;
   while (struct dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    // The record's layout is tasks/orphans_record.h's: the start line, then
-    // the end line; only the parser there knows the fields.
+    // A run of the previous layout: the task's `pgid` record
+    // (tasks/orphans_record.h), the start line, then the end line.
     const std::string path = tasks + "/" + e->d_name + "/pgid";
     std::string text;
     if (!Env::Posix()->ReadFile(path, &text).ok()) continue;

@@ -2,7 +2,10 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/view_util.h"
 #include "fs/env.h"
@@ -38,21 +41,26 @@ int DoPrune(const PruneArgs& args) {
   const std::string wizard = WizardDir(args.dir);
   int64_t pruned = 0, kept_failed = 0;
   uint64_t freed = 0;
+  std::map<int64_t, std::vector<std::string>> files;
+  s = ListTaskFiles(env, wizard, &files);
   for (const Task& t : q->state().tasks()) {
+    if (!s.ok()) break;
     if (t.state == TaskState::kFailed) kept_failed++;
     if (t.state != TaskState::kDone) continue;
-    const std::string dir = AttemptFiles::TaskDir(wizard, t.id);
+    auto it = files.find(t.id);
+    if (it == files.end()) continue;
     uint64_t bytes = 0;
-    if (!env->FileExists(dir)) continue;
-    s = args.dry_run ? TreeBytes(env, dir, &bytes)
-                     : RemoveTaskFiles(env, wizard, t.id, &bytes);
-    if (!s.ok()) {
-      std::fprintf(stderr, "wizq prune: %s (%lld task(s) pruned before)\n",
-                   s.message().c_str(), static_cast<long long>(pruned));
-      return 3;
+    for (const std::string& p : it->second) {
+      if (args.dry_run && s.ok()) s = TreeBytes(env, p, &bytes);
     }
+    if (!args.dry_run) s = RemoveTaskFiles(env, it->second, &bytes);
     freed += bytes;
-    pruned++;
+    if (s.ok()) pruned++;
+  }
+  if (!s.ok()) {
+    std::fprintf(stderr, "wizq prune: %s (%lld task(s) pruned before)\n",
+                 s.message().c_str(), static_cast<long long>(pruned));
+    return 3;
   }
   uint64_t kept = 0;
   TaskFilesBytes(env, wizard, &kept).IgnoreError();  // only reported

@@ -188,10 +188,20 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
     return txn.FinishRun(end, ElapsedMs());
   }
   if (st.run().status != RunStatus::kRunning) return Status::OK();
+  // A step at its limit is skipped whole (the queue indexes pending tasks
+  // by step), not task by task.
+  auto step_open = [&](std::string_view type) {
+    const Step* step = workflow_->FindStep(type);
+    if (step == nullptr) return true;
+    auto it = per_step.find(std::string(type));
+    const int now = it == per_step.end() ? 0 : it->second;
+    const int max = step->options.max_concurrency;
+    return now < max || now - max < max;
+  };
   for (int i = 0; i < want; i++) {
     int64_t id = 0;
-    WIZQ_RETURN_IF_ERROR(txn.ClaimNext(
-        [&](const Task& t) { return Claimable(t, per_step); }, &id));
+    WIZQ_RETURN_IF_ERROR(txn.ClaimNextOfSteps(
+        step_open, [&](const Task& t) { return Claimable(t, per_step); }, &id));
     if (id == 0) break;
     const Task* t = txn.state().Find(id);
     per_step[t->type]++;

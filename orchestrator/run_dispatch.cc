@@ -100,6 +100,11 @@ Status RunLoop::StartTask(const Task& task) {
   Status s = executor_->Start(a);
   if (!s.ok()) return s.Annotate("starting task " + std::to_string(task.id));
   running_[task.id] = task;
+  const std::string waiting = executor_->AdoptionNote(task.id);
+  if (!waiting.empty()) {
+    observer_->OnNote("task " + std::to_string(task.id) + " (" + task.type +
+                      "): " + waiting);
+  }
   CrashPoint("run.after_spawn");
   observer_->OnTaskStarted(task, task.attempts, CurrentProgress());
   return Status::OK();

@@ -195,6 +195,20 @@ class Txn {
   // `accept` (may be null) accepts; *id = 0 if there is none.
   virtual Status ClaimNext(const std::function<bool(const Task&)>& accept,
                            int64_t* id) = 0;
+  // As ClaimNext, but `step_open(type)` (may be null) is asked once per
+  // type (step) that has pending tasks, and the pending tasks of a type it
+  // refuses are not looked at (they are indexed by type): a step at its
+  // max_concurrency costs nothing however many of its tasks wait. Of the
+  // open types' ready tasks that `accept` takes, the lowest id is claimed.
+  virtual Status ClaimNextOfSteps(
+      const std::function<bool(std::string_view type)>& step_open,
+      const std::function<bool(const Task&)>& accept, int64_t* id) {
+    return ClaimNext(
+        [&](const Task& t) {
+          return (!step_open || step_open(t.type)) && (!accept || accept(t));
+        },
+        id);
+  }
   // Completes a task this worker holds, submitting `children` in the same
   // batch. Each child's parent_id is used as given: normally `id`; for a
   // finally hook's output, the parent of the hook's owner.

@@ -265,6 +265,7 @@ Status QueueState::AddLiveTask(Task t) {
   if (!t.dedup_key.empty()) by_dedup_key_.emplace(t.dedup_key, id);
   counts_[static_cast<int>(TaskState::kPending)]++;
   pending_.insert(id);
+  pending_by_type_[t.type].insert(id);
   tasks_.push_back(std::move(t));
   Task& task = tasks_.back();
   if (task.parent_id != 0) {
@@ -313,15 +314,28 @@ bool QueueState::AllSettled() const {
 void QueueState::SetState(Task* t, TaskState s) {
   counts_[static_cast<int>(t->state)]--;
   counts_[static_cast<int>(s)]++;
-  if (t->state == TaskState::kPending) pending_.erase(t->id);
+  if (t->state == TaskState::kPending) RemovePending(*t);
   if (t->state == TaskState::kInProgress) {
     in_progress_.erase(t->id);
     t->lease_token.clear();  // a lease ends with its claim
     t->lease_expires_ms = 0;
   }
-  if (s == TaskState::kPending) pending_.insert(t->id);
+  if (s == TaskState::kPending) AddPending(*t);
   if (s == TaskState::kInProgress) in_progress_.insert(t->id);
   t->state = s;
+}
+
+void QueueState::AddPending(const Task& t) {
+  pending_.insert(t.id);
+  pending_by_type_[t.type].insert(t.id);
+}
+
+void QueueState::RemovePending(const Task& t) {
+  pending_.erase(t.id);
+  auto it = pending_by_type_.find(t.type);
+  if (it == pending_by_type_.end()) return;
+  it->second.erase(t.id);
+  if (it->second.empty()) pending_by_type_.erase(it);
 }
 
 void QueueState::UpdateHookDue(const Task& t) {
@@ -377,6 +391,7 @@ void QueueState::Rebuild() {
   by_dedup_key_.clear();
   by_dedup_key_.reserve(tasks_.size());
   pending_.clear();
+  pending_by_type_.clear();
   in_progress_.clear();
   hooks_due_.clear();
   counts_.fill(0);
@@ -397,7 +412,7 @@ void QueueState::Rebuild() {
     if (!t.dedup_key.empty()) by_dedup_key_.emplace(t.dedup_key, t.id);
     counts_[static_cast<int>(t.state)]++;
     if (t.reused_from != 0 && t.state == TaskState::kDone) reused_count_++;
-    if (t.state == TaskState::kPending) pending_.insert(t.id);
+    if (t.state == TaskState::kPending) AddPending(t);
     if (t.state == TaskState::kInProgress) in_progress_.insert(t.id);
   }
   // Children have larger ids than their parents: settle bottom-up.

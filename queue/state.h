@@ -95,6 +95,11 @@ class QueueState {
   const std::vector<Task>& tasks() const { return tasks_; }
   int64_t FindByDedupKey(const std::string& key) const;  // 0 if none
   const std::set<int64_t>& pending() const { return pending_; }
+  // The pending tasks by type (step); a type with none has no entry.
+  const std::map<std::string, std::set<int64_t>, std::less<>>& pending_by_type()
+      const {
+    return pending_by_type_;
+  }
   const std::set<int64_t>& in_progress() const { return in_progress_; }
   // Tasks that succeeded, whose subtree has settled, whose step has a
   // finally hook not yet submitted.
@@ -140,7 +145,9 @@ class QueueState {
   Status RequireState(const Task* t, int64_t id, TaskState s,
                       std::string_view event) const;
   void SetState(Task* t, TaskState s);
-  void Settle(Task* t);  // propagate settledness upward
+  void AddPending(const Task& t);     // to pending_ and pending_by_type_
+  void RemovePending(const Task& t);  // from both
+  void Settle(Task* t);               // propagate settledness upward
   void UpdateHookDue(const Task& t);
 
   RunInfo run_;
@@ -148,6 +155,7 @@ class QueueState {
   std::vector<Task> tasks_;  // tasks_[id - 1]
   std::unordered_map<std::string, int64_t> by_dedup_key_;
   std::set<int64_t> pending_;
+  std::map<std::string, std::set<int64_t>, std::less<>> pending_by_type_;
   std::set<int64_t> in_progress_;
   std::set<int64_t> hooks_due_;
   std::array<int64_t, 4> counts_{};

@@ -54,6 +54,23 @@ int64_t TxnImpl::NextReady(const std::function<bool(const Task&)>& accept,
   return 0;
 }
 
+int64_t TxnImpl::NextReadyOfSteps(
+    const std::function<bool(std::string_view type)>& step_open,
+    const std::function<bool(const Task&)>& accept, int64_t now) const {
+  int64_t best = 0;
+  for (const auto& [type, ids] : state().pending_by_type()) {
+    if (step_open && !step_open(type)) continue;
+    for (int64_t pid : ids) {
+      if (best != 0 && pid > best) break;  // cannot beat the best so far
+      const Task* t = state().Find(pid);
+      if (t->retry_at_ms > now || (accept && !accept(*t))) continue;
+      best = pid;
+      break;
+    }
+  }
+  return best;
+}
+
 TaskClaimed TxnImpl::ClaimOf(int64_t id) const {
   const Task* t = state().Find(id);
   TaskClaimed e;
@@ -67,6 +84,14 @@ TaskClaimed TxnImpl::ClaimOf(int64_t id) const {
 Status TxnImpl::ClaimNext(const std::function<bool(const Task&)>& accept,
                           int64_t* id) {
   *id = NextReady(accept, now_ms());
+  if (*id == 0) return Status::OK();
+  return q_->Stage(ClaimOf(*id));
+}
+
+Status TxnImpl::ClaimNextOfSteps(
+    const std::function<bool(std::string_view type)>& step_open,
+    const std::function<bool(const Task&)>& accept, int64_t* id) {
+  *id = NextReadyOfSteps(step_open, accept, now_ms());
   if (*id == 0) return Status::OK();
   return q_->Stage(ClaimOf(*id));
 }

@@ -24,6 +24,9 @@ class TxnImpl : public Txn {
   Status Submit(const NewTask& task, int64_t* id, bool* deduplicated) override;
   Status ClaimNext(const std::function<bool(const Task&)>& accept,
                    int64_t* id) override;
+  Status ClaimNextOfSteps(
+      const std::function<bool(std::string_view type)>& step_open,
+      const std::function<bool(const Task&)>& accept, int64_t* id) override;
   Status Complete(int64_t id, const std::vector<NewTask>& children,
                   std::vector<int64_t>* child_ids) override;
   Status Fail(int64_t id, std::string_view reason, std::string_view message,
@@ -51,6 +54,11 @@ class TxnImpl : public Txn {
   // The lowest-id pending task ready at `now` that `accept` takes (0: none).
   int64_t NextReady(const std::function<bool(const Task&)>& accept,
                     int64_t now) const;
+  // The same among the pending tasks of the types `step_open` takes, found
+  // through QueueState::pending_by_type.
+  int64_t NextReadyOfSteps(
+      const std::function<bool(std::string_view type)>& step_open,
+      const std::function<bool(const Task&)>& accept, int64_t now) const;
   // The task_claimed of this worker's next attempt of task `id`.
   TaskClaimed ClaimOf(int64_t id) const;
   Status CheckLease(int64_t id, std::string_view token,

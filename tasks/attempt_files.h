@@ -1,34 +1,52 @@
-// AttemptFiles: the one owner of the layout of a task's directory in
+// AttemptFiles: the one owner of the layout of a task's attempt files in
 // `.wizard/tasks/` (SPEC §4). Every path of an attempt is named here; the
 // rest of wizq asks this type rather than building paths, so a change of
 // layout is a change in this file.
 //
-// The layout (docs/FORMAT.md points here):
+// The layout (docs/FORMAT.md and docs/PROTOCOL.md point here): two files
+// per attempt, no directory per task, and one journal per run:
 //
-//   .wizard/tasks/<id>/            dir()          0700, created on first start
-//     <attempt>.stdin              stdin_path()   what the attempt read
-//     <attempt>.stdout             stdout_path()  its response
-//     <attempt>.stderr             stderr_path()  its diagnostics
-//     running.lock                 lock_path()    flock held by the process
-//                                                 tree while any of it lives
-//     pgid                         pgid_path()    "<pid> <start time> <boot
-//                                                 id>" of the tree's leader
+//   .wizard/tasks/<id>.<attempt>.stdout   stdout_path()  its response; its
+//                                         process tree holds an flock on it
+//                                         while any of the tree lives
+//   .wizard/tasks/<id>.<attempt>.stderr   stderr_path()  its diagnostics
+//   .wizard/tasks/attempts.journal        JournalPath()  every attempt's
+//                                         start and end record, appended by
+//                                         its supervisor (tasks/
+//                                         attempt_journal.h)
 //
 // <id> is the task id and <attempt> the attempt number (Task::attempts),
-// both in decimal. `running.lock` and `pgid` belong to the task, not to one
-// attempt: they are shared by its attempts. Nothing here is synced: the
-// audit log is the truth, these files are what the bodies saw and said.
-// `<attempt>.stdin` existing is how a later worker tells that an attempt
-// started (CommandExecutor::AttemptStarted).
+// both in decimal. `dir()` (`TaskDir`, `.wizard/tasks/<id>`) is the task's
+// name: the prefix of its files, and its key in the journal; it is a
+// directory only in the previous layout. The attempt's stdin is not a file
+// any more (the supervisor reads it from memory: its input is in the audit
+// log).
+//
+// The previous layout (runs started by wizq before this change, which must
+// still resume) kept a directory per task:
+//
+//   .wizard/tasks/<id>/<attempt>.stdin|.stdout|.stderr
+//   .wizard/tasks/<id>/running.lock       lock_path()  the tree's flock
+//   .wizard/tasks/<id>/pgid               pgid_path()  the attempt record
+//
+// `Existing()` gives the files of an attempt wherever they are (the new
+// layout, else the previous one); the constructor names the new layout.
+//
+// Nothing here is synced by wizq: the audit log is the truth, these files
+// are what the bodies said (an orphaned supervisor syncs its stdout and its
+// end record, tasks/orphans_record.h).
 //
 // A value type; thread-safe like a std::string.
 #ifndef WIZQ_TASKS_ATTEMPT_FILES_H_
 #define WIZQ_TASKS_ATTEMPT_FILES_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "fs/env.h"
 #include "util/status.h"
 
 namespace wizq {
@@ -36,46 +54,67 @@ namespace wizq {
 class AttemptFiles {
  public:
   // The files of attempt `attempt` of task `task_id` of the run in
-  // `wizard_dir` (`<install_dir>/.wizard`).
+  // `wizard_dir` (`<install_dir>/.wizard`), in the current layout.
   AttemptFiles(const std::string& wizard_dir, int64_t task_id, int attempt);
-  // The same for a task directory given as is (the runner's tests, and
-  // callers that only know the directory).
+  // The same for a task named by its dir() (the runner's tests, and
+  // callers that only know it).
   static AttemptFiles InTaskDir(std::string task_dir, int attempt);
+  // The attempt's files where they are: the previous layout's when only
+  // those exist (a run started by an older wizq), else the current one's.
+  static AttemptFiles Existing(Env* env, const std::string& wizard_dir,
+                               int64_t task_id, int attempt);
+  static AttemptFiles ExistingInTaskDir(Env* env, std::string task_dir,
+                                        int attempt);
 
-  // `<wizard_dir>/tasks/<id>`.
+  // `<wizard_dir>/tasks/<id>`: the task's name (see above).
   static std::string TaskDir(const std::string& wizard_dir, int64_t task_id);
-  // The task's files that every attempt shares, from its directory.
+  // The run's attempt journal, beside the task's files.
+  static std::string JournalPath(const std::string& task_dir);
+  // The task's key in the journal (the last component of its dir()).
+  static std::string TaskKey(const std::string& task_dir);
+  // The previous layout's files that every attempt shared.
   static std::string LockPath(const std::string& task_dir);
   static std::string PgidPath(const std::string& task_dir);
 
   const std::string& dir() const { return dir_; }
   int attempt() const { return attempt_; }
-  std::string stdin_path() const { return AttemptPath(".stdin"); }
+  // True for the previous layout's files (Existing found only those).
+  bool legacy() const { return legacy_; }
   std::string stdout_path() const { return AttemptPath(".stdout"); }
   std::string stderr_path() const { return AttemptPath(".stderr"); }
+  // The previous layout's stdin file (never written any more).
+  std::string stdin_path() const { return LegacyPath(".stdin"); }
+  std::string legacy_stdout_path() const { return LegacyPath(".stdout"); }
   std::string lock_path() const { return LockPath(dir_); }
   std::string pgid_path() const { return PgidPath(dir_); }
 
  private:
-  AttemptFiles(std::string dir, int attempt)
-      : dir_(std::move(dir)), attempt_(attempt) {}
+  AttemptFiles(bool legacy, std::string dir, int attempt)
+      : dir_(std::move(dir)), attempt_(attempt), legacy_(legacy) {}
   std::string AttemptPath(const char* suffix) const;
+  std::string LegacyPath(const char* suffix) const;
 
   std::string dir_;
   int attempt_ = 1;
+  bool legacy_ = false;
 };
-
-class Env;
 
 // The bytes of every file under `<wizard_dir>/tasks/`: what a run keeps of
 // its attempts' files. 0 if there is no such directory.
 Status TaskFilesBytes(Env* env, const std::string& wizard_dir, uint64_t* bytes);
 
-// Removes the directory of task `task_id` (all its attempts' files);
-// *bytes (may be null) gets the bytes freed. OK if there is none. The
-// caller makes sure no attempt of the task runs (`wizq prune` only removes
-// finished tasks' files).
-Status RemoveTaskFiles(Env* env, const std::string& wizard_dir, int64_t task_id,
+// The entries of `<wizard_dir>/tasks/` that belong to each task, by task
+// id: its attempts' files (`<id>.<n>.stdout`, `.stderr`) and, in the
+// previous layout, its directory `<id>`. The journal belongs to no task.
+// One listing of the directory. OK and empty if there is none.
+Status ListTaskFiles(Env* env, const std::string& wizard_dir,
+                     std::map<int64_t, std::vector<std::string>>* by_task);
+
+// Removes the entries `paths` (from ListTaskFiles; a directory with all it
+// holds); *bytes (may be null) gets the bytes freed. The caller makes sure
+// no attempt of their task runs (`wizq prune` only removes finished tasks'
+// files). Not synced: nothing durable depends on them.
+Status RemoveTaskFiles(Env* env, const std::vector<std::string>& paths,
                        uint64_t* bytes);
 
 }  // namespace wizq

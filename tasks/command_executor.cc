@@ -1,10 +1,12 @@
 #include "tasks/command_executor.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "fs/env.h"
 #include "tasks/attempt_files.h"
 #include "tasks/orphans_record.h"
+#include "tasks/posix_util.h"
 #include "util/json_writer.h"
 
 namespace wizq {
@@ -86,7 +88,8 @@ Status CommandExecutor::Start(const Attempt& a) {
   bool adopted = false;
   // This attempt number ran before only if a dead worker started it (or
   // this process was interrupted while it ran): adopt what it left.
-  if (env_->FileExists(files.stdin_path())) {
+  if (env_->FileExists(files.stdout_path()) ||
+      env_->FileExists(files.stdin_path())) {  // the previous layout's
     WIZQ_RETURN_IF_ERROR(runner_.Adopt(spec, token, &adopted));
     if (!adopted && a.adopt_expected &&
         internal::AttemptBegan(env_, files.dir(), a.number)) {
@@ -99,7 +102,12 @@ Status CommandExecutor::Start(const Attempt& a) {
       adopted = true;
     }
   }
-  if (!adopted) WIZQ_RETURN_IF_ERROR(runner_.Start(spec, token));
+  adoption_notes_.erase(a.task_id);
+  if (!adopted) {
+    WIZQ_RETURN_IF_ERROR(runner_.Start(spec, token));
+  } else {
+    NoteAdoptionWait(spec, a.task_id);
+  }
   attempts_[a.task_id] = a.number;
   return Status::OK();
 }
@@ -114,7 +122,8 @@ Status CommandExecutor::Wait(int timeout_ms, Done* done) {
     if (r.outcome != AttemptResult::Outcome::kResponded &&
         it != attempts_.end()) {
       r.stderr_tail =
-          LastLine(AttemptFiles(wizard_dir_, id, it->second).stderr_path());
+          LastLine(AttemptFiles::Existing(env_, wizard_dir_, id, it->second)
+                       .stderr_path());
     }
     if (it != attempts_.end()) attempts_.erase(it);
     done->emplace_back(id, std::move(r));
@@ -136,9 +145,40 @@ void CommandExecutor::TerminateAll(double grace_seconds) {
   attempts_.clear();
 }
 
+void CommandExecutor::NoteAdoptionWait(const CommandSpec& spec,
+                                       int64_t task_id) {
+  internal::AttemptRecord rec;
+  if (internal::ProbeOrphan(env_, spec.output_dir, spec.attempt, &rec) !=
+      internal::OrphanState::kRunning) {
+    return;
+  }
+  std::string note =
+      "waiting for its earlier attempt " + std::to_string(spec.attempt) + " (";
+  note += rec.pid > 1 ? "process group " + std::to_string(rec.pid)
+                      : std::string("its process tree");
+  note += "), started by a worker that died, to finish";
+  if (spec.timeout_seconds) {
+    const double ran =
+        rec.start_wall_ms > 0
+            ? std::max(0.0, (static_cast<double>(env_->NowMicros()) / 1000 -
+                             static_cast<double>(rec.start_wall_ms)) /
+                                1000)
+            : 0;
+    note += ", up to " +
+            internal::FormatSeconds(std::max(0.0, *spec.timeout_seconds - ran));
+  }
+  adoption_notes_[task_id] = note;
+}
+
+std::string CommandExecutor::AdoptionNote(int64_t task_id) const {
+  auto it = adoption_notes_.find(task_id);
+  return it == adoption_notes_.end() ? "" : it->second;
+}
+
 bool CommandExecutor::AttemptStarted(int64_t task_id, int attempt) const {
   const AttemptFiles files(wizard_dir_, task_id, attempt);
-  return env_->FileExists(files.stdin_path()) &&
+  return (env_->FileExists(files.stdout_path()) ||
+          env_->FileExists(files.stdin_path())) &&  // the previous layout's
          internal::AttemptBegan(env_, files.dir(), attempt);
 }
 

@@ -47,6 +47,7 @@ class CommandExecutor : public Executor {
   bool AttemptStarted(int64_t task_id, int attempt) const override;
   Status ReapOrphans(int64_t task_id) override;
   bool AttemptAdoptable(int64_t task_id, int attempt) const override;
+  std::string AdoptionNote(int64_t task_id) const override;
   bool SetWakeFd(int fd) override {
     runner_.set_wake_fd(fd);
     return true;
@@ -59,7 +60,12 @@ class CommandExecutor : public Executor {
   Env* const env_;
   const std::string wizard_dir_;
   CommandRunner runner_;
+  // Records AdoptionNote's text when the adopted attempt still runs.
+  void NoteAdoptionWait(const CommandSpec& spec, int64_t task_id);
+
   std::map<int64_t, int> attempts_;  // running: task id -> attempt number
+  // Adopted attempts still running when started: AdoptionNote's text.
+  std::map<int64_t, std::string> adoption_notes_;
 };
 
 }  // namespace wizq

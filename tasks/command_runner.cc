@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +17,7 @@
 #include <string_view>
 
 #include "tasks/attempt_files.h"
+#include "tasks/attempt_journal.h"
 #include "tasks/command_runner_child.h"
 #include "tasks/command_runner_spawn.h"
 #include "tasks/orphans.h"
@@ -40,7 +43,6 @@ using internal::SignalOrphans;
 using internal::SleepMs;
 using internal::TryLock;
 using internal::WriteFd;
-using internal::WriteSmallFile;
 
 namespace {
 
@@ -83,46 +85,130 @@ class EnvBlock {
 };
 
 // The descriptors a child starts with. All are O_CLOEXEC and above 2 here.
+// `out` is also the lock the tree holds (flocked before the fork).
 struct ChildFds {
-  ScopedFd in, out, err, lock, record;
+  ScopedFd in, out, err;
 };
 
+// The attempt's stdin: a memfd holding `data` at offset 0 (a pipe already
+// holding it where memfds are missing and it fits): no file, no inode on
+// disk. The supervisor's shell reads it like a file.
+Status MakeStdin(const std::string& data, ScopedFd* in) {
+  int fd = memfd_create("wizq-stdin", MFD_CLOEXEC);
+  if (fd >= 0) {
+    if (fd <= STDERR_FILENO) {
+      const int moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+      close(fd);
+      fd = moved;
+      if (fd < 0) return Status::IOErrorFromErrno("cannot dup", "stdin", errno);
+    }
+    in->reset(fd);
+    size_t done = 0;
+    while (done < data.size()) {
+      const ssize_t n = pwrite(fd, data.data() + done, data.size() - done,
+                               static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0)
+        return Status::IOErrorFromErrno("cannot write", "stdin", errno);
+      done += static_cast<size_t>(n);
+    }
+    return Status::OK();
+  }
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) {
+    return Status::IOErrorFromErrno("cannot create", "a stdin pipe", errno);
+  }
+  ScopedFd read_end, write_end;
+  read_end.reset(p[0]);
+  write_end.reset(p[1]);
+  if (data.size() > static_cast<size_t>(fcntl(p[1], F_GETPIPE_SZ)) &&
+      fcntl(p[1], F_SETPIPE_SZ, static_cast<int>(data.size())) < 0) {
+    return Status::NotSupported(
+        "the input of this task (" + std::to_string(data.size()) +
+        " bytes) does not fit in a pipe, and memfd_create is not available");
+  }
+  WIZQ_RETURN_IF_ERROR(WriteFd(p[1], data, "stdin"));
+  if (p[0] <= STDERR_FILENO) {
+    const int moved = fcntl(p[0], F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    if (moved < 0)
+      return Status::IOErrorFromErrno("cannot dup", "stdin", errno);
+    read_end.reset(moved);
+  }
+  in->reset(read_end.release());
+  return Status::OK();
+}
+
+// Whether the tree lock at `path` (a stdout file, or the previous layout's
+// running.lock) is held; *exists (may be null) whether the file is there.
+Status LockBusy(Env* env, const std::string& path, bool* busy, bool* exists) {
+  *busy = false;
+  ScopedFd fd;
+  Status s = OpenFile(env, path, O_RDONLY, &fd);
+  if (exists != nullptr) *exists = s.ok();
+  if (s.IsNotFound()) return Status::OK();
+  WIZQ_RETURN_IF_ERROR(s);
+  bool locked = false;
+  WIZQ_RETURN_IF_ERROR(TryLock(fd.get(), path, &locked));
+  *busy = !locked;
+  return Status::OK();
+}
+
+// Whether an earlier attempt's tree of the task may still run: the latest
+// earlier attempt whose stdout exists holds its lock (the trees of those
+// before it were ended before it started), or the previous layout's
+// running.lock is held. Attempt 1 of a new run costs one failed open.
+Status EarlierTreeBusy(Env* env, const CommandSpec& spec, bool* busy) {
+  WIZQ_RETURN_IF_ERROR(
+      LockBusy(env, AttemptFiles::LockPath(spec.output_dir), busy, nullptr));
+  for (int k = spec.attempt - 1; !*busy && k >= 1; --k) {
+    bool exists = false;
+    WIZQ_RETURN_IF_ERROR(
+        LockBusy(env, AttemptFiles::InTaskDir(spec.output_dir, k).stdout_path(),
+                 busy, &exists));
+    if (exists) break;
+  }
+  return Status::OK();
+}
+
+// Opens the attempt's stdout and takes its lock, after ending whatever an
+// earlier tree of the task (or of this very attempt, started by a worker
+// that died) left running; then its stderr and stdin.
 Status OpenChildFds(Env* env, const CommandSpec& spec, ChildFds* fds) {
   const AttemptFiles files =
       AttemptFiles::InTaskDir(spec.output_dir, spec.attempt);
-  const std::string in_path = files.stdin_path();
-  WIZQ_RETURN_IF_ERROR(WriteSmallFile(env, in_path, spec.stdin_data));
-  WIZQ_RETURN_IF_ERROR(OpenFile(env, in_path, O_RDONLY, &fds->in));
-  constexpr int kOut = O_WRONLY | O_CREAT | O_TRUNC;
-  WIZQ_RETURN_IF_ERROR(OpenFile(env, files.stdout_path(), kOut, &fds->out));
-  WIZQ_RETURN_IF_ERROR(OpenFile(env, files.stderr_path(), kOut, &fds->err));
-  return OpenFile(env, files.pgid_path(), O_RDWR | O_CREAT | O_TRUNC,
-                  &fds->record);
-}
-
-// Opens and takes <output_dir>/running.lock. When an earlier process tree of
-// this directory still holds it, ends that tree first.
-Status LockOutputDir(Env* env, const CommandSpec& spec, ScopedFd* lock) {
-  const std::string path = AttemptFiles::LockPath(spec.output_dir);
+  const std::string out = files.stdout_path();
+  bool busy = false;
+  WIZQ_RETURN_IF_ERROR(EarlierTreeBusy(env, spec, &busy));
   for (int round = 0;; ++round) {
-    WIZQ_RETURN_IF_ERROR(OpenFile(env, path, O_RDWR | O_CREAT, lock));
-    bool locked = false;
-    WIZQ_RETURN_IF_ERROR(TryLock(lock->get(), path, &locked));
-    if (locked) return Status::OK();
-    lock->reset(-1);
-    if (round > 0) {
-      return Status::Busy("an earlier attempt of this task still holds " +
-                          path);
+    if (busy) {
+      if (round > 1) {
+        return Status::Busy("an earlier attempt of this task still holds " +
+                            out);
+      }
+      WIZQ_RETURN_IF_ERROR(
+          ReapOrphans(spec.output_dir, spec.kill_grace_seconds,
+                      spec.kill_grace_seconds + kStartReapSlackSeconds, env));
     }
-    WIZQ_RETURN_IF_ERROR(
-        ReapOrphans(spec.output_dir, spec.kill_grace_seconds,
-                    spec.kill_grace_seconds + kStartReapSlackSeconds, env));
+    WIZQ_RETURN_IF_ERROR(OpenFile(env, out, O_RDWR | O_CREAT, &fds->out));
+    bool locked = false;
+    WIZQ_RETURN_IF_ERROR(TryLock(fds->out.get(), out, &locked));
+    if (locked) break;
+    fds->out.reset(-1);
+    busy = true;
   }
+  // Truncated only now that no tree writes to it.
+  if (ftruncate(fds->out.get(), 0) != 0) {
+    return Status::IOErrorFromErrno("cannot truncate", out, errno);
+  }
+  WIZQ_RETURN_IF_ERROR(OpenFile(env, files.stderr_path(),
+                                O_WRONLY | O_CREAT | O_TRUNC, &fds->err));
+  return MakeStdin(spec.stdin_data, &fds->in);
 }
 
 // /bin/sh -c script under its supervisor (tasks/command_runner_spawn.h),
 // which leads the task's process group. Returns an errno.
-int SpawnShell(const CommandSpec& spec, const ChildFds& fds, pid_t* pid) {
+int SpawnShell(const CommandSpec& spec, const ChildFds& fds, int journal,
+               pid_t* pid) {
   const EnvBlock env(spec.env);
   std::string script = spec.script;
   char sh[] = "sh";
@@ -136,8 +222,10 @@ int SpawnShell(const CommandSpec& spec, const ChildFds& fds, pid_t* pid) {
   plan.in = fds.in.get();
   plan.out = fds.out.get();
   plan.err = fds.err.get();
-  plan.lock = fds.lock.get();
-  plan.record = fds.record.get();
+  plan.lock = fds.out.get();
+  plan.record = journal;
+  const std::string key = AttemptFiles::TaskKey(spec.output_dir);
+  plan.key = key.c_str();
   plan.attempt = spec.attempt;
   plan.boot_id = internal::CurrentBootId().c_str();
   return internal::ForkSupervisor(plan, pid);
@@ -224,20 +312,16 @@ void DescribeEnd(const AttemptRecord& rec, bool timed_out, double timeout,
 
 namespace {
 
-// How the supervisor's shell ended, from the record (its end line) or,
+// How the supervisor's shell ended, from its end line in the journal or,
 // when the supervisor itself was killed before writing it, from the
 // supervisor's own wait status.
-AttemptRecord EndOf(int record_fd, int attempt, int supervisor_status) {
-  char buf[512];
-  ssize_t n;
-  do {
-    n = pread(record_fd, buf, sizeof(buf), 0);
-  } while (n < 0 && errno == EINTR);
+// `journal` is the journal's descriptor, -1 if none.
+AttemptRecord EndOf(int journal, uint64_t offset, const std::string& task_dir,
+                    int attempt, pid_t pid, int supervisor_status) {
   AttemptRecord rec;
-  if (n > 0 &&
-      internal::ParseAttemptRecord(
-          std::string_view(buf, static_cast<size_t>(n)), &rec) &&
-      rec.ended && rec.attempt == attempt) {
+  if (journal >= 0 &&
+      internal::FindJournalEnd(journal, offset, AttemptFiles::TaskKey(task_dir),
+                               attempt, pid, &rec)) {
     return rec;
   }
   rec = AttemptRecord();
@@ -254,6 +338,54 @@ AttemptRecord EndOf(int record_fd, int attempt, int supervisor_status) {
 }
 
 }  // namespace
+
+struct CommandRunner::Journal {
+  std::string path;
+  FileInfo file;
+  ScopedFd fd;
+};
+
+// The run's journal, opened O_APPEND (created, and its directory synced,
+// if missing: an orphan's synced end line must not lose its file's name);
+// reopened when the file at the path is another (the run was archived).
+Status CommandRunner::OpenJournal(const std::string& task_dir,
+                                  std::shared_ptr<Journal>* out) {
+  const std::string path = AttemptFiles::JournalPath(task_dir);
+  FileInfo info;
+  Status s = env_->GetFileInfo(path, &info);
+  if (!s.ok() && !s.IsNotFound()) return s;
+  for (const auto& j : journals_) {
+    if (j->path == path && s.ok() && j->file.device == info.device &&
+        j->file.inode == info.inode) {
+      *out = j;
+      return Status::OK();
+    }
+  }
+  auto j = std::make_shared<Journal>();
+  j->path = path;
+  constexpr int kFlags = O_RDWR | O_APPEND;
+  if (s.IsNotFound()) {
+    WIZQ_RETURN_IF_ERROR(OpenFile(env_, path, kFlags | O_CREAT, &j->fd));
+    const size_t slash = path.rfind('/');
+    WIZQ_RETURN_IF_ERROR(env_->SyncDir(path.substr(0, slash)));
+  } else {
+    WIZQ_RETURN_IF_ERROR(OpenFile(env_, path, kFlags, &j->fd));
+  }
+  struct stat st;
+  if (fstat(j->fd.get(), &st) != 0) {
+    return Status::IOErrorFromErrno("cannot stat", path, errno);
+  }
+  j->file.device = static_cast<uint64_t>(st.st_dev);
+  j->file.inode = static_cast<uint64_t>(st.st_ino);
+  // A replaced one stays open as long as a child still needs it.
+  journals_.erase(
+      std::remove_if(journals_.begin(), journals_.end(),
+                     [&](const auto& x) { return x->path == path; }),
+      journals_.end());
+  journals_.push_back(j);
+  *out = j;
+  return Status::OK();
+}
 
 CommandRunner::CommandRunner(Env* env) : env_(env) {}
 
@@ -282,13 +414,26 @@ Status CommandRunner::Start(const CommandSpec& spec, uint64_t token) {
                           " is already running");
     }
   }
-  WIZQ_RETURN_IF_ERROR(env_->CreateDirs(spec.output_dir, 0700));
-  WIZQ_RETURN_IF_ERROR(CheckRealDir(env_, spec.output_dir));
+  const size_t slash = spec.output_dir.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    // Once per directory and runner: a run's tasks all share it.
+    const std::string parent = spec.output_dir.substr(0, slash);
+    if (checked_dirs_.count(parent) == 0) {
+      if (!env_->FileExists(parent)) {
+        WIZQ_RETURN_IF_ERROR(env_->CreateDirs(parent, 0700));
+      }
+      WIZQ_RETURN_IF_ERROR(CheckRealDir(env_, parent));
+      checked_dirs_.insert(parent);
+    }
+  }
+  std::shared_ptr<Journal> journal;
+  WIZQ_RETURN_IF_ERROR(OpenJournal(spec.output_dir, &journal));
   ChildFds fds;
-  WIZQ_RETURN_IF_ERROR(LockOutputDir(env_, spec, &fds.lock));
   WIZQ_RETURN_IF_ERROR(OpenChildFds(env_, spec, &fds));
+  // Where this attempt's end line will be looked for.
+  const off_t journal_offset = lseek(journal->fd.get(), 0, SEEK_END);
   pid_t pid = -1;
-  const int err = SpawnShell(spec, fds, &pid);
+  const int err = SpawnShell(spec, fds, journal->fd.get(), &pid);
   if (err != 0) {
     CommandResult result;
     result.outcome = CommandResult::Outcome::kSpawnFailed;
@@ -307,7 +452,9 @@ Status CommandRunner::Start(const CommandSpec& spec, uint64_t token) {
   child->pid = pid;
   child->attempt = spec.attempt;
   child->cwd = spec.cwd;
-  child->record.reset(fds.record.release());
+  child->journal = journal;
+  child->journal_offset =
+      journal_offset > 0 ? static_cast<uint64_t>(journal_offset) : 0;
   child->output_dir = spec.output_dir;
   child->stdout_path =
       AttemptFiles::InTaskDir(spec.output_dir, spec.attempt).stdout_path();
@@ -379,12 +526,12 @@ Status CommandRunner::PollChildren(int timeout_ms) {
 }
 
 // A timed-out task's whole tree: its group, and whatever else still holds
-// its running.lock (a grandchild that left the group with setsid).
+// its lock, the stdout file (a grandchild that left the group with setsid).
 static void SignalTimedOut(Env* env, pid_t leader,
-                           const std::string& output_dir, int sig) {
+                           const std::string& stdout_path, int sig) {
   SignalTree(leader, sig);
   FileInfo lock;
-  if (env->GetFileInfo(AttemptFiles::LockPath(output_dir), &lock).ok()) {
+  if (env->GetFileInfo(stdout_path, &lock).ok()) {
     SignalOrphans(FileHolders(lock), sig);
   }
 }
@@ -395,11 +542,11 @@ void CommandRunner::EnforceTimeouts() {
     if (c->exited) continue;
     if (!c->timed_out && now >= c->term_ns) {
       c->timed_out = true;
-      SignalTimedOut(env_, c->pid, c->output_dir, SIGTERM);
+      SignalTimedOut(env_, c->pid, c->stdout_path, SIGTERM);
       c->kill_ns = now + SecondsToNs(c->grace_seconds);
     }
     if (now >= c->kill_ns) {
-      SignalTimedOut(env_, c->pid, c->output_dir, SIGKILL);
+      SignalTimedOut(env_, c->pid, c->stdout_path, SIGKILL);
       c->kill_ns = kNever;
     }
   }
@@ -423,7 +570,9 @@ CommandResult CommandRunner::Reap(const Child& c) {
                    " lost: " + strerror(errno);
     return result;
   }
-  const AttemptRecord end = EndOf(c.record.get(), c.attempt, status);
+  const AttemptRecord end =
+      EndOf(c.journal != nullptr ? c.journal->fd.get() : -1, c.journal_offset,
+            c.output_dir, c.attempt, c.pid, status);
   if (end.end == AttemptRecord::End::kSpawn) {
     result.outcome = CommandResult::Outcome::kSpawnFailed;
     result.error = std::string("cannot run ") + kShell + " -c in " +

@@ -3,18 +3,19 @@
 // Each command runs as `/bin/sh -c <script>` under a supervisor that leads
 // its own process group (tasks/orphans_record.h: it records the exit status
 // even when wizq is gone, so that a later worker can adopt it), with
-// stdin, stdout and stderr connected straight to files in the task's output
-// directory (`<attempt>.stdin|.stdout|.stderr`, named by AttemptFiles in
-// tasks/attempt_files.h), so no pipe has to be drained and nothing can
-// deadlock. A command is over when
+// stdin from memory (a memfd) and stdout and stderr connected straight to
+// the attempt's two files (`<task>.<attempt>.stdout|.stderr`, named by
+// AttemptFiles in tasks/attempt_files.h), so no pipe has to be drained and
+// nothing can deadlock. A command is over when
 // its shell exits: whatever it left running in its process group is killed
 // with it. Timeouts send SIGTERM to the whole group and SIGKILL after a grace
 // period.
 //
-// Every process tree also holds an exclusive flock on the task's
-// `running.lock` for as long as any of its processes keeps the inherited
-// descriptor open, and the task's `pgid` file records the leader
-// (pid = process group id, its start time and the boot id). When wizq itself
+// Every process tree also holds an exclusive flock on its attempt's stdout
+// file for as long as any of its processes keeps the inherited descriptor
+// (stdout, or its copy at descriptor 3) open, and the run's attempt
+// journal records the leader (pid = process group id, its start time and
+// the boot id; tasks/attempt_journal.h). When wizq itself
 // dies, the tree keeps the lock; ReapOrphans() (and Start(), for the same
 // directory) end it before a task runs again (SPEC §6.3). The limit: a
 // process that both leaves the group (setsid/setpgid) and closes the lock
@@ -35,6 +36,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,8 +55,9 @@ struct CommandSpec {
   std::string stdin_data;
   // Added to, or overriding, the inherited environment (WIZQ_* variables).
   std::vector<std::pair<std::string, std::string>> env;
-  // The task's directory (AttemptFiles::dir()), created (0700, with missing
-  // parents) if needed. stdout and stderr go to the attempt's files (0600),
+  // The task's name (AttemptFiles::dir(): `<tasks dir>/<id>`); its parent,
+  // the tasks directory, is created (0700, with missing parents) if needed.
+  // stdout and stderr go to the attempt's files (0600),
   // AttemptFiles::InTaskDir(output_dir, attempt).
   std::string output_dir;
   int attempt = 1;
@@ -94,8 +97,9 @@ class CommandRunner {
  public:
   using Done = std::vector<std::pair<uint64_t, CommandResult>>;
 
-  // Every file of a task (its directory, stdio files, running.lock, pgid)
-  // is reached through `env`, which must outlive the runner.
+  // Every file of a task (its stdout and stderr, the journal; the previous
+  // layout's running.lock and pgid) is reached through `env`, which must
+  // outlive the runner.
   explicit CommandRunner(Env* env = Env::Posix());
   // Kills (SIGKILL) and reaps whatever is still running.
   ~CommandRunner();
@@ -150,6 +154,7 @@ class CommandRunner {
 
  private:
   struct Child;
+  struct Journal;
 
   // Marks children whose leader has exited; waits up to timeout_ms
   // (negative = no limit) for the first one.
@@ -166,10 +171,15 @@ class CommandRunner {
   void AppendStderr(const Child& child, const std::string& text);
   // Until the earliest of `deadline_ns` and the next due signal; -1 = never.
   int MillisToNextEvent(int64_t deadline_ns) const;
+  // The journal of the run whose task is named `task_dir`, open O_APPEND.
+  Status OpenJournal(const std::string& task_dir,
+                     std::shared_ptr<Journal>* journal);
 
   Env* const env_;
   std::vector<std::unique_ptr<Child>> children_;
-  Done spawn_failures_;  // reported by the next Wait
+  Done spawn_failures_;                             // reported by the next Wait
+  std::vector<std::shared_ptr<Journal>> journals_;  // one per run directory
+  std::set<std::string> checked_dirs_;  // tasks directories made and checked
   bool use_pidfd_ = true;
   int wake_fd_ = -1;
   bool woken_ = false;  // the wake fd was readable in the last poll
@@ -178,7 +188,8 @@ class CommandRunner {
 // Before a task runs again: ends or awaits the process tree that an earlier
 // attempt left running in `output_dir` (the task's directory), e.g. because
 // a previous wizq died (SPEC §6.3). Sends SIGTERM to the recorded group and
-// to every process still holding `running.lock`, SIGKILL after
+// to every process still holding one of the task's lock files (each
+// attempt's stdout; the previous layout's `running.lock`), SIGKILL after
 // grace_seconds, and waits until the lock is free. Returns OK when nothing
 // of an earlier attempt is running any more (or there never was one), an
 // IOError naming the directory and the pids when that takes longer than

@@ -51,8 +51,11 @@ Status CommandRunner::Adopt(const CommandSpec& spec, uint64_t token,
   child->attempt = spec.attempt;
   child->cwd = spec.cwd;
   child->output_dir = spec.output_dir;
+  // An attempt of a run started by an older wizq has its files where the
+  // previous layout put them.
   child->stdout_path =
-      AttemptFiles::InTaskDir(spec.output_dir, spec.attempt).stdout_path();
+      AttemptFiles::ExistingInTaskDir(env_, spec.output_dir, spec.attempt)
+          .stdout_path();
   child->max_stdout_bytes = spec.max_stdout_bytes;
   child->start_ns = now;
   child->grace_seconds = spec.kill_grace_seconds;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "tasks/command_runner.h"
@@ -31,7 +32,10 @@ struct CommandRunner::Child {
   std::string cwd;
   std::string output_dir;
   std::string stdout_path;
-  internal::ScopedFd record;  // the attempt record (the task's pgid file)
+  // The run's journal (its end line is looked for from journal_offset on);
+  // null for an adopted attempt.
+  std::shared_ptr<Journal> journal;
+  uint64_t journal_offset = 0;
   size_t max_stdout_bytes = 0;
   int64_t start_ns = 0;
   int64_t term_ns = internal::kNever;  // when SIGTERM is due (the timeout)

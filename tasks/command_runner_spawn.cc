@@ -18,8 +18,9 @@ namespace {
 // Everything below runs in the forked supervisor: async-signal-safe system
 // calls only, no allocation, no locks, no stdio.
 
-constexpr int kLockFd = 3;    // the running.lock the whole tree inherits
-constexpr int kRecordFd = 4;  // the record, the supervisor's own
+constexpr int kLockFd = 3;    // stdout's own descriptor, flocked, that the
+                              // whole tree inherits
+constexpr int kRecordFd = 4;  // the journal, the supervisor's own
 
 // A fixed buffer that numbers and strings are appended to.
 struct Line {
@@ -73,15 +74,13 @@ int64_t WallMs() {
   return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
 }
 
-void PwriteAll(int fd, const Line& line, off_t offset) {
-  size_t done = 0;
-  while (done < line.len) {
-    const ssize_t n =
-        pwrite(fd, line.buf + done, line.len - done, offset + done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<size_t>(n);
-  }
+// One write(2) to the O_APPEND journal: a line is never interleaved with
+// another supervisor's (a short write is not retried: it would be).
+void Append(int fd, const Line& line) {
+  ssize_t n;
+  do {
+    n = write(fd, line.buf, line.len);
+  } while (n < 0 && errno == EINTR);
 }
 
 // Moves the plan's descriptors to 0..4 and closes the rest, wizq's own
@@ -156,18 +155,22 @@ void SetDisposition(int sig, void (*handler)(int)) {
   // Without its descriptors nothing can be recorded: wizq reports exit
   // code 127 of a supervisor that wrote no record.
   if (!ArrangeFds(p)) _exit(127);
+  const pid_t self = getpid();
   Line first;
-  first.Num(getpid());
+  first.Str("start ");
+  first.Str(p.key);
+  first.Str(" ");
+  first.Num(p.attempt);
+  first.Str(" ");
+  first.Num(self);
   first.Str(" ");
   first.Num(static_cast<int64_t>(OwnStartTicks()));
   first.Str(" ");
   first.Str(p.boot_id[0] != '\0' ? p.boot_id : "unknown");
   first.Str(" ");
-  first.Num(p.attempt);
-  first.Str(" ");
   first.Num(WallMs());
   first.Str("\n");
-  PwriteAll(kRecordFd, first, 0);
+  Append(kRecordFd, first);
 
   // The cwd is entered here, in the supervisor (which uses no path after
   // this), so a missing one is seen without relying on vfork's shared
@@ -188,7 +191,11 @@ void SetDisposition(int sig, void (*handler)(int)) {
   }
   Line end;
   end.Str("end ");
+  end.Str(p.key);
+  end.Str(" ");
   end.Num(p.attempt);
+  end.Str(" ");
+  end.Num(self);
   int status = 0;
   if (shell == -1) {
     end.Str(" spawn ");
@@ -211,11 +218,13 @@ void SetDisposition(int sig, void (*handler)(int)) {
     }
   }
   // Nobody is left to record the result durably: the record must not
-  // survive a power cut that the response it vouches for does not.
+  // survive a power cut that the response it vouches for does not. syncfs
+  // also makes the stdout file's name durable (wizq never syncs the tasks
+  // directory); it is paid only by an orphan.
   const bool orphaned = getppid() != parent;
-  if (orphaned) fdatasync(STDOUT_FILENO);
+  if (orphaned) syncfs(STDOUT_FILENO);
   end.Str(orphaned ? " 1\n" : " 0\n");
-  PwriteAll(kRecordFd, end, static_cast<off_t>(first.len));
+  Append(kRecordFd, end);
   if (orphaned) fdatasync(kRecordFd);
   _exit(0);
 }

@@ -16,10 +16,12 @@ struct SupervisorPlan {
   char* const* argv = nullptr;  // {"sh", "-c", script, nullptr}
   char* const* envp = nullptr;
   const char* cwd = nullptr;  // nullptr: inherited
-  // Open descriptors of wizq (all above 2, O_CLOEXEC): the attempt's stdin,
-  // stdout and stderr files, the task's running.lock (already flocked) and
-  // its record file (`pgid`, truncated).
+  // Open descriptors of wizq (all above 2, O_CLOEXEC): the attempt's stdin
+  // (a memfd or pipe), its stdout and stderr files, the lock (stdout's own
+  // descriptor, already flocked: the same open file as `out`) and the
+  // run's attempt journal (O_APPEND, tasks/attempt_journal.h).
   int in = -1, out = -1, err = -1, lock = -1, record = -1;
+  const char* key = "";  // the task's key in the journal
   int attempt = 1;
   const char* boot_id = "";
 };
@@ -27,7 +29,7 @@ struct SupervisorPlan {
 // Forks the supervisor. In it: its own process group (it leads it), stdio
 // from the plan, the lock at descriptor 3 (inherited by the whole tree),
 // every other descriptor closed, SIGINT/SIGTERM/SIGHUP ignored by it and
-// default for the shell, the record's first line written, then
+// default for the shell, the journal's start line appended, then
 // vfork+exec of the shell, waitpid, the end line (synced when wizq is gone
 // by then) and exit 0. Returns 0 and *pid (the supervisor = the process
 // group), or fork's errno.

@@ -177,6 +177,16 @@ class Executor {
     (void)fd;
     return false;
   }
+
+  // After a Start that adopted a dead worker's attempt of `task_id` which
+  // still runs: what it waits for, for the user ("waiting for its earlier
+  // attempt 1 (process group 4242) to finish, up to 28s"). Empty when Start
+  // ran the task, or the adopted attempt had already finished. Default:
+  // empty.
+  virtual std::string AdoptionNote(int64_t task_id) const {
+    (void)task_id;
+    return "";
+  }
 };
 
 inline bool Executor::AttemptAdoptable(int64_t task_id, int attempt) const {

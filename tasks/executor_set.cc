@@ -135,6 +135,11 @@ bool ExecutorSet::AttemptAdoptable(int64_t task_id, int attempt) const {
   return false;
 }
 
+std::string ExecutorSet::AdoptionNote(int64_t task_id) const {
+  auto it = owner_.find(task_id);
+  return it == owner_.end() ? "" : it->second->AdoptionNote(task_id);
+}
+
 bool ExecutorSet::SetWakeFd(int fd) {
   wake_fd_ = fd;
   wakes_.clear();

@@ -45,6 +45,7 @@ class ExecutorSet : public Executor {
   // Whether any member can adopt the attempt (the caller asks only for
   // tasks whose kind adopts: see RunLoop::Open).
   bool AttemptAdoptable(int64_t task_id, int attempt) const override;
+  std::string AdoptionNote(int64_t task_id) const override;
   // Always true: members that take the descriptor wake on it in their own
   // Wait; while others are waited for, the set polls it between slices.
   bool SetWakeFd(int fd) override;

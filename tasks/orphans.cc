@@ -11,17 +11,20 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <list>
 #include <optional>
 #include <set>
 #include <string_view>
 
 #include "tasks/attempt_files.h"
+#include "tasks/attempt_journal.h"
 #include "tasks/command_runner.h"  // ReapOrphans
 #include "tasks/orphans_record.h"
 #include "tasks/posix_util.h"
 
 namespace wizq {
 
+using internal::AttemptRecord;
 using internal::FileHolders;
 using internal::FormatSeconds;
 using internal::NowNs;
@@ -31,7 +34,6 @@ using internal::SecondsToNs;
 using internal::SignalOrphans;
 using internal::SleepMs;
 using internal::TryLock;
-using internal::WriteSmallFile;
 
 namespace {
 
@@ -108,26 +110,33 @@ const std::string& BootId() {
   return *boot_id;
 }
 
-// The recorded leader, if that very process is still alive (not a zombie).
-std::optional<pid_t> LiveLeader(Env* env, const std::string& output_dir) {
+// The latest attempt record of the task named `task_dir`: the journal's
+// (tasks/attempt_journal.h), else the previous layout's `pgid` file. False
+// if neither has one.
+bool ReadRecord(Env* env, const std::string& task_dir, AttemptRecord* r) {
+  if (internal::LatestJournalAttempt(env, AttemptFiles::JournalPath(task_dir),
+                                     AttemptFiles::TaskKey(task_dir), r)) {
+    return true;
+  }
   std::string text;
-  if (!env->ReadFilePrefix(AttemptFiles::PgidPath(output_dir), 256, &text)
-           .ok()) {
-    return {};
-  }
-  long pid = 0;
-  unsigned long long start_time = 0;
-  char boot[64] = {0};
-  if (sscanf(text.c_str(), "%ld %llu %63s", &pid, &start_time, boot) != 3 ||
-      pid <= 1 || boot != BootId()) {
-    return {};
-  }
+  return env->ReadFilePrefix(AttemptFiles::PgidPath(task_dir), 512, &text)
+             .ok() &&
+         internal::ParseAttemptRecord(text, r);
+}
+
+// Whether the record's supervisor (the tree's leader) is that very process
+// and alive (not a zombie).
+bool LeaderAlive(const AttemptRecord& r) {
   ProcStat st;
-  if (!ReadProcStat(static_cast<pid_t>(pid), &st) ||
-      st.start_time != start_time || st.state == 'Z' || st.state == 'X') {
-    return {};
-  }
-  return static_cast<pid_t>(pid);
+  return r.pid > 1 && r.boot_id == BootId() && ReadProcStat(r.pid, &st) &&
+         st.start_time == r.start && st.state != 'Z' && st.state != 'X';
+}
+
+// The recorded leader, if that very process is still alive.
+std::optional<pid_t> LiveLeader(Env* env, const std::string& output_dir) {
+  AttemptRecord r;
+  if (!ReadRecord(env, output_dir, &r) || !LeaderAlive(r)) return {};
+  return r.pid;
 }
 
 // Whether `pid` has a descriptor open on `file` (/proc inspection: raw
@@ -155,14 +164,21 @@ bool HoldsFile(pid_t pid, const FileInfo& file) {
   return found;
 }
 
-// Whether the lock file of `task_dir` is held by someone (false if absent).
-bool LockHeld(Env* env, const std::string& task_dir) {
-  const std::string path = AttemptFiles::LockPath(task_dir);
+// Whether the lock file at `path` is held by someone (false if absent).
+bool FileLockHeld(Env* env, const std::string& path) {
   ScopedFd lock;
-  if (!OpenFile(env, path, O_RDWR, &lock).ok()) return false;
+  if (!OpenFile(env, path, O_RDONLY, &lock).ok()) return false;
   bool free = false;
   if (!TryLock(lock.get(), path, &free).ok()) return true;  // be careful
   return !free;  // ours is released when `lock` closes
+}
+
+// Whether a tree of attempt `attempt` holds its lock: its stdout file, or
+// the previous layout's running.lock.
+bool LockHeld(Env* env, const std::string& task_dir, int attempt) {
+  return FileLockHeld(
+             env, AttemptFiles::InTaskDir(task_dir, attempt).stdout_path()) ||
+         FileLockHeld(env, AttemptFiles::LockPath(task_dir));
 }
 
 std::string PidList(const std::vector<pid_t>& pids) {
@@ -180,21 +196,14 @@ const std::string& CurrentBootId() { return BootId(); }
 
 bool AttemptBegan(Env* env, const std::string& task_dir, int attempt) {
   AttemptRecord r;
-  std::string text;
-  if (env->ReadFilePrefix(AttemptFiles::PgidPath(task_dir), 512, &text).ok() &&
-      ParseAttemptRecord(text, &r) && r.attempt == attempt) {
-    return true;
-  }
-  return LockHeld(env, task_dir);
+  if (ReadRecord(env, task_dir, &r) && r.attempt == attempt) return true;
+  return LockHeld(env, task_dir, attempt);
 }
 
 OrphanState ProbeOrphan(Env* env, const std::string& task_dir, int attempt,
                         AttemptRecord* out) {
   AttemptRecord r;
-  std::string text;
-  const bool have =
-      env->ReadFilePrefix(AttemptFiles::PgidPath(task_dir), 512, &text).ok() &&
-      ParseAttemptRecord(text, &r);
+  const bool have = ReadRecord(env, task_dir, &r);
   if (out != nullptr) *out = r;
   if (have && r.attempt == 0) {
     // An older wizq's tree (no supervisor): it will never leave an exit
@@ -202,9 +211,10 @@ OrphanState ProbeOrphan(Env* env, const std::string& task_dir, int attempt,
     return OrphanState::kLost;
   }
   if (!have || r.attempt != attempt) {
-    // The supervisor may not have written its first line yet (wizq flocks
+    // The supervisor may not have written its start line yet (wizq flocks
     // the lock before it forks): a held lock is a tree starting.
-    return LockHeld(env, task_dir) ? OrphanState::kRunning : OrphanState::kLost;
+    return LockHeld(env, task_dir, attempt) ? OrphanState::kRunning
+                                            : OrphanState::kLost;
   }
   const bool this_boot = !r.boot_id.empty() && r.boot_id == BootId();
   if (r.ended) {
@@ -214,42 +224,16 @@ OrphanState ProbeOrphan(Env* env, const std::string& task_dir, int attempt,
                : OrphanState::kLost;
   }
   if (!this_boot) return OrphanState::kLost;
-  ProcStat st;
-  const bool leader_alive = ReadProcStat(r.pid, &st) &&
-                            st.start_time == r.start && st.state != 'Z' &&
-                            st.state != 'X';
-  if (leader_alive || LockHeld(env, task_dir)) {
-    // The supervisor may have written its end line since the first read.
-    text.clear();
-    if (env->ReadFilePrefix(AttemptFiles::PgidPath(task_dir), 512, &text)
-            .ok() &&
-        ParseAttemptRecord(text, &r) && r.ended && r.attempt == attempt) {
-      if (out != nullptr) *out = r;
-      return r.end == AttemptRecord::End::kExit ? OrphanState::kFinished
-                                                : OrphanState::kLost;
-    }
-    return OrphanState::kRunning;
+  const bool running = LeaderAlive(r) || LockHeld(env, task_dir, attempt);
+  // The supervisor may have written its end line since the first read.
+  AttemptRecord again;
+  if (ReadRecord(env, task_dir, &again) && again.ended &&
+      again.attempt == attempt && again.pid == r.pid) {
+    if (out != nullptr) *out = again;
+    return again.end == AttemptRecord::End::kExit ? OrphanState::kFinished
+                                                  : OrphanState::kLost;
   }
-  // Nothing runs: read once more, the supervisor may just have finished.
-  text.clear();
-  if (env->ReadFilePrefix(AttemptFiles::PgidPath(task_dir), 512, &text).ok() &&
-      ParseAttemptRecord(text, &r) && r.ended && r.attempt == attempt &&
-      r.end == AttemptRecord::End::kExit) {
-    if (out != nullptr) *out = r;
-    return OrphanState::kFinished;
-  }
-  return OrphanState::kLost;
-}
-
-void WriteLeaderRecord(Env* env, const std::string& output_dir, pid_t pid) {
-  ProcStat st;
-  if (!ReadProcStat(pid, &st)) return;
-  const std::string record = std::to_string(pid) + " " +
-                             std::to_string(st.start_time) + " " + BootId() +
-                             "\n";
-  // Best effort: without it the lock holders are still found (ReapOrphans
-  // signals every process holding running.lock).
-  WriteSmallFile(env, AttemptFiles::PgidPath(output_dir), record).IgnoreError();
+  return running ? OrphanState::kRunning : OrphanState::kLost;
 }
 
 // Scans /proc: process inspection, raw on purpose (see the top of this file).
@@ -283,39 +267,96 @@ void SignalOrphans(const std::vector<pid_t>& pids, int sig) {
 
 // --- ReapOrphans -------------------------------------------------------------
 
+namespace {
+
+// An open lock file of a task's earlier attempt and its identity.
+struct TreeLock {
+  std::string path;
+  ScopedFd fd;
+  FileInfo file;
+};
+
+// Opens one lock file if it exists. False only on an error other than
+// NotFound (in *s).
+bool OpenTreeLock(Env* env, const std::string& path, std::list<TreeLock>* locks,
+                  Status* s) {
+  ScopedFd fd;
+  Status open = OpenFile(env, path, O_RDONLY, &fd);
+  if (open.IsNotFound()) return true;
+  if (!open.ok()) {
+    *s = open;
+    return false;
+  }
+  TreeLock& lock = locks->emplace_back();
+  lock.path = path;
+  lock.fd.reset(fd.release());
+  // fstat of the descriptor the Env gave (fs/env.h allows it): the very
+  // file whose flock is tested, even if the path were replaced.
+  struct stat st;
+  if (fstat(lock.fd.get(), &st) != 0) {
+    *s = Status::IOErrorFromErrno("cannot stat", path, errno);
+    return false;
+  }
+  lock.file.device = static_cast<uint64_t>(st.st_dev);
+  lock.file.inode = static_cast<uint64_t>(st.st_ino);
+  return true;
+}
+
+// Every lock an earlier tree of the task may hold: the stdout file of each
+// attempt up to the latest the journal records (and any after it that
+// exists), and the previous layout's running.lock.
+Status OpenTreeLocks(Env* env, const std::string& task_dir,
+                     std::list<TreeLock>* locks) {
+  Status s;
+  if (!OpenTreeLock(env, AttemptFiles::LockPath(task_dir), locks, &s)) {
+    return s;
+  }
+  AttemptRecord latest;
+  const int recorded =
+      internal::LatestJournalAttempt(env, AttemptFiles::JournalPath(task_dir),
+                                     AttemptFiles::TaskKey(task_dir), &latest)
+          ? latest.attempt
+          : 0;
+  for (int k = 1;; ++k) {
+    const size_t before = locks->size();
+    if (!OpenTreeLock(env, AttemptFiles::InTaskDir(task_dir, k).stdout_path(),
+                      locks, &s)) {
+      return s;
+    }
+    if (k > recorded && locks->size() == before) return Status::OK();
+  }
+}
+
+}  // namespace
+
 Status ReapOrphans(const std::string& output_dir, double grace_seconds,
                    double max_wait_seconds, Env* env) {
-  const std::string path = AttemptFiles::LockPath(output_dir);
-  ScopedFd lock;
-  Status s = OpenFile(env, path, O_RDWR, &lock);
-  if (s.IsNotFound()) return Status::OK();  // never ran here
-  WIZQ_RETURN_IF_ERROR(s);
-  // fstat of the descriptor the Env gave (fs/env.h allows it): the very
-  // file whose flock is tested below, even if the path were replaced.
-  struct stat st;
-  if (fstat(lock.get(), &st) != 0) {
-    return Status::IOErrorFromErrno("cannot stat", path, errno);
-  }
-  FileInfo lock_file;
-  lock_file.device = static_cast<uint64_t>(st.st_dev);
-  lock_file.inode = static_cast<uint64_t>(st.st_ino);
+  std::list<TreeLock> locks;
+  WIZQ_RETURN_IF_ERROR(OpenTreeLocks(env, output_dir, &locks));
   const int64_t start = NowNs();
   const int64_t kill_at = start + SecondsToNs(grace_seconds);
   const int64_t give_up = start + SecondsToNs(max_wait_seconds);
   int64_t next_signal = start;
   int sig = SIGTERM;
   for (;;) {
-    bool free = false;
-    WIZQ_RETURN_IF_ERROR(TryLock(lock.get(), path, &free));
+    std::vector<const TreeLock*> held;
+    for (const TreeLock& lock : locks) {
+      bool free = false;
+      WIZQ_RETURN_IF_ERROR(TryLock(lock.fd.get(), lock.path, &free));
+      if (!free) held.push_back(&lock);
+    }
     const std::optional<pid_t> leader = LiveLeader(env, output_dir);
-    if (free && !leader) return Status::OK();
+    if (held.empty() && !leader) return Status::OK();
     const int64_t now = NowNs();
     if (now >= next_signal || now >= give_up) {
       std::vector<pid_t> orphans;
-      if (!free) orphans = FileHolders(lock_file);
+      for (const TreeLock* lock : held) {
+        const std::vector<pid_t> holders = FileHolders(lock->file);
+        orphans.insert(orphans.end(), holders.begin(), holders.end());
+      }
       if (leader) orphans.push_back(*leader);
       if (now >= give_up) {
-        return Status::IOError("an earlier attempt in " + output_dir +
+        return Status::IOError("an earlier attempt of " + output_dir +
                                " is still running after " +
                                FormatSeconds(max_wait_seconds) + " (pids " +
                                PidList(orphans) + ")");

@@ -1,16 +1,17 @@
 // Identifying a task's process tree across a wizq crash (SPEC §6.3).
 //
 // Every process tree CommandRunner starts holds an exclusive flock on the
-// task's `running.lock` through an inherited descriptor, and its `pgid`
-// records the leader as "<pid> <start time> <boot id>" (the paths are
-// AttemptFiles', tasks/attempt_files.h).
+// attempt's stdout file through an inherited descriptor, and the run's
+// attempt journal records the leader as "<pid> <start time> <boot id>"
+// (tasks/attempt_journal.h; the previous layout: the task's `running.lock`
+// and `pgid`, AttemptFiles in tasks/attempt_files.h).
 // When wizq dies, the tree keeps the lock; these helpers find it again: the
 // recorded leader, if that very process is still alive, and every process
 // that still holds the lock (a /proc scan). ReapOrphans, declared in
 // tasks/command_runner.h next to CommandRunner, is defined in orphans.cc.
 //
-// The task's files (running.lock, pgid) are reached through an Env; the
-// /proc scan is process inspection (the kernel's view of other processes,
+// The task's files (its stdout files, the journal) are reached through an Env;
+// the /proc scan is process inspection (the kernel's view of other processes,
 // not wizq's files) and stays raw system calls, as fs/env.h allows.
 //
 // Internal to tasks/: used by command_runner.cc and orphans.cc.
@@ -25,11 +26,6 @@
 #include "fs/env.h"
 
 namespace wizq::internal {
-
-// Records the leader as "<pid> <start time> <boot id>", so that a later
-// ReapOrphans never signals a process that merely reuses the pid. Best
-// effort: without the record the lock holders are still found.
-void WriteLeaderRecord(Env* env, const std::string& output_dir, pid_t pid);
 
 // Other processes with a descriptor open on `file` (its device and inode;
 // scans /proc).

@@ -3,22 +3,26 @@
 // docs/PROTOCOL.md "Orphans after a crash").
 //
 // Every attempt runs under a small supervisor: a fork of wizq that leads
-// the attempt's process group, holds the task's running.lock, starts
-// `/bin/sh -c <script>` and waits for it (tasks/command_runner_spawn.cc).
-// The supervisor owns the task's `pgid` file (AttemptFiles::pgid_path()),
-// rewritten by every attempt; it holds at most two lines:
+// the attempt's process group, holds the attempt's lock (its stdout file),
+// starts `/bin/sh -c <script>` and waits for it
+// (tasks/command_runner_spawn.cc). It appends the attempt's start line and,
+// once the shell has been reaped, its end line (`exit <code>`, `signal
+// <number>` or `spawn <errno>`: the shell could not be started) to the
+// run's journal (tasks/attempt_journal.h). When the supervisor's parent
+// (wizq) is gone by then, nobody else will record the result, so it
+// syncfs'es stdout's filesystem (its data and name), appends the line with
+// synced=1 and fdatasyncs the journal: a record from an earlier boot is
+// trusted only with synced=1 (a power cut may have kept the record but
+// lost stdout).
+//
+// The previous layout kept the same record in the task directory's `pgid`
+// file, rewritten by every attempt (ParseAttemptRecord reads it):
 //
 //   <pid> <start ticks> <boot id> <attempt> <start wall ms>\n   at start
 //   end <attempt> exit|signal|spawn <value> <synced 0|1>\n       at the end
 //
-// The first line's first three fields are what earlier wizq versions wrote
-// (LiveLeader reads only those). The second line is written with pwrite
-// once the shell has been reaped: `exit <code>`, `signal <number>` or
-// `spawn <errno>` (the shell could not be started). When the supervisor's
-// parent (wizq) is gone by then, nobody else will record the result, so it
-// fdatasyncs the attempt's stdout, writes the line with synced=1 and
-// fdatasyncs the record: a record from an earlier boot is trusted only
-// with synced=1 (a power cut may have kept the record but lost stdout).
+// (wizq versions before adoption wrote only the first three fields.) The
+// functions below read the journal first, then `pgid`.
 // A supervisor never outlives its shell; whatever the shell left running
 // keeps the lock until the live wizq (or an adopter) kills it.
 //
@@ -54,9 +58,9 @@ bool ParseAttemptRecord(std::string_view text, AttemptRecord* record);
 // The boot id of this machine ("" if unknown).
 const std::string& CurrentBootId();
 
-// Whether attempt `attempt`'s supervisor started (its record's first line
-// names the attempt) or a tree holds the task's lock. False when wizq died
-// after writing the attempt's stdin but before the supervisor ran.
+// Whether attempt `attempt`'s supervisor started (the task's latest start
+// record names the attempt) or a tree holds the attempt's lock. False when wizq
+// died after writing the attempt's stdin but before the supervisor ran.
 bool AttemptBegan(Env* env, const std::string& task_dir, int attempt);
 
 // What a later worker finds of attempt `attempt` of the task whose

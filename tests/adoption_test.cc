@@ -70,13 +70,10 @@ class AdoptionTest : public ::testing::Test {
     return !r.exited && r.signal == SIGKILL;
   }
   // SIGKILLs the process group of every task attempt (their supervisors
-  // lead them; the pgid records name them).
+  // lead them; the attempt journal names them).
   void KillTaskGroups() {
-    std::error_code ec;
-    for (const auto& e :
-         fs::directory_iterator(Inst() + "/.wizard/tasks", ec)) {
-      const long pid = std::atol(test::ReadAll(e.path() / "pgid").c_str());
-      if (pid > 1) kill(-static_cast<pid_t>(pid), SIGKILL);
+    for (long pid : test::AttemptGroups(Inst())) {
+      kill(-static_cast<pid_t>(pid), SIGKILL);
     }
   }
   std::vector<Json> Events(const std::string& name) const {
@@ -117,8 +114,16 @@ TEST_F(AdoptionTest, OnlyWizqKilledDuringStepThreeEveryStepRunsOnce) {
     WizqProcess p(Run(wf));
     ASSERT_TRUE(KillWhen(&p, "build"));
   }
-  const WizqResult r = test::RunWizq(Run(wf));
+  // Not --quiet: the resume says what it waits for.
+  std::vector<std::string> resume = Run(wf);
+  resume.pop_back();
+  const WizqResult r = test::RunWizq(resume);
   ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_TRUE(
+      test::Contains(r.err,
+                     "task 3 (build): waiting for its earlier attempt 1 "
+                     "(process group "))
+      << r.err;
   for (const char* name : {"gather", "plan", "build", "verify", "ship"}) {
     EXPECT_EQ(Count(name), 1) << name;
   }
@@ -177,7 +182,7 @@ TEST_F(AdoptionTest, AnOrphanThatOutlivesItsTimeoutIsEndedAndRetried) {
   const std::vector<Json> failed = Events("task_failed");
   ASSERT_EQ(failed.size(), 1u);
   EXPECT_EQ(failed[0]["reason"], "timeout");
-  EXPECT_EQ(test::ReadAll(Inst() + "/.wizard/tasks/1/1.stdout"), "");
+  EXPECT_EQ(test::ReadAll(Inst() + "/.wizard/tasks/1.1.stdout"), "");
 }
 
 TEST_F(AdoptionTest, AnOrphanKilledByASignalAfterWizqDiedRunsAgain) {
@@ -316,68 +321,7 @@ TEST_F(AdoptionTest, FreshEndsTheOldRunsOrphansAndNeverReusesItsKeys) {
   EXPECT_NE(lines[1], "start-" + old_key) << "a key was reused";
 }
 
-// A run directory written before adoption (pgid records of three fields,
-// the shell's, no exit record): a task in flight when that wizq died is a
-// lost attempt (its tree is ended, it runs again), the run completes, and
-// `wizq log --task` still shows the tasks.
-TEST_F(AdoptionTest, ARunOfThePreviousLayoutResumes) {
-  const std::string wf = Workflow(FiveSteps(1));
-  {
-    WizqProcess p(Run(wf));
-    ASSERT_TRUE(KillWhen(&p, "build"));
-  }
-  // What an older wizq left: its shell leading the group, holding the lock,
-  // recorded as "<pid> <start time> <boot id>".
-  const std::string pgid = Inst() + "/.wizard/tasks/3/pgid";
-  const std::string record = test::ReadAll(pgid);
-  const std::vector<std::string> fields = [&] {
-    std::vector<std::string> f;
-    std::string line = record.substr(0, record.find('\n'));
-    for (size_t at = 0; at != std::string::npos;) {
-      const size_t sp = line.find(' ', at);
-      f.push_back(line.substr(at, sp == std::string::npos ? sp : sp - at));
-      at = sp == std::string::npos ? sp : sp + 1;
-    }
-    return f;
-  }();
-  ASSERT_EQ(fields.size(), 5u) << record;
-  test::WriteAll(pgid, fields[0] + " " + fields[1] + " " + fields[2] + "\n");
-  const WizqResult r = test::RunWizq(Run(wf));
-  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
-  EXPECT_EQ(Count("build"), 2);  // the old tree was ended, then re-run
-  EXPECT_TRUE(Events("task_adopted").empty());
-  for (const char* name : {"gather", "plan", "verify", "ship"}) {
-    EXPECT_EQ(Count(name), 1) << name;
-  }
-  EXPECT_EQ(test::ReadAll(Inst() + "/.wizard/tasks/1/1.stdout"),
-            "[{\"kind\":\"plan\",\"value\":{}}]\n");
-  const WizqResult log =
-      test::RunWizq({"wizq", "log", "--dir", Inst(), "--task", "3"});
-  ASSERT_TRUE(log.exited && log.code == 0) << log.Describe();
-  EXPECT_TRUE(test::Contains(log.out, "worker_lost")) << log.out;
-  EXPECT_TRUE(test::Contains(log.out, "completed")) << log.out;
-}
-
-// While a task runs and nothing else can be claimed, wizq waits: one
-// long-lived commit thread, a backoff after an empty claim (it used to
-// start ~850 commit threads a second: 0.17 s of CPU for one `sleep 2`).
-TEST_F(AdoptionTest, WaitingForALongTaskCostsAlmostNoCpu) {
-  const std::string wf = Workflow(OneStep("sleep 2; echo []", ""));
-  auto cpu_ms = [] {
-    rusage ru;
-    getrusage(RUSAGE_CHILDREN, &ru);
-    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000.0 +
-           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000.0;
-  };
-  const double before = cpu_ms();
-  const WizqResult r = test::RunWizq(Run(wf));
-  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
-  // Instrumented builds spend far more CPU starting up: the bound is for
-  // wizq's own code.
-  if (!test::UnderSanitizer()) {
-    EXPECT_LT(cpu_ms() - before, 80.0);
-  }
-}
+// A run of the previous layout: tests/legacy_layout_test.cc.
 
 }  // namespace
 }  // namespace wizq

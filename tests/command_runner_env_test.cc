@@ -43,7 +43,7 @@ class CommandRunnerEnvTest : public testing::Test {
     return spec;
   }
   std::string TaskDir(int id) const {
-    return dir_.Join(".wizard/tasks/" + std::to_string(id));
+    return dir_.Join(run_ + ".wizard/tasks/" + std::to_string(id));
   }
   std::string Marker(int id) const {
     return dir_.Join("ran-" + std::to_string(id));
@@ -62,6 +62,7 @@ class CommandRunnerEnvTest : public testing::Test {
   }
 
   test::ScratchDir dir_;
+  std::string run_;  // the run directory under dir_ ("" = dir_ itself)
   FaultInjectionEnv env_{Env::Posix()};
 };
 
@@ -71,41 +72,43 @@ TEST_F(CommandRunnerEnvTest, RunsThroughTheEnv) {
   const CommandResult r = WaitOne(&runner);
   EXPECT_EQ(0, r.exit_code) << r.error;
   EXPECT_EQ("[]\n", r.stdout_text);
-  // The directory, running.lock, stdin, stdout and stderr: counted ops.
-  EXPECT_GE(env_.op_count(), 5);
+  // The tasks directory, the journal (created, its directory synced), the
+  // previous layout's lock (missing), stdout and stderr: counted ops.
+  EXPECT_GE(env_.op_count(), 6);
 }
 
-// Fails each child-descriptor open of Start in turn (running.lock, stdin,
-// stdout, stderr, the pgid record): Start reports it, starts nothing, holds
-// nothing, and the runner works again once the fault is gone.
+// Fails each descriptor open of Start in turn (the journal, the previous
+// layout's lock, stdout, stderr): Start reports it, starts nothing, holds
+// nothing, and a runner works again once the fault is gone.
 TEST_F(CommandRunnerEnvTest, FailedDescriptorOpenStartsNothing) {
-  CommandRunner runner(&env_);
-  for (int nth = 1; nth <= 5; ++nth) {
+  for (int nth = 1; nth <= 4; ++nth) {
     SCOPED_TRACE("failing OpenDescriptor " + std::to_string(nth));
+    CommandRunner runner(&env_);  // a new one: the journal is not open yet
     env_.ResetState();
     env_.FailOp(FaultInjectionEnv::kOpenDescriptor, nth, EMFILE, false);
     Status s = runner.Start(Spec(nth), static_cast<uint64_t>(nth));
     EXPECT_TRUE(s.IsIOError()) << s.ToString();
-    EXPECT_NE(std::string::npos, s.message().find(TaskDir(nth)))
+    EXPECT_NE(std::string::npos, s.message().find(dir_.Join(".wizard/tasks/")))
         << s.ToString();
     EXPECT_EQ(0u, runner.running());
     CommandRunner::Done done;
     EXPECT_TRUE(runner.Wait(0, &done).ok());
     EXPECT_TRUE(done.empty());
-    EXPECT_TRUE(LockIsFree(TaskDir(nth) + "/running.lock"));
+    EXPECT_TRUE(LockIsFree(TaskDir(nth) + ".1.stdout"));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  for (int nth = 1; nth <= 5; ++nth) EXPECT_FALSE(Exists(Marker(nth)));
+  for (int nth = 1; nth <= 4; ++nth) EXPECT_FALSE(Exists(Marker(nth)));
 
   env_.ClearFaults();
+  CommandRunner runner(&env_);
   ASSERT_TRUE(runner.Start(Spec(1), 1).ok());
   EXPECT_EQ(0, WaitOne(&runner).exit_code);
   EXPECT_TRUE(Exists(Marker(1)));
 }
 
-// Every mutating operation of Start, failed in turn: an error and nothing
-// started (the pgid record is opened before the spawn; the supervisor
-// writes it).
+// Every mutating operation of Start of a run's first task, failed in turn:
+// an error and nothing started (the journal is opened before the spawn;
+// the supervisor writes to it).
 TEST_F(CommandRunnerEnvTest, FailureAtEveryOpOfStartStartsNothing) {
   int64_t ops = 0;
   {
@@ -114,12 +117,13 @@ TEST_F(CommandRunnerEnvTest, FailureAtEveryOpOfStartStartsNothing) {
     ops = env_.op_count();
     WaitOne(&runner);
   }
-  ASSERT_GE(ops, 7);
-  CommandRunner runner(&env_);
+  ASSERT_GE(ops, 6);
   std::vector<int> failed;
   for (int64_t k = 1; k <= ops; ++k) {
     SCOPED_TRACE("failing op " + std::to_string(k));
     const int id = static_cast<int>(k);
+    CommandRunner runner(&env_);
+    run_ = "run" + std::to_string(k) + "/";  // a new run directory
     env_.ResetState();
     env_.FailOp(FaultInjectionEnv::kAny, k, EIO, false);
     if (runner.Start(Spec(id), static_cast<uint64_t>(id)).ok()) {
@@ -129,7 +133,7 @@ TEST_F(CommandRunnerEnvTest, FailureAtEveryOpOfStartStartsNothing) {
     }
     failed.push_back(id);
     EXPECT_EQ(0u, runner.running());
-    EXPECT_TRUE(LockIsFree(TaskDir(id) + "/running.lock"));
+    EXPECT_TRUE(LockIsFree(TaskDir(id) + ".1.stdout"));
   }
   EXPECT_EQ(static_cast<size_t>(ops), failed.size());
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -144,7 +148,9 @@ TEST_F(CommandRunnerEnvTest, ReapOrphansOpensTheLockThroughTheEnv) {
   }
   env_.ResetState();
   EXPECT_TRUE(ReapOrphans(TaskDir(1), 0.1, 1.0, &env_).ok());
-  EXPECT_EQ(1, env_.op_count());  // the open of running.lock
+  // The opens of the previous layout's running.lock (missing), of attempt
+  // 1's stdout and of attempt 2's (missing).
+  EXPECT_EQ(3, env_.op_count());
   env_.FailOp(FaultInjectionEnv::kOpenDescriptor, 1, EACCES, false);
   Status s = ReapOrphans(TaskDir(1), 0.1, 1.0, &env_);
   EXPECT_TRUE(s.IsIOError()) << s.ToString();

@@ -11,6 +11,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
@@ -25,6 +27,7 @@ namespace {
 
 using Outcome = CommandResult::Outcome;
 using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -77,9 +80,11 @@ class CommandRunnerTest : public testing::Test {
     return spec;
   }
 
+  // A file of task 1: Out("2.stdout") is attempt 2's stdout.
   std::string Out(const std::string& name) {
-    return dir_.Join(".wizard/tasks/1/" + name);
+    return dir_.Join(".wizard/tasks/1." + name);
   }
+  std::string Journal() { return dir_.Join(".wizard/tasks/attempts.journal"); }
 
   // Starts one command and waits (bounded) for its result.
   CommandResult Run(const CommandSpec& spec) {
@@ -133,7 +138,34 @@ TEST_F(CommandRunnerTest, StdinContentReachesCommand) {
   CommandResult r = Run(spec);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.stdout_text, spec.stdin_data);
-  EXPECT_EQ(test::ReadAll(Out("1.stdin")), spec.stdin_data);
+}
+
+TEST_F(CommandRunnerTest, StdinLargerThanAPipeReachesCommand) {
+  CommandSpec spec = Spec("cat");
+  spec.stdin_data = std::string(1 << 20, 'x');
+  CommandResult r = Run(spec);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.stdout_text, spec.stdin_data);
+}
+
+// The lean layout (tasks/attempt_files.h): an attempt creates its stdout
+// and stderr files and nothing else; the run's journal is made once.
+TEST_F(CommandRunnerTest, AnAttemptCreatesTwoFiles) {
+  auto names = [&] {
+    std::set<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir_.Join(".wizard/tasks"))) {
+      out.insert(e.path().filename().string());
+    }
+    return out;
+  };
+  CommandSpec spec = Spec("cat >/dev/null; echo []");
+  spec.stdin_data = "[1]";
+  ASSERT_EQ(Run(spec).exit_code, 0);
+  EXPECT_EQ(names(), (std::set<std::string>{"1.1.stdout", "1.1.stderr",
+                                            "attempts.journal"}));
+  spec.attempt = 2;
+  ASSERT_EQ(Run(spec).exit_code, 0);
+  EXPECT_EQ(names().size(), 5u);
 }
 
 TEST_F(CommandRunnerTest, EnvOverridesAndInheritedVarsAreSeen) {
@@ -172,15 +204,14 @@ TEST_F(CommandRunnerTest, OutputFilesArePerAttempt) {
   }
   for (int attempt : {1, 2}) {
     const std::string n = std::to_string(attempt);
-    EXPECT_EQ(test::ReadAll(Out(n + ".stdin")), "in" + n);
     EXPECT_EQ(test::ReadAll(Out(n + ".stdout")), "out" + n + "\n");
     EXPECT_EQ(test::ReadAll(Out(n + ".stderr")), "err" + n + "\n");
     struct stat st;
     ASSERT_EQ(stat(Out(n + ".stdout").c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
   }
-  struct stat st;
-  ASSERT_EQ(stat(spec.output_dir.c_str(), &st), 0);
+  struct stat st;  // the tasks directory, created for the first attempt
+  ASSERT_EQ(stat(dir_.Join(".wizard/tasks").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
 }
 
@@ -296,7 +327,7 @@ TEST_F(CommandRunnerTest, MissingCwdIsSpawnFailureNamingIt) {
   EXPECT_EQ(r.outcome, Outcome::kSpawnFailed);
   EXPECT_NE(r.error.find(spec.cwd), std::string::npos) << r.error;
   EXPECT_NE(test::ReadAll(Out("1.stderr")).find(spec.cwd), std::string::npos);
-  EXPECT_TRUE(LockIsFree(Out("running.lock")));
+  EXPECT_TRUE(LockIsFree(Out("1.stdout")));
 }
 
 TEST_F(CommandRunnerTest, UnwritableOutputDirIsAnError) {
@@ -311,14 +342,14 @@ TEST_F(CommandRunnerTest, UnwritableOutputDirIsAnError) {
 
 TEST_F(CommandRunnerTest, TreeHoldsLockWhileItRuns) {
   ASSERT_TRUE(runner_.Start(Spec("sleep 100"), 1).ok());
-  EXPECT_FALSE(LockIsFree(Out("running.lock")));
+  EXPECT_FALSE(LockIsFree(Out("1.stdout")));
   // A second command for the same task is refused, the first left alone.
   Status s = runner_.Start(Spec("true"), 2);
   EXPECT_TRUE(s.IsBusy()) << s.ToString();
   EXPECT_EQ(runner_.running(), 1u);
-  EXPECT_FALSE(LockIsFree(Out("running.lock")));
+  EXPECT_FALSE(LockIsFree(Out("1.stdout")));
   runner_.TerminateAll(1);
-  EXPECT_TRUE(LockIsFree(Out("running.lock")));
+  EXPECT_TRUE(LockIsFree(Out("1.stdout")));
 }
 
 TEST_F(CommandRunnerTest, NoDescriptorOfTheRunnerLeaksIntoCommands) {
@@ -330,10 +361,14 @@ TEST_F(CommandRunnerTest, NoDescriptorOfTheRunnerLeaksIntoCommands) {
       Run(Spec("for f in /proc/$$/fd/*; do readlink \"$f\"; done"));
   EXPECT_EQ(r.stdout_text.find("pidfd"), std::string::npos) << r.stdout_text;
   EXPECT_EQ(r.stdout_text.find("tasks/2"), std::string::npos);  // its files
-  const std::string lock = Out("running.lock") + "\n";
+  // Its stdout, twice: as fd 1 and as the lock the tree holds (fd 3).
+  const std::string lock = Out("1.stdout") + "\n";
   const size_t at = r.stdout_text.find(lock);
-  EXPECT_NE(at, std::string::npos) << r.stdout_text;
-  EXPECT_EQ(r.stdout_text.find(lock, at + 1), std::string::npos);
+  ASSERT_NE(at, std::string::npos) << r.stdout_text;
+  const size_t second = r.stdout_text.find(lock, at + 1);
+  EXPECT_NE(second, std::string::npos) << r.stdout_text;
+  EXPECT_EQ(r.stdout_text.find(lock, second + 1), std::string::npos);
+  EXPECT_EQ(r.stdout_text.find("journal"), std::string::npos);
   runner_.TerminateAll(1);
 }
 
@@ -360,7 +395,7 @@ TEST_F(CommandRunnerTest, ReapOrphansEndsTreeOfDeadRunner) {
   ASSERT_GT(leader, 0);
   ASSERT_GT(bg, 0);
   EXPECT_FALSE(ProcessGone(leader));
-  EXPECT_FALSE(LockIsFree(Out("running.lock")));
+  EXPECT_FALSE(LockIsFree(Out("1.stdout")));
 
   const auto start = Clock::now();
   Status s = ReapOrphans(spec.output_dir, 1, 5);
@@ -368,7 +403,7 @@ TEST_F(CommandRunnerTest, ReapOrphansEndsTreeOfDeadRunner) {
   EXPECT_LT(SecondsSince(start), 0.9);  // SIGTERM was enough
   EXPECT_TRUE(ProcessGone(leader));
   EXPECT_TRUE(ProcessGone(bg));
-  EXPECT_TRUE(LockIsFree(Out("running.lock")));
+  EXPECT_TRUE(LockIsFree(Out("1.stdout")));
 }
 
 TEST_F(CommandRunnerTest, ReapOrphansFindsLockHoldersThatLeftTheGroup) {
@@ -386,35 +421,37 @@ TEST_F(CommandRunnerTest, ReapOrphansFindsLockHoldersThatLeftTheGroup) {
 }
 
 TEST_F(CommandRunnerTest, LeaderIsRecorded) {
-  // "<pid> <start time> <boot id> <attempt> <wall ms>", the pid being the
-  // supervisor's (the shell's parent), then the end line.
+  // "start <key> <attempt> <pid> <start time> <boot id> <wall ms>", the pid
+  // being the supervisor's (the shell's parent), then the end line.
   CommandResult r = Run(Spec("echo $PPID; exit 3"));
-  const std::string record = test::ReadAll(Out("pgid"));
-  EXPECT_EQ(record.substr(0, record.find(' ')) + "\n", r.stdout_text);
+  const std::string pid = r.stdout_text.substr(0, r.stdout_text.size() - 1);
+  const std::string record = test::ReadAll(Journal());
+  EXPECT_EQ(record.rfind("start 1 1 " + pid + " ", 0), 0u) << record;
   std::string boot = test::ReadAll("/proc/sys/kernel/random/boot_id");
   boot.pop_back();
-  EXPECT_NE(record.find(" " + boot + " 1 "), std::string::npos) << record;
-  EXPECT_NE(record.find("\nend 1 exit 3 0\n"), std::string::npos) << record;
+  EXPECT_NE(record.find(" " + boot + " "), std::string::npos) << record;
+  EXPECT_NE(record.find("\nend 1 1 " + pid + " exit 3 0\n"), std::string::npos)
+      << record;
   EXPECT_EQ(r.exit_code, 3);
 }
 
 TEST_F(CommandRunnerTest, ReapOrphansEndsRecordedLeaderWithoutTheLock) {
-  // The shell closes its copy of the lock descriptor; its supervisor keeps
-  // the lock held, and the pgid record leads to the group.
+  // The shell closes its copies of the lock descriptor (its stdout); its
+  // supervisor keeps the lock held, and the journal leads to the group.
   CommandSpec spec = Spec(
       "for f in /proc/$$/fd/*; do"
-      "  case $(readlink $f) in *running.lock) eval \"exec ${f##*/}>&-\";; "
+      "  case $(readlink $f) in *1.1.stdout) eval \"exec ${f##*/}>&-\";; "
       "esac; done; echo $$ > leader.pid; sleep 100");
   StartAndDie(spec);
   const pid_t leader = ReadPidFile(dir_.Join("leader.pid"));
   ASSERT_GT(leader, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_FALSE(LockIsFree(Out("running.lock")));
+  EXPECT_FALSE(LockIsFree(Out("1.stdout")));
   EXPECT_FALSE(ProcessGone(leader));
   Status s = ReapOrphans(spec.output_dir, 1, 5);
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(WaitGone(leader, 1));
-  EXPECT_TRUE(LockIsFree(Out("running.lock")));
+  EXPECT_TRUE(LockIsFree(Out("1.stdout")));
 }
 
 TEST_F(CommandRunnerTest, ReapOrphansEscalatesToSigkill) {
@@ -434,7 +471,7 @@ TEST_F(CommandRunnerTest, ReapOrphansGivesUpAfterMaxWait) {
   // process), so it must give up with an error instead of waiting forever.
   CommandSpec spec = Spec("true");
   ASSERT_EQ(Run(spec).exit_code, 0);
-  const int fd = open(Out("running.lock").c_str(), O_RDWR | O_CLOEXEC);
+  const int fd = open(Out("1.stdout").c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);  // this very process holds it
   const auto start = Clock::now();
@@ -466,9 +503,10 @@ TEST_F(CommandRunnerTest, ReapOrphansIgnoresReusedPid) {
   }
   CommandSpec spec = Spec("true");
   ASSERT_EQ(Run(spec).exit_code, 0);
-  const std::string record = test::ReadAll(Out("pgid"));
-  const std::string boot = record.substr(record.rfind(' ') + 1);
-  test::WriteAll(Out("pgid"), std::to_string(other) + " 1 " + boot);
+  std::string boot = test::ReadAll("/proc/sys/kernel/random/boot_id");
+  boot.pop_back();
+  std::ofstream(Journal(), std::ios::app)
+      << "start 1 2 " << other << " 1 " << boot << " 0\n";
   EXPECT_TRUE(ReapOrphans(spec.output_dir, 0.05, 1).ok());
   EXPECT_FALSE(ProcessGone(other));
   kill(other, SIGKILL);
@@ -491,17 +529,37 @@ TEST_F(CommandRunnerTest, StartEndsEarlierAttemptStillRunning) {
 TEST(AttemptFilesTest, NamesEveryPathOfAnAttempt) {
   const AttemptFiles f("/i/.wizard", 12, 3);
   EXPECT_EQ(f.dir(), "/i/.wizard/tasks/12");
+  EXPECT_FALSE(f.legacy());
+  EXPECT_EQ(f.stdout_path(), "/i/.wizard/tasks/12.3.stdout");
+  EXPECT_EQ(f.stderr_path(), "/i/.wizard/tasks/12.3.stderr");
+  EXPECT_EQ(AttemptFiles::JournalPath(f.dir()),
+            "/i/.wizard/tasks/attempts.journal");
+  EXPECT_EQ(AttemptFiles::TaskKey(f.dir()), "12");
+  // The previous layout's files.
   EXPECT_EQ(f.stdin_path(), "/i/.wizard/tasks/12/3.stdin");
-  EXPECT_EQ(f.stdout_path(), "/i/.wizard/tasks/12/3.stdout");
-  EXPECT_EQ(f.stderr_path(), "/i/.wizard/tasks/12/3.stderr");
+  EXPECT_EQ(f.legacy_stdout_path(), "/i/.wizard/tasks/12/3.stdout");
   EXPECT_EQ(f.lock_path(), "/i/.wizard/tasks/12/running.lock");
   EXPECT_EQ(f.pgid_path(), "/i/.wizard/tasks/12/pgid");
-  EXPECT_EQ(AttemptFiles::InTaskDir("/d", 2).stdout_path(), "/d/2.stdout");
+  EXPECT_EQ(AttemptFiles::InTaskDir("/d", 2).stdout_path(), "/d.2.stdout");
+}
+
+TEST(AttemptFilesTest, ExistingFindsThePreviousLayout) {
+  test::ScratchDir dir;
+  const std::string wizard = dir.Join(".wizard");
+  fs::create_directories(wizard + "/tasks/4");
+  test::WriteAll(wizard + "/tasks/4/1.stdout", "old");
+  const AttemptFiles old = AttemptFiles::Existing(Env::Posix(), wizard, 4, 1);
+  EXPECT_TRUE(old.legacy());
+  EXPECT_EQ(old.stdout_path(), wizard + "/tasks/4/1.stdout");
+  EXPECT_EQ(old.stderr_path(), wizard + "/tasks/4/1.stderr");
+  test::WriteAll(wizard + "/tasks/4.1.stdout", "new");
+  EXPECT_FALSE(AttemptFiles::Existing(Env::Posix(), wizard, 4, 1).legacy());
+  EXPECT_FALSE(AttemptFiles::Existing(Env::Posix(), wizard, 5, 1).legacy());
 }
 
 // The Command implementation of the executor seam: the task on stdin, the
 // WIZQ_* variables, exit 0 as a response, a failure with its stderr's last
-// line, and "did it start" from the attempt's stdin file.
+// line, and "did it start" from the attempt's stdout file and journal.
 TEST(CommandExecutorTest, RunsAnAttemptAndReportsItsResult) {
   test::ScratchDir dir;
   CommandExecutor ex(nullptr, dir.Join(".wizard"));

@@ -236,13 +236,17 @@ void VerifyArchivedFirstRun(const std::string& dir) {
     return e["event"] == "run_finished";
   })) << "the archived log is not the whole first run";
   EXPECT_EQ(q["seq"], old_log.back()["seq"]);
-  int task_dirs = 0;
+  // Each task ran once: its stdout file (tasks/attempt_files.h).
+  int task_outputs = 0;
   std::error_code ec;
   for (const auto& e : fs::recursive_directory_iterator(archive, ec)) {
-    if (e.path().parent_path().filename() == "tasks") task_dirs++;
+    if (e.path().parent_path().filename() == "tasks" &&
+        e.path().extension() == ".stdout") {
+      task_outputs++;
+    }
   }
-  EXPECT_EQ(task_dirs, static_cast<int>(q["tasks"].size()))
-      << "the archived tasks/ directories";
+  EXPECT_EQ(task_outputs, static_cast<int>(q["tasks"].size()))
+      << "the archived tasks' stdout files";
 }
 
 // After reuse.before_commit: every task reused, none ran (the ledger of

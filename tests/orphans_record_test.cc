@@ -4,11 +4,13 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tasks/attempt_journal.h"
 #include "tests/test_util.h"
 
 namespace wizq::internal {
@@ -46,11 +48,18 @@ TEST(AttemptRecordTest, ParsesBothLinesAndOlderRecords) {
   EXPECT_FALSE(ParseAttemptRecord("1 2 b 1 5", &r));  // no newline yet
 }
 
+// The previous layout: the record in the task directory's `pgid` file,
+// the tree's lock its `running.lock` (a run started by an older wizq).
 class ProbeOrphanTest : public ::testing::Test {
  protected:
+  void SetUp() override {
+    ASSERT_EQ(mkdir(dir_.Join("tasks").c_str(), 0700), 0);
+    ASSERT_EQ(mkdir(Task().c_str(), 0700), 0);
+  }
+  std::string Task() { return dir_.Join("tasks/3"); }
   OrphanState Probe(const std::string& record, int attempt) {
-    test::WriteAll(dir_.Join("pgid"), record);
-    return ProbeOrphan(Env::Posix(), dir_.path(), attempt, nullptr);
+    test::WriteAll(Task() + "/pgid", record);
+    return ProbeOrphan(Env::Posix(), Task(), attempt, nullptr);
   }
   // A pid that is certainly not alive with this start time.
   std::string First(const std::string& boot, int attempt) {
@@ -86,7 +95,7 @@ TEST_F(ProbeOrphanTest, JudgesByTheRecordAndTheBoot) {
 
 TEST_F(ProbeOrphanTest, AHeldLockIsATreeStillRunning) {
   const std::string boot = CurrentBootId();
-  const int fd = open(dir_.Join("running.lock").c_str(),
+  const int fd = open((Task() + "/running.lock").c_str(),
                       O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
@@ -98,6 +107,93 @@ TEST_F(ProbeOrphanTest, AHeldLockIsATreeStillRunning) {
             OrphanState::kFinished);
   close(fd);
   EXPECT_EQ(Probe(First(boot, 1), 1), OrphanState::kLost);
+}
+
+TEST(JournalLineTest, ParsesStartAndEndLines) {
+  JournalLine l;
+  ASSERT_TRUE(ParseJournalLine("start 12 2 345 678 boot-a 1700", &l));
+  EXPECT_FALSE(l.is_end);
+  EXPECT_EQ(l.key, "12");
+  EXPECT_EQ(l.record.attempt, 2);
+  EXPECT_EQ(l.record.pid, 345);
+  EXPECT_EQ(l.record.start, 678u);
+  EXPECT_EQ(l.record.boot_id, "boot-a");
+  EXPECT_EQ(l.record.start_wall_ms, 1700);
+  ASSERT_TRUE(ParseJournalLine("end 12 2 345 signal 9 1", &l));
+  EXPECT_TRUE(l.is_end);
+  EXPECT_EQ(l.record.end, AttemptRecord::End::kSignal);
+  EXPECT_EQ(l.record.value, 9);
+  EXPECT_TRUE(l.record.synced);
+  // Torn, foreign or nonsense lines are skipped.
+  EXPECT_FALSE(ParseJournalLine("end 12 2 345 exi", &l));
+  EXPECT_FALSE(ParseJournalLine("end 12 2 345 quit 0 0", &l));
+  EXPECT_FALSE(ParseJournalLine("start 12 0 345 678 b 1", &l));
+  EXPECT_FALSE(ParseJournalLine("", &l));
+  EXPECT_FALSE(ParseJournalLine("\0\0\0", &l));
+}
+
+// The current layout: records in the run's journal, the lock on the
+// attempt's stdout file.
+class JournalProbeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(mkdir(Tasks().c_str(), 0700), 0); }
+  std::string Tasks() { return dir_.Join("tasks"); }
+  std::string Task() { return Tasks() + "/3"; }
+  // Appends `lines` to the journal and probes attempt `attempt` of task 3.
+  OrphanState Probe(const std::string& lines, int attempt) {
+    std::string all = test::ReadAll(Tasks() + "/attempts.journal");
+    test::WriteAll(Tasks() + "/attempts.journal", all + lines);
+    return ProbeOrphan(Env::Posix(), Task(), attempt, nullptr);
+  }
+  static std::string Start(const std::string& boot, int attempt) {
+    return "start 3 " + std::to_string(attempt) + " 999999 1 " + boot + " 1\n";
+  }
+  static std::string End(int attempt, const std::string& how) {
+    return "end 3 " + std::to_string(attempt) + " 999999 " + how + "\n";
+  }
+  test::ScratchDir dir_;
+};
+
+TEST_F(JournalProbeTest, JudgesByTheLatestRecordOfTheTask) {
+  const std::string boot = CurrentBootId();
+  // No record: lost.
+  EXPECT_EQ(Probe("", 1), OrphanState::kLost);
+  // Another task's lines do not count.
+  EXPECT_EQ(Probe("start 4 1 999999 1 " + boot + " 1\n", 1),
+            OrphanState::kLost);
+  // Started, no end, nothing alive: lost.
+  EXPECT_EQ(Probe(Start(boot, 1), 1), OrphanState::kLost);
+  EXPECT_EQ(Probe(End(1, "exit 0 0"), 1), OrphanState::kFinished);
+  // An end line of another supervisor (pid) is not this attempt's.
+  EXPECT_EQ(Probe(Start(boot, 2) + "end 3 2 1234 exit 0 0\n", 2),
+            OrphanState::kLost);
+  EXPECT_EQ(Probe(End(2, "signal 9 0"), 2), OrphanState::kLost);
+  // Another boot: only a synced end is trusted.
+  EXPECT_EQ(Probe(Start("other", 3) + End(3, "exit 0 0"), 3),
+            OrphanState::kLost);
+  EXPECT_EQ(Probe(Start("other", 4) + End(4, "exit 0 1"), 4),
+            OrphanState::kFinished);
+  // The latest attempt is 4: attempt 3's probe finds nothing of its own.
+  EXPECT_EQ(Probe("", 3), OrphanState::kLost);
+  // A torn last line is skipped, and read once it is whole.
+  EXPECT_EQ(Probe(Start(boot, 5) + "end 3 5 99", 5), OrphanState::kLost);
+  EXPECT_EQ(Probe("9999 exit 0 0\n", 5), OrphanState::kFinished);
+}
+
+TEST_F(JournalProbeTest, AHeldStdoutIsATreeStillRunning) {
+  const std::string boot = CurrentBootId();
+  const int fd =
+      open((Task() + ".1.stdout").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+  // Before its supervisor appended its start line.
+  EXPECT_EQ(Probe("", 1), OrphanState::kRunning);
+  EXPECT_TRUE(AttemptBegan(Env::Posix(), Task(), 1));
+  EXPECT_EQ(Probe(Start(boot, 1), 1), OrphanState::kRunning);
+  EXPECT_EQ(Probe(End(1, "exit 0 0"), 1), OrphanState::kFinished);
+  close(fd);
+  EXPECT_FALSE(AttemptBegan(Env::Posix(), Task(), 2));
+  EXPECT_TRUE(AttemptBegan(Env::Posix(), Task(), 1));
 }
 
 }  // namespace

@@ -30,12 +30,17 @@ using test::RunMeasured;
 using test::ScratchDir;
 
 // Entries of a directory (0 if it is missing).
-int CountEntries(const std::string& dir) {
+// Attempts started in the run whose tasks directory is `dir`: each has its
+// `<id>.<attempt>.stdout` (tasks/attempt_files.h).
+int CountStarted(const std::string& dir) {
   int n = 0;
   std::error_code ec;
   for (auto it = fs::directory_iterator(dir, ec);
        !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    n++;
+    const std::string name = it->path().filename().string();
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, ".stdout") == 0) {
+      n++;
+    }
   }
   return n;
 }
@@ -154,10 +159,11 @@ TEST_F(ResourceTest, HundredThousandTaskRunStaysWithinMemoryBudget) {
                                         "1",
                                         "-q"};
   // Kills wizq once `more` tasks beyond those started so far have started
-  // (each started task has its directory): it then holds ~n pending tasks.
+  // (each started task has its stdout file): it then holds ~n pending
+  // tasks.
   const auto after_started = [&](int more) {
-    const int target = CountEntries(tasks_dir) + more;
-    return [&tasks_dir, target] { return CountEntries(tasks_dir) >= target; };
+    const int target = CountStarted(tasks_dir) + more;
+    return [&tasks_dir, target] { return CountStarted(tasks_dir) >= target; };
   };
 
   // 1. A fresh run: the root's response submits n tasks in one commit.

@@ -339,14 +339,12 @@ TEST_F(ReuseTest, KillNineInAReusingRunThenResume) {
       },
       std::chrono::seconds(30)));
   // A power cut: wizq and the running Leaves' process groups (their
-  // supervisors lead them; the pgid records name them), so the Leaves are
+  // supervisors lead them; the attempt journal names them), so the Leaves are
   // lost attempts and run again rather than being adopted.
   p.Kill(SIGKILL);
   p.Wait(std::chrono::seconds(10));
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir_ + "/.wizard/tasks", ec)) {
-    const long pgid = std::atol(test::ReadAll(e.path() / "pgid").c_str());
-    if (pgid > 1) kill(-static_cast<pid_t>(pgid), SIGKILL);
+  for (long pgid : test::AttemptGroups(dir_)) {
+    kill(-static_cast<pid_t>(pgid), SIGKILL);
   }
   Script("leaf.sh", "leaf", "echo '[]'");  // finish quickly now
   const WizqResult r = Run({});            // resume, as a user would

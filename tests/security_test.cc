@@ -105,9 +105,9 @@ TEST_F(SecurityTest, WizardIsPrivateEvenUnderUmaskZero) {
   EXPECT_EQ(Mode(dir + "/.wizard"), 0700);
   EXPECT_EQ(Mode(dir + "/.wizard/queue.json"), 0600);
   EXPECT_EQ(Mode(dir + "/.wizard/audit.jsonl"), 0600);
-  EXPECT_EQ(Mode(dir + "/.wizard/tasks/1/1.stdin"), 0600);
-  EXPECT_EQ(Mode(dir + "/.wizard/tasks/1/1.stdout"), 0600);
-  EXPECT_EQ(Mode(dir + "/.wizard/tasks/1/1.stderr"), 0600);
+  EXPECT_EQ(Mode(dir + "/.wizard/tasks/1.1.stdout"), 0600);
+  EXPECT_EQ(Mode(dir + "/.wizard/tasks/1.1.stderr"), 0600);
+  EXPECT_EQ(Mode(dir + "/.wizard/tasks/attempts.journal"), 0600);
   int files = 0, dirs = 0;
   bool saw_torn = false, saw_archive = false;
   for (const std::string& rel : ListTree(dir + "/.wizard")) {
@@ -189,7 +189,8 @@ TEST_F(SecurityTest, SymlinksPlantedInsideWizardAreNotFollowed) {
     std::string to;
   };
   const std::vector<Plant> plants = {
-      {"tasks/1", target},
+      {"tasks/1.1.stdout", target + "/victim"},
+      {"tasks/attempts.journal", target + "/victim"},
       {"audit.jsonl", target + "/victim"},
       {"queue.json.tmp", target + "/victim"},
       {"queue.json", target + "/victim"},
@@ -327,7 +328,7 @@ TEST_F(SecurityTest, FiftyMegabytesOfStdoutKeepWizqMemoryBounded) {
   const std::string dir = scratch.Join("inst");
   const Measured m = RunMeasured({"wizq", "run", wf, "--dir", dir, "-q"});
   ASSERT_TRUE(m.exited && m.code == 1) << Describe(m);
-  EXPECT_EQ(fs::file_size(dir + "/.wizard/tasks/1/1.stdout"), 50u << 20);
+  EXPECT_EQ(fs::file_size(dir + "/.wizard/tasks/1.1.stdout"), 50u << 20);
   const Json st = test::StatusJson(dir);
   ASSERT_EQ(st["tasks"].size(), 1u);
   EXPECT_EQ(st["tasks"][0]["state"], "failed");

@@ -331,7 +331,8 @@ TEST_F(StatusReportTest, PruneKeepsFailedTasksOutput) {
   int64_t bad = 0;
   for (const Json& t : st["tasks"]) {
     if (t["type"] == "Bad") bad = t["id"];
-    ASSERT_TRUE(fs::exists(tasks + std::to_string(t["id"].get<int64_t>())));
+    ASSERT_TRUE(fs::exists(tasks + std::to_string(t["id"].get<int64_t>()) +
+                           ".1.stdout"));
   }
   ASSERT_GT(bad, 0);
   const WizqResult rows = Wizq({"log", "--table", "--json", "--dir",
@@ -344,10 +345,13 @@ TEST_F(StatusReportTest, PruneKeepsFailedTasksOutput) {
   EXPECT_EQ(pj["pruned_tasks"], 2) << p.out;
   EXPECT_EQ(pj["kept_failed_tasks"], 1);
   for (const Json& t : st["tasks"]) {
-    const std::string d = tasks + std::to_string(t["id"].get<int64_t>());
-    EXPECT_EQ(fs::exists(d), t["id"] == bad) << d;
+    const std::string id = std::to_string(t["id"].get<int64_t>());
+    for (const char* ext : {".1.stdout", ".1.stderr"}) {
+      EXPECT_EQ(fs::exists(tasks + id + ext), t["id"] == bad) << id << ext;
+    }
   }
-  EXPECT_TRUE(Contains(test::ReadAll(tasks + std::to_string(bad) + "/1.stderr"),
+  EXPECT_TRUE(fs::exists(tasks + "attempts.journal")) << "the journal stays";
+  EXPECT_TRUE(Contains(test::ReadAll(tasks + std::to_string(bad) + ".1.stderr"),
                        "boom-from-bad"));
   const Json after = test::StatusJson(dir_.path());
   EXPECT_EQ(after["task_output_bytes"], pj["kept_bytes"]);

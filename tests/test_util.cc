@@ -58,4 +58,28 @@ std::string WithoutFreeSpace(const std::string& log) {
   return log.substr(0, last + 1) + "\n";
 }
 
+std::vector<long> AttemptGroups(const std::string& install_dir) {
+  const std::string tasks = install_dir + "/.wizard/tasks";
+  std::vector<long> pids;
+  // "start <key> <attempt> <pid> ..." (tasks/attempt_journal.h).
+  std::istringstream journal(ReadAll(tasks + "/attempts.journal"));
+  std::string line;
+  while (std::getline(journal, line)) {
+    std::istringstream fields(line);
+    std::string kind, key;
+    int attempt = 0;
+    long pid = 0;
+    if (fields >> kind >> key >> attempt >> pid && kind == "start" && pid > 1) {
+      pids.push_back(pid);
+    }
+  }
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(tasks, ec)) {
+    if (!e.is_directory()) continue;
+    const long pid = std::atol(ReadAll((e.path() / "pgid").string()).c_str());
+    if (pid > 1) pids.push_back(pid);
+  }
+  return pids;
+}
+
 }  // namespace wizq::test

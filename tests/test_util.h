@@ -3,6 +3,7 @@
 #define WIZQ_TESTS_TEST_UTIL_H_
 
 #include <string>
+#include <vector>
 
 namespace wizq::test {
 
@@ -29,6 +30,10 @@ std::string WithoutFreeSpace(const std::string& log);
 // The build directory (for helper binaries) and the source directory.
 std::string BuildDir();
 std::string SourceDir();
+// The supervisors (= process groups) of every task attempt of the run in
+// `install_dir` that its attempt journal records (and the previous
+// layout's `pgid` files name): what a test kills for a power cut.
+std::vector<long> AttemptGroups(const std::string& install_dir);
 
 }  // namespace wizq::test
 

@@ -165,13 +165,11 @@ TEST(TortureCheckerTest, CatchesFaultsInjectedIntoACleanRun) {
 }
 
 // SIGKILLs the process group of every task attempt of the run in `dir`
-// (their supervisors lead them; the pgid records name them): a power cut
+// (their supervisors lead them; the attempt journal names them): a power cut
 // for the task trees.
 void KillTaskGroups(const std::string& dir) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir + "/.wizard/tasks", ec)) {
-    const long pid = std::atol(test::ReadAll(e.path() / "pgid").c_str());
-    if (pid > 1) kill(-static_cast<pid_t>(pid), SIGKILL);
+  for (long pid : test::AttemptGroups(dir)) {
+    kill(-static_cast<pid_t>(pid), SIGKILL);
   }
 }
 
