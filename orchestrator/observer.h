@@ -46,6 +46,28 @@ class RunObserver {
     (void)waiting;
     (void)p;
   }
+  // Ctrl+C, SIGTERM or SIGHUP (`signal_name`: "SIGINT", "SIGTERM",
+  // "SIGHUP"): the running tasks are being stopped and put back pending,
+  // their attempts not counted. The process exits 130 next.
+  virtual void OnInterrupted(const std::string& signal_name,
+                             const Progress& p) {
+    (void)signal_name;
+    (void)p;
+  }
+  // The result of `task` submitted `count` children that already existed
+  // (deduplicated, not spawned). Called just before its OnTaskFinished.
+  virtual void OnDeduplicated(const Task& task, int count) {
+    (void)task;
+    (void)count;
+  }
+  // The run ends (finished, interrupted or halted) with failed tasks:
+  // every one of them, each with its last attempt's files under
+  // `wizard_dir` (tasks/attempt_files.h). Called before OnRunFinished.
+  virtual void OnFailures(const std::vector<Task>& failed,
+                          const std::string& wizard_dir) {
+    (void)failed;
+    (void)wizard_dir;
+  }
 };
 
 }  // namespace wizq

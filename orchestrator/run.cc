@@ -21,6 +21,7 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_stop_sender{0};
+std::atomic<int> g_stop_signal{0};
 
 int ExitCodeFor(const Status& s) {
   if (s.IsInvalidArgument()) return kExitInvalid;
@@ -47,6 +48,11 @@ void RequestStop(int sender) {
   g_stop_sender = sender;
   g_stop = true;
 }
+void RequestStopBySignal(int signo, int sender) {
+  g_stop_signal = signo;
+  RequestStop(sender);
+}
+int StopSignal() { return g_stop_signal.load(); }
 bool StopRequested() { return g_stop.load(); }
 int StopSender() { return g_stop_sender.load(); }
 
@@ -118,6 +124,7 @@ int RunWorkflow(const RunOptions& options, RunObserver* observer,
   config.no_reuse = options.no_reuse;
   config.from = options.from;
   config.retry_failed = options.retry_failed;
+  config.halt = options.halt;
   if (!options.answers.empty()) {
     s = CheckFlagAnswers(options, *workflow, config.install_dir, config.run_id,
                          &config.answers);

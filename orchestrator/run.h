@@ -31,6 +31,16 @@ enum ExitCode {
   kExitInterrupted = 130,  // SIGINT/SIGTERM: tasks were stopped and put back
 };
 
+// --halt soon|now,fail=N (docs/CLI.md): after N tasks of this process
+// failed for good, start no new task (soon: the running ones finish; now:
+// they are stopped and put back as on Ctrl+C). The rest stays pending and
+// the run resumes later; the exit code is 1.
+struct HaltPolicy {
+  enum class When { kNever, kSoon, kNow };
+  When when = When::kNever;
+  int failures = 1;
+};
+
 struct RunOptions {
   std::string workflow_path;
   std::string install_dir = ".";  // created if missing
@@ -54,6 +64,7 @@ struct RunOptions {
   // command, the payload on stdin (agent/agent_executor.h). Empty: they
   // wait for agents (`wizq agent`).
   std::string agent_command;
+  HaltPolicy halt;  // --halt
 };
 
 // Runs (or resumes, or joins) the run and returns its exit code. Errors are
@@ -69,6 +80,11 @@ std::string DeriveRunId(const std::string& frozen_workflow,
 // `sender` is the pid that sent the signal (0 if unknown): a task that
 // signals its own wizq is charged the attempt, others are refunded.
 void RequestStop(int sender = 0);
+// RequestStop for signal `signo` (SIGINT, SIGTERM, SIGHUP), which the
+// interrupt note names (StopSignal).
+void RequestStopBySignal(int signo, int sender);
+// The signal of the stop request, 0 if none or not a signal.
+int StopSignal();
 
 }  // namespace wizq
 

@@ -145,7 +145,10 @@ Status RunLoop::Run(int* exit_code) {
   start_ms_ = MonotonicMs();
   bool finished = false;
   WIZQ_RETURN_IF_ERROR(Open(&finished, exit_code));
-  if (finished) return Status::OK();
+  if (finished) {
+    ReportFailures();
+    return Status::OK();
+  }
   ChooseJobs();
   if (commits_.wake_fd() >= 0) {
     wake_on_commit_ = executor_->SetWakeFd(commits_.wake_fd());
@@ -157,6 +160,7 @@ Status RunLoop::Run(int* exit_code) {
         ready_.empty() && outcomes_.empty() && !inflight_.valid()) {
       return Finish(exit_code);
     }
+    if (HaltDue()) return Halt(exit_code);
     Status started = StartReady();
     if (!started.ok()) {
       // Not the task's fault (no descriptors, no space, ...): stop the run
@@ -229,6 +233,7 @@ const Action* RunLoop::ActionFor(const Task& t, const Step** step) const {
 
 Status RunLoop::Finish(int* exit_code) {
   if (run_status_ == RunStatus::kPaused) return FinishPaused(exit_code);
+  ReportFailures();
   observer_->OnRunFinished(run_status_, CurrentProgress());
   WIZQ_RETURN_IF_ERROR(queue_->Close());
   *exit_code =
@@ -240,8 +245,10 @@ Status RunLoop::Finish(int* exit_code) {
 // back (their attempts do not count), leave the run resumable.
 Status RunLoop::Interrupt(int* exit_code) {
   *exit_code = kExitInterrupted;
+  observer_->OnInterrupted(SignalName(StopSignal()), CurrentProgress());
   observer_->OnNote("interrupted: stopping " + std::to_string(running_.size()) +
-                    " running task(s); they go back to pending");
+                    " running task(s); they go back to pending" +
+                    (running_.empty() ? "" : " (Ctrl+C again: at once)"));
   // A task that signalled its own wizq is charged the attempt (SPEC §6.3:
   // a task that kills its worker every time still ends failed).
   int64_t culprit = 0;
@@ -253,7 +260,9 @@ Status RunLoop::Interrupt(int* exit_code) {
     o.retryable = true;
     outcomes_.push_back(o);
   }
-  return StopAndRelease("interrupted");
+  Status s = StopAndRelease("interrupted");
+  ReportFailures();
+  return s;
 }
 
 }  // namespace wizq
