@@ -202,9 +202,10 @@ std::string LiveLine::Text(int columns) const {
   return TextLocked(columns, Clock::now());
 }
 
-// "wizq: [3/10] 12s, ETA 30s, 1 FAILED, 2 running (longest 8s): Review
-// a.txt, Lint b.txt", cut to `columns` - 1 (a line that fills the last
-// column makes some terminals wrap).
+// "wizq: [3/10] 12s, ETA 30s, 1 failed, 2 running (longest 8s): Review
+// a.txt, Lint b.txt", cut to `columns` - 3: a line that fills the last
+// column makes some terminals wrap, and the terminal echoes Ctrl+C as "^C"
+// after it.
 std::string LiveLine::TextLocked(int columns, Clock::time_point now) const {
   using std::chrono::duration_cast;
   using std::chrono::milliseconds;
@@ -232,7 +233,7 @@ std::string LiveLine::TextLocked(int columns, Clock::time_point now) const {
     }
     s.pop_back();
   }
-  return CutToColumns(s, std::max(1, columns - 1));
+  return CutToColumns(s, std::max(1, columns - 3));
 }
 
 void LiveLine::Draw() {
