@@ -202,8 +202,8 @@ std::string LiveLine::Text(int columns) const {
   return TextLocked(columns, Clock::now());
 }
 
-// "wizq: [3/10] 12s, ETA 30s, 1 failed, 2 running (longest 8s): Review
-// a.txt, Lint b.txt", cut to `columns` - 3: a line that fills the last
+// "[3/10] 12s, ETA 30s, 1 failed, 2 running, longest 8s: Review a.txt,
+// Lint b.txt", cut to `columns` - 3: a line that fills the last
 // column makes some terminals wrap, and the terminal echoes Ctrl+C as "^C"
 // after it.
 std::string LiveLine::TextLocked(int columns, Clock::time_point now) const {
@@ -211,7 +211,7 @@ std::string LiveLine::TextLocked(int columns, Clock::time_point now) const {
   using std::chrono::milliseconds;
   const int64_t since_ms = duration_cast<milliseconds>(now - p_at_).count();
   const int64_t finished = p_.done + p_.failed;
-  std::string s = "wizq: [" + std::to_string(finished) + "/" +
+  std::string s = "[" + std::to_string(finished) + "/" +
                   std::to_string(p_.total) + "] " +
                   ShortDuration(p_.elapsed_ms + since_ms);
   const int64_t left = p_.total - finished;
@@ -224,9 +224,8 @@ std::string LiveLine::TextLocked(int columns, Clock::time_point now) const {
   if (!running_.empty()) {
     Clock::time_point oldest = now;
     for (const auto& [id, r] : running_) oldest = std::min(oldest, r.since);
-    s += ", " + std::to_string(running_.size()) + " running (longest " +
-         ShortDuration(duration_cast<milliseconds>(now - oldest).count()) +
-         "):";
+    s += ", " + std::to_string(running_.size()) + " running, longest " +
+         ShortDuration(duration_cast<milliseconds>(now - oldest).count()) + ":";
     for (const auto& [id, r] : running_) {
       s += " " + r.step + (r.value.empty() ? "" : " " + r.value) + ",";
       if (DisplayWidth(s) >= columns) break;  // the rest is cut anyway

@@ -51,7 +51,6 @@ Status RunLoop::Harvest(bool block) {
   progress_ = r.progress;
   for (const Task& t : r.finished) {
     const bool done = t.state == TaskState::kDone;
-    if (t.state == TaskState::kFailed) failures_seen_++;  // --halt
     const int submitted = submitted_[t.id];
     submitted_.erase(t.id);
     if (done && submitted > static_cast<int>(t.children.size())) {

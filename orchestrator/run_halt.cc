@@ -63,6 +63,14 @@ Status RunLoop::Halt(int* exit_code) {
   return s;
 }
 
+// Counted when the result arrives, before it is committed, so that no
+// task starts in the freed slot (--halt soon) meanwhile.
+void RunLoop::CountFailure(const Task& t, const Outcome& o) {
+  if (o.success || o.release) return;
+  if (o.retryable && t.attempts < t.max_attempts) return;  // will retry
+  failures_seen_++;
+}
+
 void RunLoop::ReportFailures() {
   if (!queue_) return;
   std::vector<Task> failed;

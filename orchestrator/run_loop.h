@@ -183,6 +183,8 @@ class RunLoop {
 
   // --halt and the failure list (orchestrator/run_halt.cc).
   bool HaltDue();
+  // Counts `o` in failures_seen_ if it fails `t` for good.
+  void CountFailure(const Task& t, const Outcome& o);
   Status Halt(int* exit_code);
   void ReportFailures();
 
