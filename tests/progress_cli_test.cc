@@ -145,7 +145,7 @@ TEST_F(ProgressCliTest, NarrowPaneKeepsTheLiveLineOnOneRow) {
   // middle.
   for (const Case& c :
        {Case{40, "fail.jsonc", "", "1 failed"},
-        Case{43, "wait.jsonc", R"({"name":"漢字漢字漢字漢字漢字漢字漢字漢字"})",
+        Case{50, "wait.jsonc", R"({"name":"漢字漢字漢字漢字漢字漢字漢字漢字"})",
              "[0/1]"}}) {
     SCOPED_TRACE(c.workflow);
     ScratchDir dir;
