@@ -181,6 +181,9 @@ class Printer : public RunObserver {
   }
 
   void OnNote(const std::string& message) override { Line(message); }
+  void OnWarning(const std::string& message) override {
+    Always("warning: " + message);
+  }
 
  private:
   static std::string TaskLabel(const Task& t) {
@@ -270,6 +273,9 @@ class Printers : public RunObserver {
   }
   void OnNote(const std::string& message) override {
     for (auto& o : all_) o->OnNote(message);
+  }
+  void OnWarning(const std::string& message) override {
+    for (auto& o : all_) o->OnWarning(message);
   }
   void OnPaused(const std::vector<WaitingPrompt>& waiting,
                 const Progress& p) override {

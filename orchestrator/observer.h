@@ -54,6 +54,9 @@ class RunObserver {
     (void)signal_name;
     (void)p;
   }
+  // Something the user must know even under --quiet (the workflow file
+  // differs from the run's frozen copy). By default, a note.
+  virtual void OnWarning(const std::string& message) { OnNote(message); }
   // The result of `task` submitted `count` children that already existed
   // (deduplicated, not spawned). Called just before its OnTaskFinished.
   virtual void OnDeduplicated(const Task& task, int count) {

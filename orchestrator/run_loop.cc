@@ -112,6 +112,10 @@ Status RunLoop::UseFrozenWorkflow() {
   }
   wf->set_base_dir(workflow_->base_dir());
   workflow_ = std::move(wf);
+  observer_->OnWarning("the workflow file " + config_.workflow_path +
+                       " differs from the copy run " + config_.run_id +
+                       " was started with; the run goes on with that frozen "
+                       "copy (--fresh starts over with the file)");
   return Status::OK();
 }
 

@@ -72,6 +72,8 @@ class Tmux {
     for (const std::string& r : Rows()) s += r;
     return s;
   }
+  // The screen with its colours as escape sequences.
+  std::string Escaped() { return Run({"capture-pane", "-p", "-e"}).out; }
   void Keys(const std::string& keys) { Run({"send-keys", keys}); }
   // -1 while the command runs, then its exit status.
   int DeadStatus() {
@@ -336,6 +338,42 @@ TEST_F(ProgressCliTest, HaltNowAndSoon) {
                                   "--dir", dir_.path(), "--halt", "later"});
   EXPECT_TRUE(bad.exited && bad.code == 2) << bad.Describe();
   EXPECT_TRUE(Contains(bad.err, "soon,fail=N")) << bad.err;
+}
+
+// On a terminal FAILED is red, unless NO_COLOR is set (no-color.org).
+TEST_F(ProgressCliTest, FailedIsRedUnlessNoColor) {
+  for (const std::string no_color : {"", "1"}) {
+    SCOPED_TRACE("NO_COLOR=" + no_color);
+    ScratchDir dir;
+    Tmux tmux(80, Command("fail.jsonc", "NAP=0 NO_COLOR=" + no_color, "",
+                          dir.path()));
+    ASSERT_TRUE(tmux.ok());
+    ASSERT_TRUE(test::WaitFor([&] { return tmux.DeadStatus() >= 0; },
+                              test::seconds(20)));
+    const std::string screen = tmux.Escaped();
+    ASSERT_TRUE(Contains(screen, "FAILED")) << screen;
+    EXPECT_EQ(Contains(screen, "\033[31m"), no_color.empty()) << screen;
+  }
+}
+
+// Warnings are not progress: --quiet still says that a fixed --run-id
+// resumed with a workflow file that differs from the run's frozen copy.
+TEST_F(ProgressCliTest, QuietStillWarnsOfAChangedWorkflow) {
+  const std::string wf = dir_.Join("wf.jsonc");
+  std::string text = ReadAll(Workflow("wait.jsonc"));
+  test::WriteAll(wf, text);
+  const std::vector<std::string> cmd = {
+      "wizq", "run", wf, "--dir", dir_.path(), "--run-id", "fixed", "--quiet"};
+  const WizqResult first = RunWizq(cmd, {"", {{"NAP", "0"}}});
+  ASSERT_TRUE(first.exited && first.code == 0) << first.Describe();
+  EXPECT_EQ(first.err, "");
+  text.replace(text.find("sleep ${NAP"), 5, "sleep  ");  // the script
+  test::WriteAll(wf, text);
+  const WizqResult r = RunWizq(cmd, {"", {{"NAP", "0"}}});
+  EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "warning: the workflow file " + wf +
+                                  " differs from the copy run fixed"))
+      << r.err;
 }
 
 }  // namespace
