@@ -107,8 +107,9 @@ class Printer : public RunObserver {
   }
 
   void OnTaskStarted(const Task& t, int attempt, const Progress& p) override {
-    Plain(TaskLabel(t) + " started (attempt " + std::to_string(attempt) + ")");
-    live_.TaskStarted(t, p);
+    Plain(TaskName(t) + " started (attempt " + std::to_string(attempt) + ")" +
+          Tag(t));
+    if (LiveShown()) live_.TaskStarted(t, p);  // (parses the value)
     Live();
   }
 
@@ -123,10 +124,10 @@ class Printer : public RunObserver {
     deduplicated_.erase(t.id);
     const std::string added = Added(spawned, dedup);
     if (reason.empty() && t.reused_from != 0) {
-      Plain(TaskLabel(t) + " reused (task " + std::to_string(t.reused_from) +
-            " of the previous run)" + added);
+      Plain(TaskName(t) + " reused (task " + std::to_string(t.reused_from) +
+            " of the previous run)" + added + Tag(t));
     } else if (reason.empty()) {
-      Plain(TaskLabel(t) + " done" + added);
+      Plain(TaskName(t) + " done" + added + Tag(t));
     } else if (will_retry) {
       Line(TaskLabel(t) + " failed, will retry: " + reason + ": " + message);
     } else {
@@ -186,12 +187,20 @@ class Printer : public RunObserver {
   }
 
  private:
-  static std::string TaskLabel(const Task& t) {
+  // "task 3 Item (finally)".
+  static std::string TaskName(const Task& t) {
+    return "task " + std::to_string(t.id) + " " + t.type +
+           (t.origin == Origin::kFinally ? " (finally)" : "");
+  }
+  // " [a.txt]": the value in short (like GNU parallel's --tag); "" for {}.
+  static std::string Tag(const Task& t) {
     const std::string value = ShortValue(t.inputs, 40);
-    std::string s = "task " + std::to_string(t.id) + " " + t.type;
-    if (!value.empty()) s += " [" + value + "]";
-    if (t.origin == Origin::kFinally) s += " (finally)";
-    return s;
+    return value.empty() ? "" : " [" + value + "]";
+  }
+  // "task 3 Item [a.txt] (finally)": failure lines name the value first.
+  static std::string TaskLabel(const Task& t) {
+    return "task " + std::to_string(t.id) + " " + t.type + Tag(t) +
+           (t.origin == Origin::kFinally ? " (finally)" : "");
   }
   // " (+3 tasks, 1 deduplicated)", " (+3 tasks)" or "".
   static std::string Added(int spawned, int dedup) {
@@ -237,9 +246,9 @@ class Printer : public RunObserver {
     if (o_.quiet || o_.terminal) return;
     console::WriteLine("wizq: " + s);
   }
+  bool LiveShown() const { return !o_.quiet && o_.terminal; }
   void Live() {
-    if (o_.quiet || !o_.terminal) return;
-    live_.Draw();
+    if (LiveShown()) live_.Draw();
   }
   void EndLiveLine() { live_.Stop(); }
 
