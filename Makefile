@@ -13,7 +13,7 @@ DEB_PACKAGES = cmake make g++ pkg-config git \
   zlib1g-dev libxxhash-dev libjemalloc-dev libgtest-dev libgmock-dev \
   libsqlite3-dev \
   parallel jq tmux clang libclang-rt-14-dev \
-  nodejs npm
+  nodejs npm chromium
 
 .PHONY: all build bin deps configure test asan tsan bench demo fuzz torture format clean
 
@@ -172,3 +172,40 @@ torture: configure
 .PHONY: crashtest-example
 crashtest-example: bin
 	$(BUILD)/wizq crashtest examples/installer/workflow.jsonc
+
+# Install (docs/INSTALL.md): the library (libwizq.a, libwizq.so.X.Y.Z), the
+# public headers, the wizq binary, the CMake package (find_package(wizq))
+# and wizq.pc under PREFIX; DESTDIR stages them for a package. Configures
+# $(BUILD) with CMAKE_INSTALL_PREFIX=$(PREFIX) (PREFIX=/usr installs the
+# library into Debian's lib/x86_64-linux-gnu) and builds only what is
+# installed. `make install PREFIX=$$HOME/.local`.
+PREFIX ?= /usr/local
+WIZQ_INSTALL_TARGETS = wizq_cli wizq_shared wizq_static
+.PHONY: install demo-embed
+
+install: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DWIZQ_WERROR=ON \
+	  -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j$(JOBS) --target $(WIZQ_INSTALL_TARGETS)
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD)
+
+# Installs wizq into a temporary prefix, builds EMBED_EXAMPLE there as an
+# outside project (find_package(wizq)) and runs EMBED_PROGRAM --dir on a
+# fresh temporary install directory (then EMBED_ARGS), stdin from /dev/null
+# (tests/packaging/outside_build.sh; EMBED_MODE=pc builds with pkg-config
+# instead). examples/embed when it exists, else tests/packaging/consumer.
+EMBED_EXAMPLE ?= $(if $(wildcard examples/embed/CMakeLists.txt),examples/embed,tests/packaging/consumer)
+EMBED_PROGRAM ?= $(if $(findstring tests/packaging/consumer,$(EMBED_EXAMPLE)),wizq-consumer,embed-wizard)
+EMBED_MODE ?= cmake
+EMBED_ARGS ?= $(if $(findstring tests/packaging/consumer,$(EMBED_EXAMPLE)),,--mirror $(CURDIR)/examples/installer/mirror)
+
+demo-embed: configure
+	cmake --build $(BUILD) -j$(JOBS) --target $(WIZQ_INSTALL_TARGETS)
+	@tmp=$$(mktemp -d /tmp/wizq-demo-embed-XXXXXX); \
+	echo "== cmake --install $(BUILD) --prefix $$tmp/prefix"; \
+	cmake --install $(BUILD) --prefix $$tmp/prefix >/dev/null && \
+	echo "== build $(EMBED_EXAMPLE) against it ($(EMBED_MODE)) in $$tmp/build," \
+	  "run $(EMBED_PROGRAM) --dir $$tmp/install" && \
+	WIZQ_JOBS=$(JOBS) sh tests/packaging/outside_build.sh $(EMBED_MODE) \
+	  $$tmp/prefix $(abspath $(EMBED_EXAMPLE)) $$tmp/build -- \
+	  $(EMBED_PROGRAM) --dir $$tmp/install $(EMBED_ARGS)

@@ -30,16 +30,30 @@ void TaskJson(const Task& t, int64_t now_ms, JsonWriter& w) {
     w.Key("expires_ms").Int(t.lease_expires_ms);
     w.Key("lapses_in_ms").Int(t.lease_expires_ms - now_ms).EndObject();
   }
+  // Added for `wizq status` (additive): who holds or last held it, when it
+  // was submitted and last changed, when a retry may start.
+  if (!t.claimed_by.empty()) w.Field("claimed_by", t.claimed_by);
+  w.Key("created_ms").Int(t.created_ms).Key("updated_ms").Int(t.updated_ms);
+  if (t.retry_at_ms > 0 && t.state == TaskState::kPending) {
+    w.Key("retry_at_ms").Int(t.retry_at_ms);
+  }
   w.EndObject();
 }
 
-}  // namespace
+void TasksArray(const QueueState& s, int64_t now_ms,
+                const std::vector<int64_t>* only, JsonWriter& w) {
+  w.Key("tasks").BeginArray();
+  if (only == nullptr) {
+    for (const Task& t : s.tasks()) TaskJson(t, now_ms, w);
+  } else {
+    for (int64_t id : *only) TaskJson(*s.Find(id), now_ms, w);
+  }
+  w.EndArray();
+}
 
-std::string RunStatusJson(const QueueState& s, int64_t now_ms) {
-  std::string out;
-  JsonWriter w(&out);
+void RunFields(const QueueState& s, JsonWriter& w) {
   const RunInfo& r = s.run();
-  w.BeginObject().Field("run_id", r.run_id);
+  w.Field("run_id", r.run_id);
   w.Field("install_dir", r.install_dir);
   w.Field("status", RunStatusName(r.status));
   w.Key("counts").BeginObject();
@@ -55,9 +69,56 @@ std::string RunStatusJson(const QueueState& s, int64_t now_ms) {
   w.EndObject();
   w.Key("reused").Int(s.reused());  // SPEC §11
   if (!r.previous_run.empty()) w.Field("previous_run", r.previous_run);
-  w.Key("tasks").BeginArray();
-  for (const Task& t : s.tasks()) TaskJson(t, now_ms, w);
-  w.EndArray().EndObject();
+  w.Key("started_ms").Int(r.started_ms).Key("finished_ms");
+  if (r.finished_ms > 0) {
+    w.Int(r.finished_ms);
+  } else {
+    w.Null();
+  }
+  w.Key("resumes").Int(r.resumes).Key("adopted").Int(r.adopted);
+  w.Field("wizq_version", r.wizq_version);
+}
+
+}  // namespace
+
+std::string RunStatusJson(const QueueState& s, int64_t now_ms) {
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  RunFields(s, w);
+  TasksArray(s, now_ms, nullptr, w);
+  w.EndObject();
+  return out;
+}
+
+std::string RunStatusJson(const QueueState& s, int64_t now_ms,
+                          const RunStatusExtras& extras) {
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  RunFields(s, w);
+  w.Field("live_status",
+          extras.interrupted ? "interrupted" : RunStatusName(s.run().status));
+  w.Key("interrupted").Bool(extras.interrupted);
+  if (extras.interrupted) w.Field("resume_command", extras.resume_command);
+  if (!extras.archive_dir.empty()) w.Field("archive", extras.archive_dir);
+  int64_t live = 0;
+  w.Key("workers").BeginArray();
+  for (const WorkerEntry& e : extras.workers) {
+    live += e.alive ? 1 : 0;
+    w.BeginObject().Field("id", e.id).Key("pid").Int(e.pid);
+    w.Field("run_id", e.run_id).Key("started_ms").Int(e.started_ms);
+    w.Key("alive").Bool(e.alive).EndObject();
+  }
+  w.EndArray().Key("live_workers").Int(live);
+  w.Key("waiting_prompts").BeginArray();
+  for (int64_t id : extras.waiting_prompts) w.Int(id);
+  w.EndArray();
+  if (extras.task_output_bytes >= 0) {
+    w.Key("task_output_bytes").Int(extras.task_output_bytes);
+  }
+  TasksArray(s, now_ms, extras.only_tasks, w);
+  w.EndObject();
   return out;
 }
 

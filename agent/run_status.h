@@ -7,14 +7,41 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "queue/state.h"
+#include "queue/workers.h"
 
 namespace wizq {
 
 // One JSON object, no newline. `now_ms` (wall clock) gives each lease's
 // lapses_in_ms.
 std::string RunStatusJson(const QueueState& s, int64_t now_ms);
+
+// What `wizq status` adds to the object: the worker registry as probed
+// (queue/workers.h) and the size of the task files. The fields only ever
+// grow (docs/CLI.md, "status --json").
+struct RunStatusExtras {
+  std::vector<WorkerEntry> workers;  // every entry, alive or not
+  // No live worker and unfinished tasks: nobody is running the run.
+  bool interrupted = false;
+  std::string resume_command;      // how to resume it, if interrupted
+  int64_t task_output_bytes = -1;  // bytes under .wizard/tasks; -1: unknown
+  // Only the tasks these ids name are listed (status filters); the counts
+  // stay those of the whole run. Null: every task.
+  const std::vector<int64_t>* only_tasks = nullptr;
+  // An archived run's directory (`.wizard/archive/<name>`), "" for the live
+  // run: the "archive" field.
+  std::string archive_dir;
+  // The Prompt tasks waiting for a person's answer (SPEC §10).
+  std::vector<int64_t> waiting_prompts;
+};
+
+// RunStatusJson with `extras`: adds workers, live_workers, live_status
+// (interrupted for a run nobody runs), interrupted, resume_command and
+// task_output_bytes, waiting_prompts (and archive for an archived run).
+std::string RunStatusJson(const QueueState& s, int64_t now_ms,
+                          const RunStatusExtras& extras);
 
 }  // namespace wizq
 

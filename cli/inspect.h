@@ -1,4 +1,5 @@
-// `wizq status` and `wizq log`: read-only views of a run's state.
+// `wizq log`: the audit log, readably (times, not epoch ms) or raw. `wizq
+// status` is cli/status.h, `wizq log --table` cli/log_table.h.
 #ifndef WIZQ_CLI_INSPECT_H_
 #define WIZQ_CLI_INSPECT_H_
 
@@ -7,8 +8,6 @@
 
 namespace wizq {
 
-// Prints the run summary and task tree (or JSON); returns the exit code.
-int PrintStatus(const std::string& install_dir, bool json);
 // Prints the audit log readably, only one task's events if task_id > 0.
 int PrintLog(const std::string& install_dir, int64_t task_id, bool json);
 

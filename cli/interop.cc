@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/progress.h"
+#include "cli/run_errors.h"
 #include "fs/env.h"
 #include "interop/barnum_export.h"
 #include "interop/barnum_import.h"
@@ -25,8 +26,13 @@ void AddResumeFromOption(CLI::App* run_cmd, std::string* state_log) {
 
 namespace {
 
-int Invalid(const std::string& message) {
-  std::fprintf(stderr, "wizq run: %s\n", message.c_str());
+// Prints `message` (with --json also as an `error` event) and returns 2.
+int Invalid(const std::string& message, bool json,
+            const std::string& file = "") {
+  JsonError e;
+  e.message = message;
+  e.file = file;
+  ReportRunError(e, "", json);
   return kExitInvalid;
 }
 
@@ -52,28 +58,33 @@ int DoResumeFrom(const std::string& state_log, RunOptions options,
     return Invalid(
         "--resume-from takes no WORKFLOW: the workflow is the "
         "Config logged in " +
-        state_log);
+            state_log,
+        json);
   }
   if (!options.input_json.empty() || !input_file.empty()) {
     return Invalid(
         "--resume-from cannot be combined with --input or "
-        "--input-file: the tasks come from the log");
+        "--input-file: the tasks come from the log",
+        json);
   }
   if (options.fresh && HasRun(options.install_dir)) {
     return Invalid(
         "--resume-from with --fresh: " + WizardDir(options.install_dir) +
-        " already holds a run (use another --dir)");
+            " already holds a run (use another --dir)",
+        json);
   }
   std::string text;
   Status s = Env::Posix()->ReadUserFile(state_log, &text);
-  if (!s.ok()) return Invalid("cannot read --resume-from " + s.message());
+  if (!s.ok()) {
+    return Invalid("cannot read --resume-from " + s.message(), json, state_log);
+  }
   BarnumLog log;
   s = ReadBarnumLog(state_log, text, &log);
   BarnumImport import;
   const std::string source =
       std::string(BarnumFormatName(log.format)) + ":" + AbsolutePath(state_log);
   if (s.ok()) s = ImportBarnumLog(log, source, &import);
-  if (!s.ok()) return Invalid(s.message());
+  if (!s.ok()) return Invalid(s.message(), json, state_log);
   if (log.torn_tail) {
     std::fprintf(stderr,
                  "wizq run: %s: the last line was cut short (a crash "
@@ -104,7 +115,12 @@ int DoResumeFrom(const std::string& state_log, RunOptions options,
   int code = RunImportedWorkflow(options, import.workflow_json, base,
                                  import.run, printer.get(), &error);
   printer.reset();
-  if (!error.empty()) std::fprintf(stderr, "wizq run: %s\n", error.c_str());
+  if (!error.empty()) {
+    JsonError e;
+    e.code = code;
+    e.message = error;
+    ReportRunError(e, "", json);
+  }
   return code;
 }
 

@@ -16,10 +16,17 @@
 #include "cli/crashtest.h"
 #include "cli/inspect.h"
 #include "cli/interop.h"
+#include "cli/log_table.h"
 #include "cli/mcp.h"
 #include "cli/progress.h"
+#include "cli/prune.h"
+#include "cli/report.h"
 #include "cli/reuse_flags.h"
 #include "cli/run_signals.h"
+#include "cli/run_errors.h"
+#include "cli/suggest.h"
+#include "cli/validate.h"
+#include "cli/status.h"
 #include "fs/env.h"
 #include "orchestrator/run.h"
 #include "tasks/workflow.h"
@@ -29,6 +36,19 @@ namespace {
 
 // SIGINT, SIGTERM, SIGHUP, SIGTSTP (cli/run_signals.h).
 void InstallSignalHandlers() { InstallRunSignalHandlers(); }
+
+// Reads all of stdin (`--input-file -`).
+Status ReadStdin(std::string* out) {
+  out->clear();
+  char buf[65536];
+  while (true) {
+    const ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+    if (n == 0) return Status::OK();
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOErrorFromErrno("reading", "stdin", errno);
+    out->append(buf, static_cast<size_t>(n));
+  }
+}
 
 struct RunArgs {
   RunOptions options;
@@ -55,11 +75,18 @@ std::vector<std::string> WithoutAnswers(int argc, char** argv) {
 int DoRun(RunArgs& a) {
   if (!a.input_file.empty()) {
     // Follows symlinks, unlike wizq's own files: the user named this file.
-    Status s = Env::Posix()->ReadUserFile(a.input_file, &a.options.input_json);
+    // `-` is stdin.
+    Status s = a.input_file == "-" ? ReadStdin(&a.options.input_json)
+                                   : Env::Posix()->ReadUserFile(
+                                         a.input_file, &a.options.input_json);
     if (!s.ok()) {
       // s names the file too: "open in.json: No such file or directory".
-      std::fprintf(stderr, "wizq run: cannot read --input-file %s: %s\n",
-                   a.input_file.c_str(), s.message().c_str());
+      JsonError e;
+      e.message =
+          "cannot read --input-file " + a.input_file + ": " + s.message();
+      e.file = a.input_file;
+      e.field = "--input-file";
+      ReportRunError(e, "", a.json);
       return kExitInvalid;
     }
   }
@@ -72,35 +99,21 @@ int DoRun(RunArgs& a) {
   po.install_dir = a.options.install_dir;
   // A person can answer: stdin and stderr are a terminal whose foreground
   // we are (a background job, `wizq run ... &`, would be stopped reading).
-  a.options.interactive = !a.json && isatty(STDIN_FILENO) != 0 &&
-                          isatty(STDERR_FILENO) != 0 &&
-                          tcgetpgrp(STDIN_FILENO) == getpgrp();
+  a.options.interactive =
+      !a.json && a.input_file != "-" && isatty(STDIN_FILENO) != 0 &&
+      isatty(STDERR_FILENO) != 0 && tcgetpgrp(STDIN_FILENO) == getpgrp();
   auto printer = NewProgressPrinter(po);
   InstallSignalHandlers();
   std::string error;
   int code = RunWorkflow(a.options, printer.get(), &error);
   printer.reset();
-  if (!error.empty()) std::fprintf(stderr, "wizq run: %s\n", error.c_str());
+  if (!error.empty()) {
+    JsonError e;
+    e.code = code;
+    e.message = error;
+    ReportRunError(e, a.options.workflow_path, a.json);
+  }
   return code;
-}
-
-int DoValidate(const std::string& path) {
-  std::unique_ptr<Workflow> wf;
-  std::vector<Finding> findings;
-  Status s = Workflow::Load(path, &wf, &findings);
-  if (s.ok()) {
-    std::printf("%s: OK (%zu steps, entrypoint %s)\n", path.c_str(),
-                wf->steps().size(), wf->entrypoint().c_str());
-    return 0;
-  }
-  if (findings.empty()) {
-    std::fprintf(stderr, "%s\n", s.message().c_str());
-  }
-  for (const Finding& f : findings) {
-    std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), f.path.c_str(),
-                 f.message.c_str());
-  }
-  return kExitInvalid;
 }
 
 // A CLI11 check that the option is an integer from `lo` to `hi`, with a
@@ -144,7 +157,7 @@ int Main(int argc, char** argv) {
                                     "Entry input (JSON)");
   run_cmd
       ->add_option("--input-file", run.input_file,
-                   "Read the entry input from a file")
+                   "Read the entry input from a file (- reads stdin)")
       ->excludes(input);
   run_cmd
       ->add_option("--jobs,-j", run.options.jobs,
@@ -177,12 +190,9 @@ int Main(int argc, char** argv) {
 
   std::string dir = ".";
   bool json = false;
+  StatusArgs status;  // cli/status.h
   CLI::App* status_cmd =
-      app.add_subcommand("status", "Show a run's summary and task tree");
-  status_cmd->set_version_flag("--version",
-                               std::string("wizq ") + WIZQ_VERSION);
-  status_cmd->add_option("--dir", dir, "Install directory (default: .)");
-  status_cmd->add_flag("--json", json, "JSON output");
+      AddStatusCommand(app, &status, std::string("wizq ") + WIZQ_VERSION);
 
   int64_t task_id = 0;
   CLI::App* log_cmd = app.add_subcommand("log", "Show the audit log");
@@ -191,13 +201,19 @@ int Main(int argc, char** argv) {
   log_cmd->add_option("--task", task_id, "Only this task's events")
       ->check(IntegerIn(1, INT64_MAX));
   log_cmd->add_flag("--json", json, "The raw JSON lines");
+  bool table = false;  // cli/log_table.h
+  log_cmd->add_flag("--table", table,
+                    "One row per attempt (like parallel --joblog)");
+  ReportArgs report;  // cli/report.h
+  CLI::App* report_cmd =
+      AddReportCommand(app, &report, std::string("wizq ") + WIZQ_VERSION);
+  PruneArgs prune;  // cli/prune.h
+  CLI::App* prune_cmd =
+      AddPruneCommand(app, &prune, std::string("wizq ") + WIZQ_VERSION);
 
-  std::string workflow;
+  ValidateArgs validate;
   CLI::App* validate_cmd =
-      app.add_subcommand("validate", "Check a workflow file");
-  validate_cmd->set_version_flag("--version",
-                                 std::string("wizq ") + WIZQ_VERSION);
-  validate_cmd->add_option("WORKFLOW", workflow, "Workflow file")->required();
+      AddValidateCommand(app, &validate, std::string("wizq ") + WIZQ_VERSION);
 
   ExportArgs export_args;
   CLI::App* export_cmd = AddExportCommand(app, &export_args);
@@ -212,43 +228,31 @@ int Main(int argc, char** argv) {
   CLI::App* mcp_cmd = AddMcpCommand(app, &mcp, WIZQ_VERSION);
 
   // CLI11 reports an unknown command as "A subcommand is required"; name it.
-  if (argc > 1 && argv[1][0] != '-') {
-    std::string names;
-    bool known = false;
-    for (const CLI::App* sub :
-         app.get_subcommands([](CLI::App*) { return true; })) {
-      known = known || sub->get_name() == argv[1];
-      names += (names.empty() ? "" : ", ") + sub->get_name();
-    }
-    if (!known) {
-      std::fprintf(stderr,
-                   "wizq: unknown command \"%s\"; the commands are %s (see "
-                   "wizq --help)\n",
-                   argv[1], names.c_str());
-      return kExitInvalid;
-    }
-  }
+  if (ReportUnknownCommand(app, argc, argv)) return kExitInvalid;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : kExitInvalid;
+    return ReportParseError(app, e, argc, argv);
   }
   if (*run_cmd && !resume_from.empty()) {
     return DoResumeFrom(resume_from, run.options, run.input_file, run.json,
                         run.quiet, InstallSignalHandlers);
   }
   if (*run_cmd && run.options.workflow_path.empty()) {
-    std::fprintf(stderr,
-                 "wizq run: WORKFLOW is required (or --resume-from "
-                 "BARNUM_LOG)\n");
+    JsonError e;
+    e.message = "WORKFLOW is required (or --resume-from BARNUM_LOG)";
+    e.field = "WORKFLOW";
+    ReportRunError(e, "", run.json);
     return kExitInvalid;
   }
   if (*export_cmd) return DoExport(export_args);
   if (*run_cmd) return DoRun(run);
-  if (*status_cmd) return PrintStatus(dir, json);
+  if (*status_cmd) return DoStatus(status);
+  if (*log_cmd && table) return PrintLogTable(dir, task_id, json);
   if (*log_cmd) return PrintLog(dir, task_id, json);
-  if (*validate_cmd) return DoValidate(workflow);
+  if (*validate_cmd) return RunValidate(validate);
+  if (*report_cmd) return DoReport(report);
+  if (*prune_cmd) return DoPrune(prune);
   if (*crashtest_cmd) return RunCrashtest(crashtest);
   if (*answer_cmd) return DoAnswer(answer);
   if (*mcp_cmd) return RunMcpCommand(mcp, WIZQ_VERSION);

@@ -182,6 +182,7 @@ class Printer : public RunObserver {
   }
 
   void OnNote(const std::string& message) override { Line(message); }
+  // A warning is shown even under --quiet.
   void OnWarning(const std::string& message) override {
     Always("warning: " + message);
   }

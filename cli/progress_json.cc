@@ -1,12 +1,70 @@
 // The --json events of `wizq run` (docs/CLI.md "--json events"): one JSON
-// object per line on stdout, flushed as it happens.
+// object per line on stdout, flushed as it happens. The list of events and
+// fields there is a stable, additive-only contract, checked by
+// tests/json_events_test.cc against this printer's output.
+#include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/json_events.h"
 #include "cli/progress_internal.h"
 #include "util/json_writer.h"
+#include "util/utf8.h"
 
 namespace wizq {
+
+void EmitJsonEvent(const char* event,
+                   const std::function<void(JsonWriter&)>& fill) {
+  const int64_t ts = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject().Field("event", event).Field("ts", ts);
+  fill(w);
+  w.EndObject();
+  out.push_back('\n');
+  std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+void EmitJsonError(const JsonError& e) {
+  EmitJsonEvent("error", [&](JsonWriter& w) {
+    w.Field("code", e.code).Field("message", e.message);
+    if (!e.file.empty()) w.Field("file", e.file);
+    if (!e.field.empty()) w.Field("field", e.field);
+  });
+}
+
+std::string BoundedValue(const std::string& json_text, size_t limit,
+                         bool* truncated) {
+  std::string text = json_text;
+  // Task inputs are stored as the exact text received; one event is one
+  // line, so a value with line breaks is re-serialized compactly (and, if
+  // it does not parse, given as a string like a cut one).
+  bool as_string = false;
+  if (text.find_first_of("\r\n") != std::string::npos) {
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) {
+      as_string = true;
+    } else {
+      text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+  }
+  *truncated = text.size() > limit;
+  if (!*truncated && !as_string) return text;
+  size_t cut = 0;
+  while (cut < text.size()) {
+    const size_t n = Utf8SequenceLength(text, cut);
+    if (n == 0 || cut + n > limit) break;
+    cut += n;
+  }
+  std::string quoted;
+  AppendJsonString(&quoted, std::string_view(text).substr(0, cut));
+  return quoted;
+}
+
 namespace {
 
 const char* ActionName(OpenAction a) {
@@ -27,18 +85,32 @@ const char* ActionName(OpenAction a) {
   return "?";
 }
 
+// The fields every task event has: id, type, value, value_truncated,
+// finally.
+void TaskFields(JsonWriter& w, const Task& t) {
+  w.Key("id").Int(t.id);
+  w.Field("type", t.type);
+  bool truncated = false;
+  w.Key("value").RawValue(BoundedValue(t.inputs.empty() ? "{}" : t.inputs,
+                                       kJsonValueLimit, &truncated));
+  w.Field("value_truncated", truncated);
+  w.Field("finally", t.origin == Origin::kFinally);
+}
+
 class JsonPrinter : public RunObserver {
  public:
   explicit JsonPrinter(const ProgressOptions& o) : o_(o) {}
 
   void OnOpened(const std::string& run_id, const OpenReport& r,
-                const Progress&) override {
-    Emit("run_opened", [&](JsonWriter& w) {
+                const Progress& p) override {
+    EmitJsonEvent("run_opened", [&](JsonWriter& w) {
       w.Field("run_id", run_id);
       w.Field("action", ActionName(r.action));
       w.Key("tasks_pending").Int(r.tasks_pending);
       w.Key("tasks_done").Int(r.tasks_done);
       w.Key("tasks_reset").Int(r.tasks_reset);
+      w.Key("tasks_failed").Int(p.failed);
+      w.Key("tasks_lost").Int(r.tasks_lost);
       if (r.tasks_adopted) w.Key("tasks_adopted").Int(r.tasks_adopted);
       if (!r.archived_to.empty()) w.Field("archived_to", r.archived_to);
       if (r.archived_unfinished) w.Field("archived_unfinished", true);
@@ -47,9 +119,8 @@ class JsonPrinter : public RunObserver {
   }
 
   void OnTaskStarted(const Task& t, int attempt, const Progress&) override {
-    Emit("task_started", [&](JsonWriter& w) {
-      w.Key("id").Int(t.id);
-      w.Field("type", t.type);
+    EmitJsonEvent("task_started", [&](JsonWriter& w) {
+      TaskFields(w, t);
       w.Key("attempt").Int(attempt);
     });
   }
@@ -57,9 +128,8 @@ class JsonPrinter : public RunObserver {
   void OnTaskFinished(const Task& t, const std::string& reason,
                       const std::string& message, bool will_retry, int spawned,
                       const Progress&) override {
-    Emit("task_finished", [&](JsonWriter& w) {
-      w.Key("id").Int(t.id);
-      w.Field("type", t.type);
+    EmitJsonEvent("task_finished", [&](JsonWriter& w) {
+      TaskFields(w, t);
       w.Field("state", TaskStateName(t.state));
       w.Key("attempt").Int(t.attempts);
       if (t.reused_from != 0) w.Key("reused_from").Int(t.reused_from);
@@ -73,7 +143,7 @@ class JsonPrinter : public RunObserver {
   }
 
   void OnRunFinished(RunStatus status, const Progress& p) override {
-    Emit("run_finished", [&](JsonWriter& w) {
+    EmitJsonEvent("run_finished", [&](JsonWriter& w) {
       w.Field("status", RunStatusName(status));
       w.Key("done").Int(p.done);
       w.Key("failed").Int(p.failed);
@@ -85,7 +155,7 @@ class JsonPrinter : public RunObserver {
 
   void OnPaused(const std::vector<WaitingPrompt>& waiting,
                 const Progress& p) override {
-    Emit("run_paused", [&](JsonWriter& w) {
+    EmitJsonEvent("run_paused", [&](JsonWriter& w) {
       w.Key("waiting").BeginArray();
       for (const WaitingPrompt& t : waiting) {
         w.BeginObject().Key("id").Int(t.id).Field("step", t.step);
@@ -98,23 +168,28 @@ class JsonPrinter : public RunObserver {
     });
   }
 
+  void OnInterrupted(const std::string& signal_name,
+                     const Progress& p) override {
+    EmitJsonEvent("run_interrupted", [&](JsonWriter& w) {
+      w.Field("signal", signal_name);
+      w.Key("done").Int(p.done);
+      w.Key("failed").Int(p.failed);
+      w.Key("pending").Int(p.pending);
+      w.Key("running").Int(p.running);
+      w.Key("duration_ms").Int(p.elapsed_ms);
+    });
+  }
+
   void OnNote(const std::string& message) override {
-    Emit("note", [&](JsonWriter& w) { w.Field("message", message); });
+    EmitJsonEvent("note", [&](JsonWriter& w) { w.Field("message", message); });
+  }
+
+  void OnWarning(const std::string& message) override {
+    EmitJsonEvent("warning",
+                  [&](JsonWriter& w) { w.Field("message", message); });
   }
 
  private:
-  template <typename F>
-  void Emit(const char* event, F fill) {
-    std::string out;
-    JsonWriter w(&out);
-    w.BeginObject().Field("event", event);
-    fill(w);
-    w.EndObject();
-    out.push_back('\n');
-    std::fputs(out.c_str(), stdout);
-    std::fflush(stdout);
-  }
-
   ProgressOptions o_;
 };
 

@@ -17,8 +17,8 @@ void OnStopSignal(int signo, siginfo_t* info, void*) {
   const int saved = errno;
   // The second request: what still runs is killed now, not after the grace.
   if (StopRequested()) job_control::SignalGroups(SIGKILL);
-  RequestStopBySignal(signo,
-                      info != nullptr ? static_cast<int>(info->si_pid) : 0);
+  NoteStopSignal(signo);
+  RequestStop(info != nullptr ? static_cast<int>(info->si_pid) : 0);
   errno = saved;
 }
 

@@ -46,9 +46,9 @@ class RunObserver {
     (void)waiting;
     (void)p;
   }
-  // Ctrl+C, SIGTERM or SIGHUP (`signal_name`: "SIGINT", "SIGTERM",
-  // "SIGHUP"): the running tasks are being stopped and put back pending,
-  // their attempts not counted. The process exits 130 next.
+  // The run stops on a signal: `signal_name` is "SIGINT", "SIGTERM" or
+  // "SIGHUP" ("" if unknown). Its tasks were put back; the process exits
+  // 130 next.
   virtual void OnInterrupted(const std::string& signal_name,
                              const Progress& p) {
     (void)signal_name;

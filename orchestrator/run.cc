@@ -1,6 +1,7 @@
 #include "orchestrator/run.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -21,7 +22,6 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_stop_sender{0};
-std::atomic<int> g_stop_signal{0};
 
 int ExitCodeFor(const Status& s) {
   if (s.IsInvalidArgument()) return kExitInvalid;
@@ -48,13 +48,24 @@ void RequestStop(int sender) {
   g_stop_sender = sender;
   g_stop = true;
 }
-void RequestStopBySignal(int signo, int sender) {
-  g_stop_signal = signo;
-  RequestStop(sender);
-}
-int StopSignal() { return g_stop_signal.load(); }
 bool StopRequested() { return g_stop.load(); }
 int StopSender() { return g_stop_sender.load(); }
+
+static std::atomic<int> g_stop_signal{0};
+void NoteStopSignal(int signo) { g_stop_signal = signo; }
+std::string StopSignalName() {
+  switch (g_stop_signal.load()) {
+    case 0:
+      return "";
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+  }
+  return "signal " + std::to_string(g_stop_signal.load());
+}
 
 std::string DeriveRunId(const std::string& frozen_workflow,
                         const std::string& input_json) {

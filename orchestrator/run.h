@@ -80,11 +80,9 @@ std::string DeriveRunId(const std::string& frozen_workflow,
 // `sender` is the pid that sent the signal (0 if unknown): a task that
 // signals its own wizq is charged the attempt, others are refunded.
 void RequestStop(int sender = 0);
-// RequestStop for signal `signo` (SIGINT, SIGTERM, SIGHUP), which the
-// interrupt note names (StopSignal).
-void RequestStopBySignal(int signo, int sender);
-// The signal of the stop request, 0 if none or not a signal.
-int StopSignal();
+// Records which signal asked for the stop (for the run_interrupted event);
+// async-signal-safe. Call before RequestStop.
+void NoteStopSignal(int signo);
 
 }  // namespace wizq
 

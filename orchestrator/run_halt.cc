@@ -1,26 +1,9 @@
 // RunLoop: --halt (stop after N failures) and the list of failed tasks
 // every run with failures ends with (docs/CLI.md).
-#include <signal.h>
-
 #include "orchestrator/run_loop.h"
 #include "queue/queue.h"
 
 namespace wizq {
-
-std::string SignalName(int signo) {
-  switch (signo) {
-    case 0:
-      return "";
-    case SIGINT:
-      return "SIGINT";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGHUP:
-      return "SIGHUP";
-    default:
-      return "signal " + std::to_string(signo);
-  }
-}
 
 // True when the run must halt now: --halt now once the failures are
 // reached; --halt soon once, in addition, nothing of ours runs and every

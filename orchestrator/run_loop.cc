@@ -112,10 +112,10 @@ Status RunLoop::UseFrozenWorkflow() {
   }
   wf->set_base_dir(workflow_->base_dir());
   workflow_ = std::move(wf);
-  observer_->OnWarning("the workflow file " + config_.workflow_path +
-                       " differs from the copy run " + config_.run_id +
-                       " was started with; the run goes on with that frozen "
-                       "copy (--fresh starts over with the file)");
+  observer_->OnWarning("run " + config_.run_id + " keeps the workflow it " +
+                       "was started with: " + config_.workflow_path +
+                       " has changed since (to run the edits, use --fresh " +
+                       "or another --run-id)");
   return Status::OK();
 }
 
@@ -249,7 +249,6 @@ Status RunLoop::Finish(int* exit_code) {
 // back (their attempts do not count), leave the run resumable.
 Status RunLoop::Interrupt(int* exit_code) {
   *exit_code = kExitInterrupted;
-  observer_->OnInterrupted(SignalName(StopSignal()), CurrentProgress());
   observer_->OnNote("interrupted: stopping " + std::to_string(running_.size()) +
                     " running task(s); they go back to pending" +
                     (running_.empty() ? "" : " (Ctrl+C again: at once)"));
@@ -266,6 +265,7 @@ Status RunLoop::Interrupt(int* exit_code) {
   }
   Status s = StopAndRelease("interrupted");
   ReportFailures();
+  observer_->OnInterrupted(StopSignalName(), CurrentProgress());
   return s;
 }
 

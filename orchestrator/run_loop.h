@@ -55,8 +55,8 @@ class Reuser;
 
 bool StopRequested();
 int StopSender();
-// "SIGINT", "SIGTERM", "SIGHUP", "signal N"; "" for 0.
-std::string SignalName(int signo);
+// The name of the signal that requested the stop ("SIGINT"...), or "".
+std::string StopSignalName();
 
 // What a finished attempt amounts to, decided outside the lock.
 struct Outcome {

@@ -73,7 +73,16 @@ Status DirQueue::PrepareDirectory() {
 
 Status DirQueue::OpenLocked(OpenReport* report) {
   WIZQ_RETURN_IF_ERROR(PrepareDirectory());
-  WIZQ_RETURN_IF_ERROR(env_->LockFile(Path("lock"), /*wait=*/true, &dir_lock_));
+  // A reader never creates the lock file.
+  Status locked =
+      options_.mode == OpenMode::kReadOnly && !env_->FileExists(Path("lock"))
+          ? Status::NotFound(Path("lock"))
+          : env_->LockFile(Path("lock"), /*wait=*/true, &dir_lock_);
+  // A reader of a read-only copy (a read-only mount, a directory it may not
+  // write) looks without the lock: the snapshot is replaced by rename and
+  // every log line carries a CRC, so at worst a batch being written reads
+  // as a torn tail and is left out (a reader never repairs).
+  if (!locked.ok() && options_.mode != OpenMode::kReadOnly) return locked;
   Status s = [&]() -> Status {
     SnapshotHeader header;
     bool have_snapshot = false;

@@ -1,11 +1,14 @@
 #include "queue/workers.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <simdjson.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 
 #include "util/json_writer.h"
@@ -99,6 +102,57 @@ Status WorkerRegistry::ListLive(std::vector<LiveWorker>* live) {
       }
     }
     live->push_back(w);
+  }
+  return Status::OK();
+}
+
+namespace {
+
+// Whether another process holds the lock of the entry at `path`. A shared,
+// non-blocking flock on a read-only descriptor: it conflicts with the
+// worker's exclusive lock and needs no write access.
+bool EntryLockHeld(Env* env, const std::string& path) {
+  int fd = -1;
+  if (!env->OpenDescriptor(path, O_RDONLY, &fd).ok()) return false;
+  // Raw flock on a descriptor the Env handed out (fs/env.h allows it).
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases a lock we took
+  return held;
+}
+
+}  // namespace
+
+Status ProbeWorkers(Env* env, const std::string& dir,
+                    std::vector<WorkerEntry>* entries) {
+  std::vector<std::string> names;
+  Status s = env->ListDir(dir, &names);
+  if (s.IsNotFound()) return Status::OK();
+  WIZQ_RETURN_IF_ERROR(s);
+  for (const std::string& name : names) {
+    const std::string path = dir + "/" + name;
+    WorkerEntry e;
+    e.id = name;
+    std::string text;
+    if (!env->ReadFile(path, &text).ok()) continue;  // removed meanwhile
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    if (text.empty() || parser.parse(text).get(doc)) {
+      // Being registered (or its worker died in between): its lock must not
+      // be probed; the pid in its name tells.
+      e.pid = std::strtoll(name.c_str() + (name.empty() ? 0 : 1), nullptr, 10);
+      e.alive = e.pid > 0 &&
+                !(kill(static_cast<pid_t>(e.pid), 0) != 0 && errno == ESRCH);
+      entries->push_back(e);
+      continue;
+    }
+    std::string_view run_id;
+    if (!doc["run_id"].get(run_id)) e.run_id = run_id;
+    if (doc["pid"].get(e.pid)) e.pid = 0;
+    if (doc["started_ms"].get(e.started_ms)) e.started_ms = 0;
+    e.alive = EntryLockHeld(env, path) &&
+              !(e.pid > 0 && kill(static_cast<pid_t>(e.pid), 0) != 0 &&
+                errno == ESRCH);
+    entries->push_back(e);
   }
   return Status::OK();
 }

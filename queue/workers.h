@@ -55,6 +55,29 @@ class WorkerRegistry {
 // A new worker id: "w<pid>-<8 random hex digits>".
 std::string NewWorkerId();
 
+// One entry of the registry as a reader sees it (ProbeWorkers).
+struct WorkerEntry {
+  std::string id;
+  std::string run_id;
+  int64_t pid = 0;
+  int64_t started_ms = 0;  // when it registered; 0 if the entry is empty
+  bool alive = false;
+};
+
+// Every entry of the registry in `dir` (`.wizard/workers`) and whether its
+// worker lives: its lock is held and its recorded process exists. Writes
+// nothing — no lock file is created, no dead entry removed — so it works on
+// a read-only copy of a run, where every entry reads as dead unless a live
+// process holds its lock. Needs no directory lock: only entries with a
+// complete record are probed, and a worker writes its record after it has
+// taken its lock; an empty entry (a worker registering) counts alive while
+// the pid in its name exists. (A probe that holds a dead entry's shared
+// lock at the moment another process's IsAlive tries it makes that process
+// fall back on the recorded pid for one transaction.)
+// OK with nothing if `dir` does not exist.
+Status ProbeWorkers(Env* env, const std::string& dir,
+                    std::vector<WorkerEntry>* entries);
+
 }  // namespace wizq
 
 #endif  // WIZQ_QUEUE_WORKERS_H_

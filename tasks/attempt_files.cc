@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "fs/tree.h"
+
 namespace wizq {
 
 AttemptFiles::AttemptFiles(const std::string& wizard_dir, int64_t task_id,
@@ -27,6 +29,18 @@ std::string AttemptFiles::PgidPath(const std::string& task_dir) {
 
 std::string AttemptFiles::AttemptPath(const char* suffix) const {
   return dir_ + "/" + std::to_string(attempt_) + suffix;
+}
+
+Status TaskFilesBytes(Env* env, const std::string& wizard_dir,
+                      uint64_t* bytes) {
+  *bytes = 0;
+  Status s = TreeBytes(env, wizard_dir + "/tasks", bytes);
+  return s.IsNotFound() ? Status::OK() : s;
+}
+
+Status RemoveTaskFiles(Env* env, const std::string& wizard_dir, int64_t task_id,
+                       uint64_t* bytes) {
+  return RemoveTree(env, AttemptFiles::TaskDir(wizard_dir, task_id), bytes);
 }
 
 }  // namespace wizq

@@ -29,6 +29,8 @@
 #include <string>
 #include <utility>
 
+#include "util/status.h"
+
 namespace wizq {
 
 class AttemptFiles {
@@ -62,6 +64,19 @@ class AttemptFiles {
   std::string dir_;
   int attempt_ = 1;
 };
+
+class Env;
+
+// The bytes of every file under `<wizard_dir>/tasks/`: what a run keeps of
+// its attempts' files. 0 if there is no such directory.
+Status TaskFilesBytes(Env* env, const std::string& wizard_dir, uint64_t* bytes);
+
+// Removes the directory of task `task_id` (all its attempts' files);
+// *bytes (may be null) gets the bytes freed. OK if there is none. The
+// caller makes sure no attempt of the task runs (`wizq prune` only removes
+// finished tasks' files).
+Status RemoveTaskFiles(Env* env, const std::string& wizard_dir, int64_t task_id,
+                       uint64_t* bytes);
 
 }  // namespace wizq
 

@@ -165,6 +165,10 @@ std::string LineColumn(std::string_view text, size_t offset) {
 }
 
 std::string Excerpt(std::string_view text, size_t max_bytes) {
+  // Trailing white space (the newline that ends most output) would show
+  // as a literal "\n" at the end of a message.
+  const size_t last = text.find_last_not_of(" \t\r\n");
+  text = text.substr(0, last == std::string_view::npos ? 0 : last + 1);
   std::string out;
   size_t i = 0;
   while (i < text.size() && i < max_bytes) {

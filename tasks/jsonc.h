@@ -43,7 +43,8 @@ std::string LineColumn(std::string_view text, size_t offset);
 
 // At most `max_bytes` of `text` made safe to embed in a message: printable
 // ASCII and valid UTF-8 are kept, other bytes become \xNN, control
-// characters \n, \t, \r, \xNN; "..." marks a cut.
+// characters \n, \t, \r, \xNN; "..." marks a cut. Trailing white space
+// is left out.
 std::string Excerpt(std::string_view text, size_t max_bytes = 80);
 
 }  // namespace wizq

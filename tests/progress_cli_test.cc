@@ -299,7 +299,8 @@ TEST_F(ProgressCliTest, QuietRunListsItsFailures) {
   const WizqResult v = RunWizq(fresh);
   EXPECT_TRUE(Contains(v.err, "task 1 Root done (+3 tasks, 1 deduplicated)"))
       << v.err;
-  EXPECT_TRUE(Contains(v.err, "task 3 Item started (attempt 1) [a.txt]")) << v.err;
+  EXPECT_TRUE(Contains(v.err, "task 3 Item started (attempt 1) [a.txt]"))
+      << v.err;
   EXPECT_TRUE(Contains(v.err, "1 task(s) FAILED:")) << v.err;
 }
 
@@ -371,8 +372,10 @@ TEST_F(ProgressCliTest, QuietStillWarnsOfAChangedWorkflow) {
   test::WriteAll(wf, text);
   const WizqResult r = RunWizq(cmd, {"", {{"NAP", "0"}}});
   EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
-  EXPECT_TRUE(Contains(r.err, "warning: the workflow file " + wf +
-                                  " differs from the copy run fixed"))
+  EXPECT_TRUE(Contains(r.err,
+                       "warning: run fixed keeps the workflow it was "
+                       "started with: " +
+                           wf + " has changed since"))
       << r.err;
 }
 

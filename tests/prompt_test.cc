@@ -72,6 +72,7 @@ TEST_F(PromptTest, OffATerminalPausesAfterEverythingElseRan) {
             Json::parse(R"([{"id":2,"step":"Ask","mode":"confirm",)"
                         R"("message":"Install into the directory?"}])"));
   EXPECT_EQ(test::StatusJson(dir_)["status"], "paused");
+  EXPECT_EQ(test::StatusJson(dir_)["waiting_prompts"], Json::array({2}));
   EXPECT_EQ(test::ReadQueue(dir_)["status"], "paused");
   const WizqResult st = test::RunWizq({"wizq", "status", "--dir", dir_});
   EXPECT_TRUE(test::Contains(st.out, "paused")) << st.out;
@@ -233,6 +234,28 @@ TEST_F(PromptTest, WizqAnswerWhileARunIsLive) {
 }
 
 // --- parsing -----------------------------------------------------------------
+
+// SPEC §11 applied to the gate (docs/CLI.md "Answers are reused too"): a
+// fresh run reuses an unchanged prompt's answer; --from STEP asks again.
+TEST_F(PromptTest, AFreshRunReusesTheAnswerAndFromAsksAgain) {
+  Use(kOneAsk, test::kConfirmAsk);
+  ASSERT_EQ(Run().code, 4);
+  ASSERT_EQ(Run({"--answer", "2=yes"}).code, 0);
+  ASSERT_EQ(Installs().size(), 1u);
+  WizqResult r = Run({"--fresh"});
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_TRUE(test::Events(dir_, "task_answered").empty())
+      << "the reused answer is not asked or recorded again";
+  bool ask_reused = false;
+  for (const Json& e : test::Events(dir_, "task_completed")) {
+    if (e["id"] == 2) ask_reused = e.contains("reused");
+  }
+  EXPECT_TRUE(ask_reused);
+  EXPECT_EQ(Installs().size(), 1u) << "Install is reused with it";
+  r = Run({"--fresh", "--from", "Ask"});
+  EXPECT_TRUE(r.exited && r.code == 4) << r.Describe();
+  EXPECT_TRUE(test::Contains(r.err, "task 2 Ask (confirm)")) << r.err;
+}
 
 std::vector<Finding> Findings(const std::string& action) {
   const std::string text =

@@ -1,0 +1,80 @@
+#include "cli/prune.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "cli/view_util.h"
+#include "fs/env.h"
+#include "fs/tree.h"
+#include "queue/queue.h"
+#include "tasks/attempt_files.h"
+#include "util/json_writer.h"
+
+namespace wizq {
+
+CLI::App* AddPruneCommand(CLI::App& app, PruneArgs* a,
+                          const std::string& version) {
+  CLI::App* cmd = app.add_subcommand(
+      "prune", "Remove the task files of finished tasks (keeps failed ones)");
+  cmd->set_version_flag("--version", version);
+  cmd->add_option("--dir", a->dir, "Install directory (default: .)");
+  cmd->add_flag("--dry-run,-n", a->dry_run, "Only say what would be removed");
+  cmd->add_flag("--json", a->json, "A JSON summary on stdout");
+  return cmd;
+}
+
+int DoPrune(const PruneArgs& args) {
+  QueueOptions o;
+  o.install_dir = args.dir;
+  o.mode = OpenMode::kReadOnly;
+  std::unique_ptr<Queue> q;
+  Status s = Queue::Open(o, &q, nullptr);
+  if (!s.ok()) {
+    std::fprintf(stderr, "wizq prune: %s\n", s.message().c_str());
+    return s.IsNotFound() ? 2 : 3;
+  }
+  Env* env = Env::Posix();
+  const std::string wizard = WizardDir(args.dir);
+  int64_t pruned = 0, kept_failed = 0;
+  uint64_t freed = 0;
+  for (const Task& t : q->state().tasks()) {
+    if (t.state == TaskState::kFailed) kept_failed++;
+    if (t.state != TaskState::kDone) continue;
+    const std::string dir = AttemptFiles::TaskDir(wizard, t.id);
+    uint64_t bytes = 0;
+    if (!env->FileExists(dir)) continue;
+    s = args.dry_run ? TreeBytes(env, dir, &bytes)
+                     : RemoveTaskFiles(env, wizard, t.id, &bytes);
+    if (!s.ok()) {
+      std::fprintf(stderr, "wizq prune: %s (%lld task(s) pruned before)\n",
+                   s.message().c_str(), static_cast<long long>(pruned));
+      return 3;
+    }
+    freed += bytes;
+    pruned++;
+  }
+  uint64_t kept = 0;
+  TaskFilesBytes(env, wizard, &kept).IgnoreError();  // only reported
+  if (args.dry_run) kept -= std::min(kept, freed);
+  if (args.json) {
+    std::string out;
+    JsonWriter w(&out);
+    w.BeginObject().Key("dry_run").Bool(args.dry_run);
+    w.Key("pruned_tasks").Int(pruned);
+    w.Key("freed_bytes").Int(static_cast<int64_t>(freed));
+    w.Key("kept_bytes").Int(static_cast<int64_t>(kept));
+    w.Key("kept_failed_tasks").Int(kept_failed).EndObject();
+    std::printf("%s\n", out.c_str());
+    return 0;
+  }
+  std::printf(
+      "%s the files of %lld finished task(s): %s; kept %s under "
+      "%s/tasks (%lld failed task(s) keep theirs)\n",
+      args.dry_run ? "would remove" : "removed", static_cast<long long>(pruned),
+      FormatBytes(freed).c_str(), FormatBytes(kept).c_str(), wizard.c_str(),
+      static_cast<long long>(kept_failed));
+  return 0;
+}
+
+}  // namespace wizq

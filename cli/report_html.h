@@ -1,0 +1,37 @@
+// The page of `wizq report` (cli/report.h), generated from a run's state
+// and its history. No I/O. The page's DOM is a contract the tests read:
+//   - every task:    <li class="task" data-task-id=ID data-state=STATE>
+//   - every attempt: <rect class="attempt OUTCOME" data-task-id data-attempt
+//                    data-worker data-start-ms data-end-ms>
+//   - a crash:       <g class="marker crash" data-worker=ID data-seq=SEQ>
+//                    at the lost worker's last event, SEQ the event that
+//                    recorded the loss (queue/history.h)
+//   - a resume:      <g class="marker resume" data-seq=SEQ>
+//   - a retry:       <g class="marker retry" data-task-id data-attempt>
+//   - a wait:        <g class="marker wait" data-task-id> (an adopted
+//                    attempt waited for) and <g class="marker pause"
+//                    data-seq> (the run waited for a person)
+#ifndef WIZQ_CLI_REPORT_HTML_H_
+#define WIZQ_CLI_REPORT_HTML_H_
+
+#include <cstdint>
+#include <string>
+
+namespace wizq {
+
+class QueueState;
+struct RunHistory;
+
+struct ReportInput {
+  const QueueState* state = nullptr;
+  const RunHistory* history = nullptr;
+  std::string live_status;  // running, interrupted, completed, ...
+  int64_t generated_ms = 0;
+  std::string source;  // the directory it was made from
+};
+
+std::string RenderReportHtml(const ReportInput& in);
+
+}  // namespace wizq
+
+#endif  // WIZQ_CLI_REPORT_HTML_H_

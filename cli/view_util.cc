@@ -1,0 +1,90 @@
+#include "cli/view_util.h"
+
+#include <cstdio>
+#include <ctime>
+
+#include "fs/env.h"
+
+namespace wizq {
+
+std::string FormatTime(int64_t ms) {
+  time_t secs = static_cast<time_t>(ms / 1000);
+  struct tm tm;
+  localtime_r(&secs, &tm);
+  char buf[32];
+  strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof(out), "%s.%03d", buf, static_cast<int>(ms % 1000));
+  return out;
+}
+
+std::string FormatDuration(int64_t ms) {
+  if (ms < 0) ms = 0;
+  char buf[32];
+  const int64_t s = ms / 1000;
+  if (s < 60) {
+    std::snprintf(buf, sizeof(buf), "%.1fs", static_cast<double>(ms) / 1000);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof(buf), "%lldm%02llds",
+                  static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%lldh%02lldm",
+                  static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60));
+  }
+  return buf;
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  char buf[32];
+  if (bytes < 1024) {
+    std::snprintf(buf, sizeof(buf), "%llu B",
+                  static_cast<unsigned long long>(bytes));
+  } else if (bytes < (1u << 20)) {
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
+  } else if (bytes < (1ull << 30)) {
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / 1048576.0);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1f GiB", bytes / 1073741824.0);
+  }
+  return buf;
+}
+
+std::string Shorten(std::string_view text, size_t max) {
+  std::string out;
+  for (char c : text) out.push_back(c == '\n' || c == '\t' ? ' ' : c);
+  if (out.size() <= max) return out;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) {
+    cut--;  // not inside a UTF-8 sequence
+  }
+  out.resize(cut);
+  return out + "\xE2\x80\xA6";
+}
+
+std::string ShellQuote(const std::string& s) {
+  bool plain = !s.empty();
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') || c == '/' || c == '.' ||
+                    c == '-' || c == '_' || c == ',' || c == ':' || c == '=';
+    plain = plain && ok;
+  }
+  if (plain) return s;
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "'";
+}
+
+int64_t WallNowMs() {
+  return static_cast<int64_t>(Env::Posix()->NowMicros() / 1000);
+}
+
+}  // namespace wizq

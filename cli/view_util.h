@@ -1,0 +1,28 @@
+// Small formatting helpers shared by the read-only views (`wizq status`,
+// `wizq log`, `wizq report`, `wizq prune`).
+#ifndef WIZQ_CLI_VIEW_UTIL_H_
+#define WIZQ_CLI_VIEW_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace wizq {
+
+// Local time "YYYY-MM-DD HH:MM:SS.mmm" of a wall-clock ms.
+std::string FormatTime(int64_t ms);
+// "1.5s", "2m03s", "1h02m": a duration for people.
+std::string FormatDuration(int64_t ms);
+// "512 B", "12.3 KiB", "4.0 MiB".
+std::string FormatBytes(uint64_t bytes);
+// `text` cut to at most `max` bytes (on a UTF-8 boundary) with "…" added
+// when cut; newlines and tabs become spaces.
+std::string Shorten(std::string_view text, size_t max);
+// `s` quoted for a POSIX shell when it needs it.
+std::string ShellQuote(const std::string& s);
+// Wall clock now, in ms.
+int64_t WallNowMs();
+
+}  // namespace wizq
+
+#endif  // WIZQ_CLI_VIEW_UTIL_H_
