@@ -12,7 +12,7 @@ DEB_PACKAGES = cmake make g++ pkg-config git \
   libsimdjson-dev nlohmann-json3-dev libvalijson-dev libcli11-dev \
   zlib1g-dev libxxhash-dev libjemalloc-dev libgtest-dev libgmock-dev \
   libsqlite3-dev \
-  parallel jq clang libclang-rt-14-dev \
+  parallel jq tmux clang libclang-rt-14-dev \
   nodejs npm chromium
 
 .PHONY: all build bin deps configure test asan tsan bench demo fuzz torture format clean

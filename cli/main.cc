@@ -23,6 +23,7 @@
 #include "cli/report.h"
 #include "cli/reuse_flags.h"
 #include "cli/run_errors.h"
+#include "cli/run_signals.h"
 #include "cli/suggest.h"
 #include "cli/validate.h"
 #include "cli/status.h"
@@ -33,20 +34,8 @@
 namespace wizq {
 namespace {
 
-void OnSignal(int signo, siginfo_t* info, void*) {
-  NoteStopSignal(signo);
-  RequestStop(info != nullptr ? static_cast<int>(info->si_pid) : 0);
-}
-
-void InstallSignalHandlers() {
-  struct sigaction sa = {};
-  sa.sa_sigaction = OnSignal;
-  sa.sa_flags = SA_SIGINFO;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-}
+// SIGINT, SIGTERM, SIGHUP, SIGTSTP (cli/run_signals.h).
+void InstallSignalHandlers() { InstallRunSignalHandlers(); }
 
 // Reads all of stdin (`--input-file -`).
 Status ReadStdin(std::string* out) {
@@ -180,7 +169,9 @@ int Main(int argc, char** argv) {
                     "Archive an existing run and start over");
   run_cmd->add_flag("--json", run.json, "NDJSON events on stdout");
   AddReuseFlags(run_cmd, &run.options);
-  run_cmd->add_flag("--quiet,-q", run.quiet, "No progress output");
+  run_cmd->add_flag("--quiet,-q", run.quiet,
+                    "No progress output (failures and warnings still show)");
+  AddHaltOption(run_cmd, &run.options.halt);
   std::string resume_from;
   AddResumeFromOption(run_cmd, &resume_from);
   run_cmd

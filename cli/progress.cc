@@ -1,11 +1,13 @@
 #include "cli/progress.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cli/progress_internal.h"
+#include "cli/progress_line.h"
 #include "util/console.h"
 #include "util/shell_quote.h"
 
@@ -23,12 +25,6 @@ std::string ProgressCounts(const Progress& p) {
 }
 
 namespace {
-
-std::string TaskLabel(const Task& t) {
-  std::string s = "task " + std::to_string(t.id) + " " + t.type;
-  if (t.origin == Origin::kFinally) s += " (finally)";
-  return s;
-}
 
 // TASK=VALUE with a value that fits the prompt: yes, the first choice, or
 // a placeholder for input.
@@ -70,7 +66,8 @@ namespace {
 
 class Printer : public RunObserver {
  public:
-  explicit Printer(const ProgressOptions& o) : o_(o) {}
+  explicit Printer(const ProgressOptions& o)
+      : o_(o), colour_(o.terminal && ColourAllowed()) {}
   ~Printer() override { EndLiveLine(); }
 
   void OnOpened(const std::string& run_id, const OpenReport& r,
@@ -85,27 +82,15 @@ class Printer : public RunObserver {
            r.archived_to);
     }
     if (!r.torn_tail_path.empty()) {
-      Line("set aside a torn last audit record (a crash mid-write) in " +
-           r.torn_tail_path);
+      Always("set aside a torn last audit record (a crash mid-write) in " +
+             r.torn_tail_path);
     }
     switch (r.action) {
       case OpenAction::kStartedFresh:
         Plain("started run " + run_id);
         break;
       case OpenAction::kResumed:
-        Line("resuming run " + run_id + ": " + std::to_string(r.tasks_pending) +
-             " pending, " + std::to_string(r.tasks_done) + " done, " +
-             std::to_string(r.tasks_reset) + " reset" +
-             (r.tasks_adopted ? " (" + std::to_string(r.tasks_adopted) +
-                                    " to adopt: still running or finished "
-                                    "on their own)"
-                              : "") +
-             (r.tasks_lost ? ", " + std::to_string(r.tasks_lost) +
-                                 " failed (worker_lost)"
-                           : "") +
-             (r.tasks_retried ? ", " + std::to_string(r.tasks_retried) +
-                                    " failed task(s) retried (--retry-failed)"
-                              : ""));
+        Line("resuming run " + run_id + ": " + ResumeCounts(r));
         break;
       case OpenAction::kJoined:
         Line("joined live run " + run_id +
@@ -122,31 +107,44 @@ class Printer : public RunObserver {
   }
 
   void OnTaskStarted(const Task& t, int attempt, const Progress& p) override {
-    Plain(TaskLabel(t) + " started (attempt " + std::to_string(attempt) + ")");
-    Live(p);
+    Plain(TaskName(t) + " started (attempt " + std::to_string(attempt) + ")" +
+          Tag(t));
+    if (LiveShown()) live_.TaskStarted(t, p);  // (parses the value)
+    Live();
+  }
+
+  void OnDeduplicated(const Task& t, int count) override {
+    deduplicated_[t.id] = count;
   }
 
   void OnTaskFinished(const Task& t, const std::string& reason,
                       const std::string& message, bool will_retry, int spawned,
                       const Progress& p) override {
+    const int dedup = deduplicated_[t.id];
+    deduplicated_.erase(t.id);
+    const std::string added = Added(spawned, dedup);
     if (reason.empty() && t.reused_from != 0) {
-      Plain(TaskLabel(t) + " reused (task " + std::to_string(t.reused_from) +
-            " of the previous run)" +
-            (spawned ? " (+" + std::to_string(spawned) + " tasks)" : ""));
+      Plain(TaskName(t) + " reused (task " + std::to_string(t.reused_from) +
+            " of the previous run)" + added + Tag(t));
     } else if (reason.empty()) {
-      Plain(TaskLabel(t) + " done" +
-            (spawned ? " (+" + std::to_string(spawned) + " tasks)" : ""));
+      Plain(TaskName(t) + " done" + added + Tag(t));
+    } else if (will_retry) {
+      Line(TaskLabel(t) + " failed, will retry: " + reason + ": " + message);
     } else {
-      Line(TaskLabel(t) + (will_retry ? " failed, will retry: " : " FAILED: ") +
-           reason + ": " + message);
+      // A failure is never hidden, --quiet or not.
+      Always(TaskLabel(t) + " " + Red("FAILED", colour_) + ": " + reason +
+             ": " + message);
     }
-    Live(p);
+    live_.TaskEnded(t.id, p);
+    Live();
   }
 
   void OnRunFinished(RunStatus status, const Progress& p) override {
-    Line(std::string("run ") + RunStatusName(status) + ": " +
-         ProgressCounts(p) + "; " + std::to_string(p.reused) + " reused, " +
-         std::to_string(p.done + p.failed - p.reused) + " ran");
+    EndLiveLine();
+    const std::string name = RunStatusName(status);
+    Line("run " + (status == RunStatus::kFailed ? Red(name, colour_) : name) +
+         ": " + ProgressCounts(p) + "; " + std::to_string(p.reused) +
+         " reused, " + std::to_string(p.done + p.failed - p.reused) + " ran");
   }
 
   // Paused (SPEC §10): each waiting task and the exact commands that
@@ -168,6 +166,21 @@ class Printer : public RunObserver {
     }
   }
 
+  void OnInterrupted(const std::string& signal_name,
+                     const Progress& p) override {
+    (void)signal_name;
+    live_.Update(p);
+    EndLiveLine();
+  }
+
+  void OnFailures(const std::vector<Task>& failed,
+                  const std::string& wizard_dir) override {
+    EndLiveLine();
+    for (const std::string& line : FailureList(failed, wizard_dir, colour_)) {
+      console::WriteLine("wizq: " + line);
+    }
+  }
+
   void OnNote(const std::string& message) override { Line(message); }
   // A warning is shown even under --quiet.
   void OnWarning(const std::string& message) override {
@@ -175,6 +188,51 @@ class Printer : public RunObserver {
   }
 
  private:
+  // "task 3 Item (finally)".
+  static std::string TaskName(const Task& t) {
+    return "task " + std::to_string(t.id) + " " + t.type +
+           (t.origin == Origin::kFinally ? " (finally)" : "");
+  }
+  // " [a.txt]": the value in short (like GNU parallel's --tag); "" for {}.
+  static std::string Tag(const Task& t) {
+    const std::string value = ShortValue(t.inputs, 40);
+    return value.empty() ? "" : " [" + value + "]";
+  }
+  // "task 3 Item [a.txt] (finally)": failure lines name the value first.
+  static std::string TaskLabel(const Task& t) {
+    return "task " + std::to_string(t.id) + " " + t.type + Tag(t) +
+           (t.origin == Origin::kFinally ? " (finally)" : "");
+  }
+  // " (+3 tasks, 1 deduplicated)", " (+3 tasks)" or "".
+  static std::string Added(int spawned, int dedup) {
+    if (spawned == 0 && dedup == 0) return "";
+    return " (+" + std::to_string(spawned) + " tasks" +
+           (dedup ? ", " + std::to_string(dedup) + " deduplicated" : "") + ")";
+  }
+  // "6 pending (4 of them reset), 1 done", and what earlier attempts left.
+  static std::string ResumeCounts(const OpenReport& r) {
+    std::string s = std::to_string(r.tasks_pending) + " pending";
+    if (r.tasks_reset > 0) {
+      s += " (" + std::to_string(r.tasks_reset) + " of them reset)";
+    }
+    s += ", " + std::to_string(r.tasks_done) + " done";
+    if (r.tasks_adopted > 0) {
+      s += "; " + std::to_string(r.tasks_adopted) +
+           " attempt(s) of the previous worker still running or finished on "
+           "their own: waited for, not run again";
+    }
+    if (r.tasks_lost > 0) {
+      s += "; " + std::to_string(r.tasks_lost) +
+           " failed (worker_lost, no attempts left), what they left running "
+           "was stopped";
+    }
+    if (r.tasks_retried > 0) {
+      s += "; " + std::to_string(r.tasks_retried) +
+           " failed task(s) retried (--retry-failed)";
+    }
+    return s;
+  }
+
   // A line shown in every mode but --quiet.
   // Lines go through util/console.h, which holds them back while a Prompt
   // step's question is open on the terminal.
@@ -182,28 +240,23 @@ class Printer : public RunObserver {
     if (o_.quiet) return;
     console::WriteLine("wizq: " + s);
   }
-  // A line shown in every mode, --quiet included.
-  void Always(const std::string& s) {
-    EndLiveLine();
-    std::fprintf(stderr, "wizq: %s\n", s.c_str());
-  }
+  // A line shown in every mode, --quiet included: failures and warnings.
+  void Always(const std::string& s) { console::WriteLine("wizq: " + s); }
   // A per-event line, only when stderr is not a terminal.
   void Plain(const std::string& s) {
     if (o_.quiet || o_.terminal) return;
     console::WriteLine("wizq: " + s);
   }
-  void Live(const Progress& p) {
-    if (o_.quiet || !o_.terminal) return;
-    console::DrawLive("wizq: " + ProgressCounts(p));
-    live_ = true;
+  bool LiveShown() const { return !o_.quiet && o_.terminal; }
+  void Live() {
+    if (LiveShown()) live_.Draw();
   }
-  void EndLiveLine() {
-    if (live_) console::ClearLive();
-    live_ = false;
-  }
+  void EndLiveLine() { live_.Stop(); }
 
   ProgressOptions o_;
-  bool live_ = false;
+  const bool colour_;
+  LiveLine live_;
+  std::map<int64_t, int> deduplicated_;  // OnDeduplicated, by task id
 };
 
 // Runs each printer in turn (the human lines, then the --json events).
@@ -231,6 +284,9 @@ class Printers : public RunObserver {
   void OnNote(const std::string& message) override {
     for (auto& o : all_) o->OnNote(message);
   }
+  void OnWarning(const std::string& message) override {
+    for (auto& o : all_) o->OnWarning(message);
+  }
   void OnPaused(const std::vector<WaitingPrompt>& waiting,
                 const Progress& p) override {
     for (auto& o : all_) o->OnPaused(waiting, p);
@@ -239,8 +295,12 @@ class Printers : public RunObserver {
                      const Progress& p) override {
     for (auto& o : all_) o->OnInterrupted(signal_name, p);
   }
-  void OnWarning(const std::string& message) override {
-    for (auto& o : all_) o->OnWarning(message);
+  void OnDeduplicated(const Task& t, int count) override {
+    for (auto& o : all_) o->OnDeduplicated(t, count);
+  }
+  void OnFailures(const std::vector<Task>& failed,
+                  const std::string& wizard_dir) override {
+    for (auto& o : all_) o->OnFailures(failed, wizard_dir);
   }
 
  private:

@@ -54,9 +54,23 @@ class RunObserver {
     (void)signal_name;
     (void)p;
   }
-  // A warning: shown even under --quiet (e.g. the workflow file differs
-  // from the run's frozen workflow). By default, a note.
+  // Something the user must know even under --quiet (the workflow file
+  // differs from the run's frozen copy). By default, a note.
   virtual void OnWarning(const std::string& message) { OnNote(message); }
+  // The result of `task` submitted `count` children that already existed
+  // (deduplicated, not spawned). Called just before its OnTaskFinished.
+  virtual void OnDeduplicated(const Task& task, int count) {
+    (void)task;
+    (void)count;
+  }
+  // The run ends (finished, interrupted or halted) with failed tasks:
+  // every one of them, each with its last attempt's files under
+  // `wizard_dir` (tasks/attempt_files.h). Called before OnRunFinished.
+  virtual void OnFailures(const std::vector<Task>& failed,
+                          const std::string& wizard_dir) {
+    (void)failed;
+    (void)wizard_dir;
+  }
 };
 
 }  // namespace wizq

@@ -135,6 +135,7 @@ int RunWorkflow(const RunOptions& options, RunObserver* observer,
   config.no_reuse = options.no_reuse;
   config.from = options.from;
   config.retry_failed = options.retry_failed;
+  config.halt = options.halt;
   if (!options.answers.empty()) {
     s = CheckFlagAnswers(options, *workflow, config.install_dir, config.run_id,
                          &config.answers);

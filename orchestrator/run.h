@@ -31,6 +31,16 @@ enum ExitCode {
   kExitInterrupted = 130,  // SIGINT/SIGTERM: tasks were stopped and put back
 };
 
+// --halt soon|now,fail=N (docs/CLI.md): after N tasks of this process
+// failed for good, start no new task (soon: the running ones finish; now:
+// they are stopped and put back as on Ctrl+C). The rest stays pending and
+// the run resumes later; the exit code is 1.
+struct HaltPolicy {
+  enum class When { kNever, kSoon, kNow };
+  When when = When::kNever;
+  int failures = 1;
+};
+
 struct RunOptions {
   std::string workflow_path;
   std::string install_dir = ".";  // created if missing
@@ -54,6 +64,7 @@ struct RunOptions {
   // command, the payload on stdin (agent/agent_executor.h). Empty: they
   // wait for agents (`wizq agent`).
   std::string agent_command;
+  HaltPolicy halt;  // --halt
 };
 
 // Runs (or resumes, or joins) the run and returns its exit code. Errors are

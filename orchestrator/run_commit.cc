@@ -51,6 +51,12 @@ Status RunLoop::Harvest(bool block) {
   progress_ = r.progress;
   for (const Task& t : r.finished) {
     const bool done = t.state == TaskState::kDone;
+    const int submitted = submitted_[t.id];
+    submitted_.erase(t.id);
+    if (done && submitted > static_cast<int>(t.children.size())) {
+      observer_->OnDeduplicated(
+          t, submitted - static_cast<int>(t.children.size()));
+    }
     observer_->OnTaskFinished(t, done ? "" : t.error_reason, t.error_message,
                               t.state == TaskState::kPending,
                               done ? static_cast<int>(t.children.size()) : 0,
@@ -248,7 +254,9 @@ bool RunLoop::StepHasRoom(const Task& t,
 // ahead, back to pending without counting their attempts. Results that
 // arrived but are not committed yet are committed first.
 Status RunLoop::StopAndRelease(const std::string& reason) {
-  executor_->TerminateAll(2.0);
+  // SIGTERM, and SIGKILL after this grace (at once on a second Ctrl+C:
+  // cli/signals.cc).
+  executor_->TerminateAll(5.0);
   Status s = Harvest(/*block=*/true);
   for (const Task& t : ready_) running_[t.id] = t;
   for (const Outcome& o : outcomes_) running_.erase(o.id);

@@ -56,6 +56,8 @@ Status RunLoop::CollectResults() {
     const double ms = result.seconds * 1000;
     task_ms_ = task_ms_ == 0 ? ms : 0.8 * task_ms_ + 0.2 * ms;
     outcomes_.push_back(Judge(it->second, result));
+    submitted_[id] = static_cast<int>(outcomes_.back().children.size());
+    CountFailure(it->second, outcomes_.back());  // --halt
     if (outcomes_.back().success) {
       outcomes_.back().def_hash = FinishedDefHash(it->second);
     }

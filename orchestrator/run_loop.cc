@@ -149,7 +149,10 @@ Status RunLoop::Run(int* exit_code) {
   start_ms_ = MonotonicMs();
   bool finished = false;
   WIZQ_RETURN_IF_ERROR(Open(&finished, exit_code));
-  if (finished) return Status::OK();
+  if (finished) {
+    ReportFailures();
+    return Status::OK();
+  }
   ChooseJobs();
   if (commits_.wake_fd() >= 0) {
     wake_on_commit_ = executor_->SetWakeFd(commits_.wake_fd());
@@ -161,6 +164,7 @@ Status RunLoop::Run(int* exit_code) {
         ready_.empty() && outcomes_.empty() && !inflight_.valid()) {
       return Finish(exit_code);
     }
+    if (HaltDue()) return Halt(exit_code);
     Status started = StartReady();
     if (!started.ok()) {
       // Not the task's fault (no descriptors, no space, ...): stop the run
@@ -233,6 +237,7 @@ const Action* RunLoop::ActionFor(const Task& t, const Step** step) const {
 
 Status RunLoop::Finish(int* exit_code) {
   if (run_status_ == RunStatus::kPaused) return FinishPaused(exit_code);
+  ReportFailures();
   observer_->OnRunFinished(run_status_, CurrentProgress());
   WIZQ_RETURN_IF_ERROR(queue_->Close());
   *exit_code =
@@ -245,7 +250,8 @@ Status RunLoop::Finish(int* exit_code) {
 Status RunLoop::Interrupt(int* exit_code) {
   *exit_code = kExitInterrupted;
   observer_->OnNote("interrupted: stopping " + std::to_string(running_.size()) +
-                    " running task(s); they go back to pending");
+                    " running task(s); they go back to pending" +
+                    (running_.empty() ? "" : " (Ctrl+C again: at once)"));
   // A task that signalled its own wizq is charged the attempt (SPEC §6.3:
   // a task that kills its worker every time still ends failed).
   int64_t culprit = 0;
@@ -258,6 +264,7 @@ Status RunLoop::Interrupt(int* exit_code) {
     outcomes_.push_back(o);
   }
   Status s = StopAndRelease("interrupted");
+  ReportFailures();
   observer_->OnInterrupted(StopSignalName(), CurrentProgress());
   return s;
 }

@@ -40,6 +40,7 @@
 
 #include "orchestrator/commit_thread.h"
 #include "orchestrator/observer.h"
+#include "orchestrator/run.h"
 #include "queue/queue.h"
 #include "tasks/executor.h"
 #include "tasks/prompt_answers.h"
@@ -119,6 +120,7 @@ class RunLoop {
     // --answer flags, checked (tasks/prompt_answers.h); each is recorded
     // when its task waits (SPEC §10).
     std::vector<FlagAnswer> answers;
+    HaltPolicy halt;  // --halt (orchestrator/run_halt.cc)
   };
 
   RunLoop(Config config, std::unique_ptr<Workflow> workflow,
@@ -179,6 +181,13 @@ class RunLoop {
   Status MaybePause(bool* paused);
   Status FinishPaused(int* exit_code);
 
+  // --halt and the failure list (orchestrator/run_halt.cc).
+  bool HaltDue();
+  // Counts `o` in failures_seen_ if it fails `t` for good.
+  void CountFailure(const Task& t, const Outcome& o);
+  Status Halt(int* exit_code);
+  void ReportFailures();
+
   const Action* ActionFor(const Task& t, const Step** step) const;
   int64_t ElapsedMs() const;
 
@@ -208,6 +217,9 @@ class RunLoop {
   std::unique_ptr<Reuser> reuser_;
   std::map<int64_t, std::string> start_hash_;  // def_hash at start, by id
   bool told_waiting_ = false;  // "waiting for agents" said since last work
+  int failures_seen_ = 0;      // tasks this process saw fail for good
+  bool halting_ = false;       // --halt soon: no new task starts
+  std::map<int64_t, int> submitted_;  // children each outcome submitted
   // The executor's Wait also wakes when a commit lands (SetWakeFd).
   bool wake_on_commit_ = false;
   // Last: its thread, which uses the members above, ends first.

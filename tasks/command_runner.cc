@@ -23,6 +23,7 @@
 #include "tasks/orphans.h"
 #include "tasks/orphans_record.h"
 #include "tasks/posix_util.h"
+#include "util/job_control.h"
 
 extern char** environ;
 
@@ -462,23 +463,30 @@ Status CommandRunner::Start(const CommandSpec& spec, uint64_t token) {
   child->start_ns = start_ns;
   if (spec.timeout_seconds) {
     child->timeout_seconds = *spec.timeout_seconds;
-    child->term_ns = start_ns + SecondsToNs(*spec.timeout_seconds);
+    // On the clock that stands still while wizq is stopped (Ctrl+Z).
+    child->term_ns =
+        job_control::ActiveNowNs() + SecondsToNs(*spec.timeout_seconds);
   }
   child->grace_seconds = spec.kill_grace_seconds;
   if (use_pidfd_) {
     child->pidfd = PidfdOpen(pid);
     if (child->pidfd < 0) use_pidfd_ = false;
   }
+  job_control::AddGroup(pid);  // stopped with wizq, killed by a 2nd Ctrl+C
   children_.push_back(std::move(child));
   return Status::OK();
 }
 
 int CommandRunner::MillisToNextEvent(int64_t deadline_ns) const {
-  int64_t next = deadline_ns;
+  // Signals are due on the active clock (job_control.h), the deadline on
+  // the monotonic one.
+  int64_t next = kNever;
   for (const auto& c : children_) {
     if (!c->timed_out) next = std::min(next, c->term_ns);
     next = std::min(next, c->kill_ns);
   }
+  if (next != kNever) next += NowNs() - job_control::ActiveNowNs();
+  next = std::min(next, deadline_ns);
   if (next == kNever) return -1;
   const int64_t ns = next - NowNs();
   if (ns <= 0) return 0;
@@ -537,7 +545,7 @@ static void SignalTimedOut(Env* env, pid_t leader,
 }
 
 void CommandRunner::EnforceTimeouts() {
-  const int64_t now = NowNs();
+  const int64_t now = job_control::ActiveNowNs();  // term_ns and kill_ns
   for (const auto& c : children_) {
     if (c->exited) continue;
     if (!c->timed_out && now >= c->term_ns) {
@@ -556,6 +564,7 @@ CommandResult CommandRunner::Reap(const Child& c) {
   if (c.adopted) return ReapAdopted(c);
   // While the leader is an unreaped zombie its pid (= the group id) cannot
   // be reused, so this reaches only what the task left behind.
+  job_control::RemoveGroup(c.pid);
   kill(-c.pid, SIGKILL);
   int status = 0;
   pid_t r;

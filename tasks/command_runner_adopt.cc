@@ -14,6 +14,7 @@
 #include "tasks/command_runner_child.h"
 #include "tasks/orphans_record.h"
 #include "tasks/posix_util.h"
+#include "util/job_control.h"
 
 namespace wizq {
 
@@ -70,7 +71,7 @@ Status CommandRunner::Adopt(const CommandSpec& spec, uint64_t token,
             ? std::max<int64_t>(0, WallMs() - rec.start_wall_ms)
             : 0;
     child->term_ns =
-        now + std::max<int64_t>(
+        job_control::ActiveNowNs() + std::max<int64_t>(
                   0, SecondsToNs(*spec.timeout_seconds) - ran_ms * 1'000'000);
   }
   child->next_probe_ns = now + kProbeIntervalNs;

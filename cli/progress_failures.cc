@@ -1,0 +1,84 @@
+// The failure list of `wizq run` (cli/progress_line.h: FailureList).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "cli/progress_line.h"
+#include "tasks/attempt_files.h"
+
+namespace wizq {
+namespace {
+
+constexpr int kTailLines = 5;
+constexpr size_t kTailBytes = 4096;
+constexpr int kLineColumns = 200;
+
+// The last kTailLines lines of the file at `path` (at most its last
+// kTailBytes bytes); false if it cannot be read.
+bool TailLines(const std::string& path, std::vector<std::string>* out) {
+  // Read-only, and never followed through a symlink (like wizq's own
+  // files: tasks/posix_util.h).
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  const off_t size = lseek(fd, 0, SEEK_END);
+  const off_t from =
+      size > static_cast<off_t>(kTailBytes) ? size - kTailBytes : 0;
+  std::string text(static_cast<size_t>(size - from), '\0');
+  const ssize_t n = size > 0 ? pread(fd, text.data(), text.size(), from) : 0;
+  close(fd);
+  if (n < 0) return false;
+  text.resize(static_cast<size_t>(n));
+  if (from > 0) {  // the first line is a part of one
+    const size_t nl = text.find('\n');
+    text.erase(0, nl == std::string::npos ? text.size() : nl + 1);
+  }
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) nl = text.size();
+    lines.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  const size_t skip = lines.size() > kTailLines ? lines.size() - kTailLines : 0;
+  out->assign(lines.begin() + static_cast<std::ptrdiff_t>(skip), lines.end());
+  return true;
+}
+
+// The message without the stderr tail the run loop appends to it (the list
+// shows the file's last lines instead).
+std::string MessageOnly(const std::string& message) {
+  return message.substr(0, message.find("; stderr: "));
+}
+
+}  // namespace
+
+std::vector<std::string> FailureList(const std::vector<Task>& failed,
+                                     const std::string& wizard_dir,
+                                     bool colour) {
+  std::vector<std::string> out;
+  out.push_back(Red(std::to_string(failed.size()) + " task(s) FAILED", colour) +
+                ":");
+  for (const Task& t : failed) {
+    const std::string value = ShortValue(t.inputs, 60);
+    out.push_back("  task " + std::to_string(t.id) + " " + t.type +
+                  (value.empty() ? "" : " [" + value + "]") +
+                  (t.origin == Origin::kFinally ? " (finally)" : "") + ": " +
+                  t.error_reason + ": " +
+                  ShortText(MessageOnly(t.error_message), kLineColumns));
+    if (t.attempts < 1) continue;
+    const std::string path =
+        AttemptFiles(wizard_dir, t.id, t.attempts).stderr_path();
+    std::vector<std::string> tail;
+    if (!TailLines(path, &tail)) continue;
+    for (const std::string& line : tail) {
+      out.push_back("    | " + ShortText(line, kLineColumns));
+    }
+    out.push_back("    stderr: " + path);
+  }
+  return out;
+}
+
+}  // namespace wizq
