@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/progress_line.h"
+#include "fs/env.h"
 #include "tasks/attempt_files.h"
 
 namespace wizq {
@@ -70,7 +71,8 @@ std::vector<std::string> FailureList(const std::vector<Task>& failed,
                   ShortText(MessageOnly(t.error_message), kLineColumns));
     if (t.attempts < 1) continue;
     const std::string path =
-        AttemptFiles(wizard_dir, t.id, t.attempts).stderr_path();
+        AttemptFiles::Existing(Env::Posix(), wizard_dir, t.id, t.attempts)
+            .stderr_path();
     std::vector<std::string> tail;
     if (!TailLines(path, &tail)) continue;
     for (const std::string& line : tail) {

@@ -285,7 +285,7 @@ TEST_F(ProgressCliTest, QuietRunListsItsFailures) {
   ASSERT_TRUE(r.exited && r.code == 1) << r.Describe();
   EXPECT_FALSE(Contains(r.err, "started run")) << r.err;
   EXPECT_FALSE(Contains(r.err, "Item started")) << r.err;
-  const std::string file = dir_.path() + "/.wizard/tasks/2/1.stderr";
+  const std::string file = dir_.path() + "/.wizard/tasks/2.1.stderr";
   for (const std::string& part :
        {std::string("1 task(s) FAILED:"),
         std::string("task 2 Bad [c.txt]: exit_code: exit code 3"),
