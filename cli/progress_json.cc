@@ -125,6 +125,12 @@ class JsonPrinter : public RunObserver {
     });
   }
 
+  // Called just before the task's OnTaskFinished (observer.h).
+  void OnDeduplicated(const Task& t, int count) override {
+    dedup_task_ = t.id;
+    dedup_count_ = count;
+  }
+
   void OnTaskFinished(const Task& t, const std::string& reason,
                       const std::string& message, bool will_retry, int spawned,
                       const Progress&) override {
@@ -139,6 +145,7 @@ class JsonPrinter : public RunObserver {
         w.Field("will_retry", will_retry);
       }
       w.Key("spawned").Int(spawned);
+      w.Key("deduplicated").Int(t.id == dedup_task_ ? dedup_count_ : 0);
     });
   }
 
@@ -191,6 +198,8 @@ class JsonPrinter : public RunObserver {
 
  private:
   ProgressOptions o_;
+  int64_t dedup_task_ = 0;  // OnDeduplicated's, for the next task_finished
+  int dedup_count_ = 0;
 };
 
 }  // namespace
