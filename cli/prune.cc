@@ -24,7 +24,37 @@ CLI::App* AddPruneCommand(CLI::App& app, PruneArgs* a,
   return cmd;
 }
 
+namespace {
+
+// Removes task `id`'s files under the directory lock, and only while
+// `.wizard/tasks` is still the directory `tasks_before` was taken of: an
+// archive (a new run) renames it away under that lock and starts a new
+// one, whose task ids name other tasks.
+Status RemoveIfSameRun(Env* env, const std::string& wizard, int64_t id,
+                       const FileInfo& tasks_before, uint64_t* bytes) {
+  std::unique_ptr<FileLock> lock;
+  WIZQ_RETURN_IF_ERROR(env->LockFile(wizard + "/lock", /*wait=*/true, &lock));
+  FileInfo now;
+  Status s = env->GetFileInfo(wizard + "/tasks", &now);
+  if (!s.ok() && !s.IsNotFound()) return s;
+  if (!s.ok() || now.device != tasks_before.device ||
+      now.inode != tasks_before.inode) {
+    return Status::Conflict(
+        "the run was replaced by a new one while pruning (its task "
+        "files were archived); nothing more was removed");
+  }
+  return RemoveTaskFiles(env, wizard, id, bytes);
+}
+
+}  // namespace
+
 int DoPrune(const PruneArgs& args) {
+  // Taken before the state is read: the tasks directory of that run.
+  FileInfo tasks_before;
+  const bool have_tasks =
+      Env::Posix()
+          ->GetFileInfo(WizardDir(args.dir) + "/tasks", &tasks_before)
+          .ok();
   QueueOptions o;
   o.install_dir = args.dir;
   o.mode = OpenMode::kReadOnly;
@@ -43,9 +73,9 @@ int DoPrune(const PruneArgs& args) {
     if (t.state != TaskState::kDone) continue;
     const std::string dir = AttemptFiles::TaskDir(wizard, t.id);
     uint64_t bytes = 0;
-    if (!env->FileExists(dir)) continue;
+    if (!have_tasks || !env->FileExists(dir)) continue;
     s = args.dry_run ? TreeBytes(env, dir, &bytes)
-                     : RemoveTaskFiles(env, wizard, t.id, &bytes);
+                     : RemoveIfSameRun(env, wizard, t.id, tasks_before, &bytes);
     if (!s.ok()) {
       std::fprintf(stderr, "wizq prune: %s (%lld task(s) pruned before)\n",
                    s.message().c_str(), static_cast<long long>(pruned));
