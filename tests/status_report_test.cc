@@ -320,6 +320,15 @@ TEST_F(StatusReportTest, ArchivedRunsAreListedAndShown) {
   const WizqResult missing =
       Wizq({"status", "--archived", "nope", "--dir", dir_.path()});
   EXPECT_TRUE(missing.exited && missing.code == 2) << missing.Describe();
+  // ".." is not an archived run's name (it would be the live run).
+  const std::string html = dir_.path() + "/r.html";
+  const WizqResult up =
+      Wizq({"report", "--archived", "..", "--dir", dir_.path(), "-o", html});
+  EXPECT_TRUE(up.exited && up.code == 2) << up.Describe();
+  EXPECT_FALSE(fs::exists(html));
+  const WizqResult rep =
+      Wizq({"report", "--archived", name, "--dir", dir_.path(), "-o", html});
+  EXPECT_TRUE(rep.exited && rep.code == 0) << rep.Describe();
 }
 
 // prune removes the files of finished tasks and keeps the failed one's;
