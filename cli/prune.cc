@@ -27,7 +27,38 @@ CLI::App* AddPruneCommand(CLI::App& app, PruneArgs* a,
   return cmd;
 }
 
+namespace {
+
+// Removes a task's files (`paths`) under the directory lock, and only while
+// `.wizard/tasks` is still the directory `tasks_before` was taken of: an
+// archive (a new run) renames it away under that lock and starts a new
+// one, whose task ids name other tasks.
+Status RemoveIfSameRun(Env* env, const std::string& wizard,
+                       const std::vector<std::string>& paths,
+                       const FileInfo& tasks_before, uint64_t* bytes) {
+  std::unique_ptr<FileLock> lock;
+  WIZQ_RETURN_IF_ERROR(env->LockFile(wizard + "/lock", /*wait=*/true, &lock));
+  FileInfo now;
+  Status s = env->GetFileInfo(wizard + "/tasks", &now);
+  if (!s.ok() && !s.IsNotFound()) return s;
+  if (!s.ok() || now.device != tasks_before.device ||
+      now.inode != tasks_before.inode) {
+    return Status::Conflict(
+        "the run was replaced by a new one while pruning (its task "
+        "files were archived); nothing more was removed");
+  }
+  return RemoveTaskFiles(env, paths, bytes);
+}
+
+}  // namespace
+
 int DoPrune(const PruneArgs& args) {
+  // Taken before the state is read: the tasks directory of that run.
+  FileInfo tasks_before;
+  const bool have_tasks =
+      Env::Posix()
+          ->GetFileInfo(WizardDir(args.dir) + "/tasks", &tasks_before)
+          .ok();
   QueueOptions o;
   o.install_dir = args.dir;
   o.mode = OpenMode::kReadOnly;
@@ -50,10 +81,13 @@ int DoPrune(const PruneArgs& args) {
     auto it = files.find(t.id);
     if (it == files.end()) continue;
     uint64_t bytes = 0;
+    if (!have_tasks) continue;
     for (const std::string& p : it->second) {
       if (args.dry_run && s.ok()) s = TreeBytes(env, p, &bytes);
     }
-    if (!args.dry_run) s = RemoveTaskFiles(env, it->second, &bytes);
+    if (!args.dry_run) {
+      s = RemoveIfSameRun(env, wizard, it->second, tasks_before, &bytes);
+    }
     freed += bytes;
     if (s.ok()) pruned++;
   }

@@ -16,7 +16,7 @@ namespace {
 
 int Fail(const Status& s) {
   std::fprintf(stderr, "wizq report: %s\n", s.message().c_str());
-  return s.IsNotFound() ? 2 : 3;
+  return s.IsNotFound() || s.IsInvalidArgument() ? 2 : 3;
 }
 
 Status WriteOutput(const std::string& path, const std::string& page) {
@@ -55,7 +55,8 @@ int DoReport(const ReportArgs& args) {
   std::string run_dir = WizardDir(args.dir);
   std::string live_status;
   if (!args.archived.empty()) {
-    if (args.archived.find('/') != std::string::npos) {
+    if (args.archived.find('/') != std::string::npos || args.archived == "." ||
+        args.archived == "..") {
       return Fail(Status::InvalidArgument("--archived " + args.archived +
                                           ": a name, not a path"));
     }

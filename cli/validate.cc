@@ -14,13 +14,19 @@
 namespace wizq {
 namespace {
 
-// The first word of a shell command, after any NAME=VALUE assignments; ""
-// when it is quoted or has shell syntax we do not follow.
+// The first word of a shell command, after any comment lines and
+// NAME=VALUE assignments; "" when it is quoted or has shell syntax we do
+// not follow.
 std::string FirstWord(const std::string& script) {
   size_t at = 0;
   while (true) {
     at = script.find_first_not_of(" \t\n", at);
     if (at == std::string::npos) return "";
+    if (script[at] == '#') {  // a comment (or a shebang) to the line's end
+      at = script.find('\n', at);
+      if (at == std::string::npos) return "";
+      continue;
+    }
     const size_t end = script.find_first_of(" \t\n;&|<>()", at);
     const std::string word = script.substr(
         at, end == std::string::npos ? std::string::npos : end - at);

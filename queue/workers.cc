@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <simdjson.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +15,43 @@
 #include "util/json_writer.h"
 
 namespace wizq {
+
+namespace {
+
+// Which pids this process can see: the host's boot id and the identity of
+// its pid namespace. "" when /proc does not tell.
+const std::string& OwnPidSpace() {
+  static const std::string space = [] {
+    struct stat ns;
+    std::string boot;
+    if (::stat("/proc/self/ns/pid", &ns) != 0 ||
+        !Env::Posix()
+             ->ReadUserFile("/proc/sys/kernel/random/boot_id", &boot)
+             .ok()) {
+      return std::string();
+    }
+    while (!boot.empty() && boot.back() == '\n') boot.pop_back();
+    return boot + ":" + std::to_string(ns.st_dev) + ":" +
+           std::to_string(ns.st_ino);
+  }();
+  return space;
+}
+
+// Whether the recorded `pid` of entry `doc` is gone from this pid space.
+// A record of another pid space (a container sharing the directory, or
+// another host) names a pid we cannot check: it is not gone. A record
+// without pid_space (older wizq) is taken as ours.
+bool PidGoneHere(const simdjson::dom::element& doc, int64_t pid) {
+  if (pid <= 0) return false;
+  std::string_view space;
+  if (!doc["pid_space"].get(space) &&
+      (OwnPidSpace().empty() || space != OwnPidSpace())) {
+    return false;
+  }
+  return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
 
 std::string NewWorkerId() {
   std::random_device rd;
@@ -32,6 +70,7 @@ Status WorkerRegistry::Register(const std::string& run_id, int64_t now_ms) {
   w.BeginObject().Field("worker", self_);
   w.Key("pid").Int(getpid());
   w.Field("run_id", run_id);
+  if (!OwnPidSpace().empty()) w.Field("pid_space", OwnPidSpace());
   w.Key("started_ms").Int(now_ms).EndObject();
   info.push_back('\n');
   // Not synced: the entry only matters while this process lives.
@@ -61,7 +100,7 @@ bool WorkerRegistry::RecordedPidIsGone(const std::string& path) {
   if (parser.parse(text).get(doc) || doc["pid"].get(pid) || pid <= 0) {
     return false;  // no record yet (being registered): trust the lock
   }
-  return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+  return PidGoneHere(doc, pid);
 }
 
 bool WorkerRegistry::IsAlive(const std::string& id) {
@@ -149,9 +188,7 @@ Status ProbeWorkers(Env* env, const std::string& dir,
     if (!doc["run_id"].get(run_id)) e.run_id = run_id;
     if (doc["pid"].get(e.pid)) e.pid = 0;
     if (doc["started_ms"].get(e.started_ms)) e.started_ms = 0;
-    e.alive = EntryLockHeld(env, path) &&
-              !(e.pid > 0 && kill(static_cast<pid_t>(e.pid), 0) != 0 &&
-                errno == ESRCH);
+    e.alive = EntryLockHeld(env, path) && !PidGoneHere(doc, e.pid);
     entries->push_back(e);
   }
   return Status::OK();

@@ -1,7 +1,10 @@
 // The worker registry, `.wizard/workers/`: one file per worker process,
 // named by its worker id and held locked (flock) by that process for its
 // whole life. A worker whose file can be locked by someone else is dead.
-// The file holds {"worker","pid","run_id","started_ms"} for messages.
+// The file holds {"worker","pid","run_id","pid_space","started_ms"}: the
+// pid is only checked by a reader in the same pid_space (boot id and pid
+// namespace); a worker of another one (a container sharing the directory)
+// lives as long as its lock is held.
 #ifndef WIZQ_QUEUE_WORKERS_H_
 #define WIZQ_QUEUE_WORKERS_H_
 

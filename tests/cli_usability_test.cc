@@ -118,6 +118,31 @@ TEST_F(CliUsabilityTest, MessagesDoNotEndInALiteralBackslashN) {
   EXPECT_FALSE(Contains(r.out, "not json\\n")) << r.out;
 }
 
+// Common scripts that can run draw no warning: a shebang or comment line
+// first (a comment is not a command; the next line's first word is), an
+// interpreter found in PATH with a relative script, `bash -c`, arguments.
+TEST_F(CliUsabilityTest, ValidateDoesNotWarnAboutScriptsThatCanStart) {
+  const std::string wf = dir_.Join("wf.json");
+  test::WriteAll(
+      wf,
+      R"({"entrypoint":"A","steps":[)"
+      R"({"name":"A","action":{"kind":"Command","script":"#!/bin/sh\n./ok.sh"},"next":["B","C","D","E"]},)"
+      R"({"name":"B","action":{"kind":"Command","script":"# runs steps/a.py\n  ./ok.sh arg"},"next":[]},)"
+      R"({"name":"C","action":{"kind":"Command","script":"python3 steps/a.py"},"next":[]},)"
+      R"({"name":"D","action":{"kind":"Command","script":"bash -c './ok.sh'"},"next":[]},)"
+      R"({"name":"E","action":{"kind":"Command","script":"#!/bin/sh\n# x/y\n./missing.sh"},"next":[]}]})");
+  test::WriteAll(dir_.Join("ok.sh"), "#!/bin/sh\n");
+  chmod(dir_.Join("ok.sh").c_str(), 0755);
+  const WizqResult r = RunWizq({"wizq", "validate", wf});
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  const std::vector<std::string> lines = test::SplitLines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_TRUE(Contains(lines[0],
+                       "$.steps[4].action.script: ./missing.sh "
+                       "does not exist"))
+      << r.err;
+}
+
 // `wizq validate` warns about relative script paths that cannot run,
 // resolved against the workflow file's directory, and exits 0.
 TEST_F(CliUsabilityTest, ValidateWarnsAboutScriptsThatCannotStart) {

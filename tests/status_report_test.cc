@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "fs/env.h"
 #include "tests/integration_util.h"
 #include "tests/test_util.h"
 
@@ -27,6 +28,7 @@ namespace fs = std::filesystem;
 using test::Contains;
 using test::DataFile;
 using test::Json;
+using test::kWizqDeadline;
 using test::RunWizq;
 using test::ScratchDir;
 using test::WizqProcess;
@@ -318,6 +320,15 @@ TEST_F(StatusReportTest, ArchivedRunsAreListedAndShown) {
   const WizqResult missing =
       Wizq({"status", "--archived", "nope", "--dir", dir_.path()});
   EXPECT_TRUE(missing.exited && missing.code == 2) << missing.Describe();
+  // ".." is not an archived run's name (it would be the live run).
+  const std::string html = dir_.path() + "/r.html";
+  const WizqResult up =
+      Wizq({"report", "--archived", "..", "--dir", dir_.path(), "-o", html});
+  EXPECT_TRUE(up.exited && up.code == 2) << up.Describe();
+  EXPECT_FALSE(fs::exists(html));
+  const WizqResult rep =
+      Wizq({"report", "--archived", name, "--dir", dir_.path(), "-o", html});
+  EXPECT_TRUE(rep.exited && rep.code == 0) << rep.Describe();
 }
 
 // prune removes the files of finished tasks and keeps the failed one's;
@@ -358,6 +369,44 @@ TEST_F(StatusReportTest, PruneKeepsFailedTasksOutput) {
   EXPECT_LT(after["task_output_bytes"].get<int64_t>(),
             st["task_output_bytes"].get<int64_t>());
   EXPECT_EQ(after["tasks"].size(), st["tasks"].size());
+}
+
+// Whether process `pid` waits for a flock (a "->" line of /proc/locks).
+bool WaitsForFlock(pid_t pid) {
+  const std::string locks = test::ReadAll("/proc/locks");
+  const std::regex waiting("-> FLOCK +ADVISORY +WRITE +" + std::to_string(pid) +
+                           " ");
+  return std::regex_search(locks, waiting);
+}
+
+// A new run replacing the pruned one while prune works (an archive renames
+// `.wizard/tasks` away and starts a new one, whose task ids name other
+// tasks): prune must not remove the new run's files under the ids of the
+// old run's finished tasks. The archive is played by the test under the
+// directory lock, while prune waits for that lock to read the old state.
+TEST_F(StatusReportTest, PruneNeverRemovesTheFilesOfARunThatReplacedIt) {
+  const WizqResult r =
+      Wizq({"run", DataFile("one_fails.jsonc"), "--dir", dir_.path(), "-q"});
+  ASSERT_TRUE(r.exited && r.code == 1) << r.Describe();
+  const std::string wizard = dir_.path() + "/.wizard";
+  std::unique_ptr<FileLock> lock;
+  ASSERT_TRUE(Env::Posix()->LockFile(wizard + "/lock", true, &lock).ok());
+  WizqProcess prune({"wizq", "prune", "--json", "--dir", dir_.path()});
+  const auto deadline = std::chrono::steady_clock::now() + kWizqDeadline;
+  while (!WaitsForFlock(prune.pid()) && !prune.Poll() &&
+         std::chrono::steady_clock::now() < deadline) {
+    usleep(10000);
+  }
+  ASSERT_TRUE(WaitsForFlock(prune.pid())) << "prune never waited for the lock";
+  // The "archive": the old run's task files go; the new run's task 1 runs.
+  fs::rename(wizard + "/tasks", wizard + "/old-tasks");
+  fs::create_directories(wizard + "/tasks/1");
+  test::WriteAll(wizard + "/tasks/1/1.stdout", "the new run's task 1\n");
+  lock.reset();
+  const WizqResult& p = prune.Wait();
+  EXPECT_TRUE(fs::exists(wizard + "/tasks/1/1.stdout")) << p.Describe();
+  EXPECT_TRUE(p.exited && p.code != 0) << p.Describe();
+  EXPECT_TRUE(Contains(p.err, "replaced")) << p.err;
 }
 
 // The report of a run killed twice and resumed, rendered by headless
