@@ -7,20 +7,25 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-# Debian packages the build, tests and benchmarks need (see docs/DEPENDENCIES.md).
+# Debian packages the build and `make demo` need, and those only the tests,
+# sanitizers and benchmarks need (see docs/DEPENDENCIES.md). `make demo`
+# installs the first list only, so a newcomer's first command stays quick;
+# `make test` installs both.
 DEB_PACKAGES = cmake make g++ pkg-config git \
   libsimdjson-dev nlohmann-json3-dev libvalijson-dev libcli11-dev \
   zlib1g-dev libxxhash-dev libjemalloc-dev libgtest-dev libgmock-dev \
-  libsqlite3-dev \
-  parallel jq tmux clang libclang-rt-14-dev \
+  libsqlite3-dev
+DEB_TEST_PACKAGES = parallel jq tmux clang libclang-rt-14-dev \
   nodejs npm chromium
 
-.PHONY: all build bin deps configure test asan tsan bench demo fuzz torture format clean
+.PHONY: all build bin deps test-deps configure test asan tsan bench demo fuzz torture format clean
 
 all: build
 
-deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+# Installs the missing packages of $(1) (apt-get, as root or with sudo);
+# node and npm count as present when they are on PATH.
+define install_missing
+	@missing=""; for p in $(1); do \
 	  case $$p in nodejs) command -v node >/dev/null && continue;; \
 	    npm) command -v npm >/dev/null && continue;; esac; \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
@@ -31,6 +36,13 @@ deps:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends $$missing; \
 	fi
+endef
+
+deps:
+	$(call install_missing,$(DEB_PACKAGES))
+
+test-deps: deps
+	$(call install_missing,$(DEB_TEST_PACKAGES))
 
 configure: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DWIZQ_WERROR=ON $(CMAKE_FLAGS) >/dev/null
@@ -43,20 +55,20 @@ build: configure
 bin: configure
 	cmake --build $(BUILD) -j$(JOBS) --target wizq_cli
 
-test: build
+test: test-deps build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600
 
-asan: deps
+asan: test-deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIZQ_SANITIZE=address,undefined >/dev/null
 	cmake --build build-asan -j$(JOBS)
 	cd build-asan && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j$(JOBS) --timeout 900
 
-tsan: deps
+tsan: test-deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIZQ_SANITIZE=thread >/dev/null
 	cmake --build build-tsan -j$(JOBS)
 	cd build-tsan && ctest --output-on-failure -j$(JOBS) --timeout 900
 
-bench: build
+bench: test-deps build
 	$(BUILD)/queue_bench
 	bash bench/process_bench.sh $(BUILD)/wizq
 	bash bench/reuse_bench.sh $(BUILD)/wizq
@@ -100,7 +112,7 @@ FUZZ_MAX_LEN_response_fuzzer = 4096
 FUZZ_MAX_LEN_canonical_json_fuzzer = 4096
 FUZZ_MAX_LEN_barnum_log_fuzzer = 8192
 
-fuzz: deps
+fuzz: test-deps
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIZQ_FUZZ=ON >/dev/null
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target $(FUZZ_TARGETS)
@@ -147,7 +159,7 @@ TORTURE_FLAGS ?=
 # `wizq agent serve` (with or without its agent COMMAND) on one directory.
 TORTURE_POOL ?= 300
 
-torture: configure
+torture: test-deps configure
 	cmake --build $(BUILD) -j$(JOBS) --target wizq_cli wizq_torture wizq_pool_torture
 	@failed=""; for spec in single:$(TORTURE_SINGLE) group:$(TORTURE_GROUP) \
 	    multi:$(TORTURE_MULTI); do \
