@@ -94,6 +94,22 @@ int DoRun(RunArgs& a) {
   return code;
 }
 
+// Function steps are valid, but only a program that embeds wizq runs them.
+void PrintFunctionNotes(const std::string& path, const Workflow& wf) {
+  for (const Step& step : wf.steps()) {
+    const Action* hook = step.finally_hook ? &*step.finally_hook : nullptr;
+    for (const Action* a : {&step.action, hook}) {
+      if (a == nullptr || a->kind != Action::Kind::kFunction) continue;
+      std::printf(
+          "%s: note: step \"%s\": its %s is a Function (handler \"%s\"): "
+          "only a program that embeds wizq and registers that handler can "
+          "run it; `wizq run` stops with exit 2 (docs/EMBEDDING.md)\n",
+          path.c_str(), step.name.c_str(),
+          a == hook ? "finally hook" : "action", a->handler.c_str());
+    }
+  }
+}
+
 int DoValidate(const std::string& path) {
   std::unique_ptr<Workflow> wf;
   std::vector<Finding> findings;
@@ -101,6 +117,7 @@ int DoValidate(const std::string& path) {
   if (s.ok()) {
     std::printf("%s: OK (%zu steps, entrypoint %s)\n", path.c_str(),
                 wf->steps().size(), wf->entrypoint().c_str());
+    PrintFunctionNotes(path, *wf);
     return 0;
   }
   if (findings.empty()) {

@@ -36,6 +36,13 @@ enum class RunOutcome {
   kInterrupted,  // stopped by RequestStop or a signal; resumable (130)
 };
 
+// "completed", "task_failed", "invalid", "environment", "paused",
+// "interrupted".
+const char* RunOutcomeName(RunOutcome outcome);
+
+// The exit code the wizq command uses for `outcome` (SPEC §7).
+int ExitCodeOf(RunOutcome outcome);
+
 // Receives the events of a run. Every method has an empty default.
 //
 // Thread-safety: calls come from the thread that called Wizard::Run (the

@@ -118,13 +118,6 @@ class Wizard {
   std::unique_ptr<Impl> impl_;
 };
 
-// "completed", "task_failed", "invalid", "environment", "paused",
-// "interrupted".
-const char* RunOutcomeName(RunOutcome outcome);
-
-// The exit code the wizq command uses for `outcome` (SPEC §7).
-int ExitCodeOf(RunOutcome outcome);
-
 }  // namespace wizq
 
 #endif  // WIZQ_WIZARD_H_
