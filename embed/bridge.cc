@@ -50,7 +50,8 @@ std::string ResponseOf(const std::vector<Spawn>& next) {
   return out + "]";
 }
 
-// --- handlers -----------------------------------------------------------------
+// --- handlers
+// -----------------------------------------------------------------
 
 FunctionExecutor::Body HandlerBody(std::shared_ptr<const HandlerMap> handlers) {
   return [handlers](const Attempt& a,
@@ -88,7 +89,8 @@ FunctionExecutor::Body HandlerBody(std::shared_ptr<const HandlerMap> handlers) {
   };
 }
 
-// --- prompts ------------------------------------------------------------------
+// --- prompts
+// ------------------------------------------------------------------
 
 namespace {
 
@@ -145,8 +147,8 @@ AttemptResult AskAnswerer(AnswererState* st, const Attempt& a,
 
 }  // namespace
 
-std::unique_ptr<FunctionExecutor> NewAnswererExecutor(
-    PromptAnswerer* answerer, double grace_seconds) {
+std::unique_ptr<FunctionExecutor> NewAnswererExecutor(PromptAnswerer* answerer,
+                                                      double grace_seconds) {
   auto st = std::make_shared<AnswererState>();
   st->answerer = answerer;
   FunctionExecutor::Options o;
@@ -163,7 +165,8 @@ std::unique_ptr<FunctionExecutor> NewAnswererExecutor(
       });
 }
 
-// --- observer -------------------------------------------------------------------
+// --- observer
+// -------------------------------------------------------------------
 
 Observer::~Observer() = default;
 void Observer::OnOpened(const std::string&, const std::string&,
@@ -193,8 +196,8 @@ static RunProgress ProgressOf(const Progress& p) {
 void ObserverBridge::OnOpened(const std::string& run_id,
                               const OpenReport& report, const Progress& p) {
   if (observer_ == nullptr) return;
-  const char* how = report.action == OpenAction::kJoined    ? "joined"
-                    : report.action == OpenAction::kResumed ? "resumed"
+  const char* how = report.action == OpenAction::kJoined     ? "joined"
+                    : report.action == OpenAction::kResumed  ? "resumed"
                     : report.action == OpenAction::kFinished ? "finished"
                                                              : "started";
   observer_->OnOpened(run_id, how, ProgressOf(p));
@@ -202,14 +205,13 @@ void ObserverBridge::OnOpened(const std::string& run_id,
 
 void ObserverBridge::OnTaskStarted(const Task& task, int attempt,
                                    const Progress& p) {
-  if (observer_) observer_->OnTaskStarted(task.id, task.type, attempt,
-                                          ProgressOf(p));
+  if (observer_)
+    observer_->OnTaskStarted(task.id, task.type, attempt, ProgressOf(p));
 }
 
 void ObserverBridge::OnTaskFinished(const Task& task, const std::string& reason,
-                                    const std::string& message,
-                                    bool will_retry, int spawned,
-                                    const Progress& p) {
+                                    const std::string& message, bool will_retry,
+                                    int spawned, const Progress& p) {
   if (observer_) {
     observer_->OnTaskFinished(task.id, task.type, reason, message, will_retry,
                               spawned, ProgressOf(p));
@@ -219,8 +221,9 @@ void ObserverBridge::OnTaskFinished(const Task& task, const std::string& reason,
 void ObserverBridge::OnRunFinished(RunStatus status, const Progress& p) {
   if (observer_ == nullptr) return;
   const RunOutcome o = status == RunStatus::kCompleted ? RunOutcome::kCompleted
-                       : status == RunStatus::kFailed  ? RunOutcome::kTaskFailed
-                                                       : RunOutcome::kInterrupted;
+                       : status == RunStatus::kFailed
+                           ? RunOutcome::kTaskFailed
+                           : RunOutcome::kInterrupted;
   observer_->OnRunFinished(o, ProgressOf(p));
 }
 

@@ -33,8 +33,8 @@ std::string ResponseOf(const std::vector<Spawn>& next);
 // Prompt attempts answered by `answerer` (not owned), one question at a
 // time. A task it gave up on is declined (not claimed again) by this
 // executor for the rest of its life, so the run pauses.
-std::unique_ptr<FunctionExecutor> NewAnswererExecutor(
-    PromptAnswerer* answerer, double grace_seconds);
+std::unique_ptr<FunctionExecutor> NewAnswererExecutor(PromptAnswerer* answerer,
+                                                      double grace_seconds);
 
 // Forwards the run loop's events to `observer` (not owned, may be null).
 class ObserverBridge : public RunObserver {
@@ -42,11 +42,10 @@ class ObserverBridge : public RunObserver {
   explicit ObserverBridge(Observer* observer) : observer_(observer) {}
   void OnOpened(const std::string& run_id, const OpenReport& report,
                 const Progress& p) override;
-  void OnTaskStarted(const Task& task, int attempt,
-                     const Progress& p) override;
+  void OnTaskStarted(const Task& task, int attempt, const Progress& p) override;
   void OnTaskFinished(const Task& task, const std::string& reason,
-                      const std::string& message, bool will_retry,
-                      int spawned, const Progress& p) override;
+                      const std::string& message, bool will_retry, int spawned,
+                      const Progress& p) override;
   void OnRunFinished(RunStatus status, const Progress& p) override;
   void OnNote(const std::string& message) override;
   void OnPaused(const std::vector<WaitingPrompt>& waiting,

@@ -62,8 +62,7 @@ Status Wizard::Parse(const std::string& workflow_json,
 }
 
 Status Wizard::RegisterHandler(const std::string& name, Handler handler) {
-  const std::vector<std::string> names =
-      FunctionHandlerNames(*impl_->workflow);
+  const std::vector<std::string> names = FunctionHandlerNames(*impl_->workflow);
   if (std::find(names.begin(), names.end(), name) == names.end()) {
     std::string known;
     for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
@@ -145,7 +144,8 @@ RunOutcome Wizard::Run(const std::string& input_json,
     FunctionExecutor::Options fo;
     fo.wizard_dir = WizardDir(install_dir);
     fo.grace_seconds = grace;
-    out.push_back(std::make_unique<FunctionExecutor>(fo, HandlerBody(handlers)));
+    out.push_back(
+        std::make_unique<FunctionExecutor>(fo, HandlerBody(handlers)));
     if (answerer) out.push_back(NewAnswererExecutor(answerer, grace));
     return out;
   };

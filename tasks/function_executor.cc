@@ -36,17 +36,17 @@ Status CheckFunctionHandlers(const Workflow& workflow,
                              const std::set<std::string>& registered) {
   for (const Step& step : workflow.steps()) {
     for (int hook = 0; hook < 2; hook++) {
-      const Action* a = hook ? (step.finally_hook ? &*step.finally_hook
-                                                  : nullptr)
-                             : &step.action;
+      const Action* a =
+          hook ? (step.finally_hook ? &*step.finally_hook : nullptr)
+               : &step.action;
       if (a == nullptr || a->kind != Action::Kind::kFunction ||
           registered.count(a->handler) != 0) {
         continue;
       }
       return Status::InvalidArgument(
           "step \"" + step.name + "\": its " +
-          (hook ? "finally hook" : "action") +
-          " is a Function (handler \"" + a->handler +
+          (hook ? "finally hook" : "action") + " is a Function (handler \"" +
+          a->handler +
           "\") and no handler is registered for it; a Function step runs "
           "only in a program that embeds wizq and registers one "
           "(docs/EMBEDDING.md)");
@@ -198,8 +198,8 @@ Status FunctionExecutor::Start(const Attempt& attempt) {
   auto cancel = std::make_shared<CancelFlag>();
   std::string marker;
   if (!options_.wizard_dir.empty()) {
-    marker = AttemptFiles::TaskDir(options_.wizard_dir, attempt.task_id) +
-             "/" + std::to_string(attempt.number) + ".function";
+    marker = AttemptFiles::TaskDir(options_.wizard_dir, attempt.task_id) + "/" +
+             std::to_string(attempt.number) + ".function";
   }
   Env* env = options_.env ? options_.env : Env::Posix();
   std::lock_guard<std::mutex> g(shared_->mu);
@@ -230,7 +230,8 @@ int64_t FunctionExecutor::Sweep(Done* done) {
       static_cast<int64_t>(options_.grace_seconds * 1000 + 0.5);
   int64_t next = -1;
   auto consider = [&](int64_t at) {
-    if (at >= 0 && (next < 0 || at - now < next)) next = std::max<int64_t>(0, at - now);
+    if (at >= 0 && (next < 0 || at - now < next))
+      next = std::max<int64_t>(0, at - now);
   };
   for (auto it = shared_->slots.begin(); it != shared_->slots.end();) {
     Slot& s = it->second;
@@ -240,7 +241,8 @@ int64_t FunctionExecutor::Sweep(Done* done) {
       s.abandon_ms = now + grace_ms;
       s.cancel->Cancel();
     }
-    const bool overdue = !s.finished && s.abandon_ms >= 0 && now >= s.abandon_ms;
+    const bool overdue =
+        !s.finished && s.abandon_ms >= 0 && now >= s.abandon_ms;
     if (!s.finished && !overdue) {
       consider(s.abandon_ms >= 0 ? s.abandon_ms : s.deadline_ms);
       ++it;
@@ -287,8 +289,9 @@ Status FunctionExecutor::Wait(int timeout_ms, Done* done) {
     if (until >= 0 && wait == 0 && NowMs() >= until) break;
     struct pollfd fds[2] = {{shared_->event_fd, POLLIN, 0},
                             {wake_fd_, POLLIN, 0}};
-    const int n = poll(fds, wake_fd_ >= 0 ? 2 : 1,
-                       static_cast<int>(std::min<int64_t>(wait < 0 ? 1000 : wait, 1000)));
+    const int n =
+        poll(fds, wake_fd_ >= 0 ? 2 : 1,
+             static_cast<int>(std::min<int64_t>(wait < 0 ? 1000 : wait, 1000)));
     if (n < 0 && errno != EINTR) {
       return Status::IOErrorFromErrno("poll", "function executor", errno);
     }

@@ -124,7 +124,7 @@ Verdict Check(const std::string& ledger, const std::set<std::string>& keys,
       auto k = killed_at.find(v[i].pid);
       if (k == killed_at.end()) r.duplicated++;
       // ... and the next call began after it ended or its process died.
-      const int64_t until = v[i].end >= 0 ? v[i].end
+      const int64_t until = v[i].end >= 0          ? v[i].end
                             : k != killed_at.end() ? k->second
                                                    : INT64_MAX;
       if (v[i + 1].begin < until) r.overlapped++;

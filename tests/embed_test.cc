@@ -74,20 +74,20 @@ TEST_F(EmbedTest, SuccessWithChildrenAndTaskInfo) {
   auto w = Parse(kTree);
   std::mutex mu;
   std::vector<TaskInfo> seen;
-  ASSERT_TRUE(w->RegisterHandler("Root", [&](const TaskInfo& t,
-                                             const CancelToken&) {
-                 std::lock_guard<std::mutex> g(mu);
-                 seen.push_back(t);
-                 return HandlerResult::Next({{"Leaf", R"({"n":1})"},
-                                             {"Leaf", R"({"n":2})"},
-                                             {"Leaf", R"({"n":3})"}});
-               }).ok());
-  ASSERT_TRUE(w->RegisterHandler("Leaf", [&](const TaskInfo& t,
-                                             const CancelToken&) {
-                 std::lock_guard<std::mutex> g(mu);
-                 seen.push_back(t);
-                 return HandlerResult::Done();
-               }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Root", [&](const TaskInfo& t, const CancelToken&) {
+         std::lock_guard<std::mutex> g(mu);
+         seen.push_back(t);
+         return HandlerResult::Next({{"Leaf", R"({"n":1})"},
+                                     {"Leaf", R"({"n":2})"},
+                                     {"Leaf", R"({"n":3})"}});
+       }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Leaf", [&](const TaskInfo& t, const CancelToken&) {
+         std::lock_guard<std::mutex> g(mu);
+         seen.push_back(t);
+         return HandlerResult::Done();
+       }).ok());
   EXPECT_TRUE(w->MissingHandlers().empty());
   EXPECT_EQ(Run(w.get()), RunOutcome::kCompleted) << error_;
   ASSERT_EQ(seen.size(), 4u);
@@ -100,12 +100,37 @@ TEST_F(EmbedTest, SuccessWithChildrenAndTaskInfo) {
             std::filesystem::canonical(dir_ + "/install").string());
   std::set<std::string> leaves;
   for (size_t i = 1; i < 4; i++) leaves.insert(seen[i].inputs_json);
-  EXPECT_EQ(leaves, (std::set<std::string>{R"({"n":1})", R"({"n":2})",
-                                           R"({"n":3})"}));
+  EXPECT_EQ(leaves,
+            (std::set<std::string>{R"({"n":1})", R"({"n":2})", R"({"n":3})"}));
   EXPECT_EQ(Status()["counts"]["done"], 4);
   // Finished: a second Run does nothing and calls no handler.
   EXPECT_EQ(Run(w.get()), RunOutcome::kCompleted);
   EXPECT_EQ(seen.size(), 4u);
+}
+
+// SPEC §6.1: the handler is called only once its claim is on disk (what a
+// read-only open, another process's view, sees).
+TEST_F(EmbedTest, ClaimIsDurableBeforeTheCall) {
+  auto w = Parse(kTree);
+  std::mutex mu;
+  std::vector<std::string> seen;
+  auto check = [&](const TaskInfo& t, const CancelToken&) {
+    std::string s;
+    EXPECT_TRUE(wizq::Wizard::ReadStatus(t.install_dir, &s).ok());
+    const nlohmann::json status = nlohmann::json::parse(s);
+    for (auto& task : status["tasks"]) {
+      if (task["id"].get<int64_t>() != t.id) continue;
+      std::lock_guard<std::mutex> g(mu);
+      seen.push_back(task["state"].get<std::string>() + " " +
+                     task["attempts"].dump());
+    }
+    return t.step == "Root" ? HandlerResult::Next({{"Leaf", "{}"}})
+                            : HandlerResult::Done();
+  };
+  ASSERT_TRUE(w->RegisterHandler("Root", check).ok());
+  ASSERT_TRUE(w->RegisterHandler("Leaf", check).ok());
+  EXPECT_EQ(Run(w.get()), RunOutcome::kCompleted) << error_;
+  EXPECT_EQ(seen, (std::vector<std::string>{"in_progress 1", "in_progress 1"}));
 }
 
 TEST_F(EmbedTest, FailureIsRetriedByThePolicy) {
@@ -113,12 +138,12 @@ TEST_F(EmbedTest, FailureIsRetriedByThePolicy) {
     {"name": "Flaky", "action": {"kind": "Function"},
      "options": {"max_retries": 2}}]})");
   std::vector<int> attempts;
-  ASSERT_TRUE(w->RegisterHandler("Flaky", [&](const TaskInfo& t,
-                                              const CancelToken&) {
-                 attempts.push_back(t.attempt);
-                 return t.attempt < 3 ? HandlerResult::Failed("not yet")
-                                      : HandlerResult::Done();
-               }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Flaky", [&](const TaskInfo& t, const CancelToken&) {
+         attempts.push_back(t.attempt);
+         return t.attempt < 3 ? HandlerResult::Failed("not yet")
+                              : HandlerResult::Done();
+       }).ok());
   EXPECT_EQ(Run(w.get()), RunOutcome::kCompleted) << error_;
   EXPECT_EQ(attempts, (std::vector<int>{1, 2, 3}));
 }
@@ -128,11 +153,11 @@ TEST_F(EmbedTest, FailureAfterTheLastAttemptFailsTheRun) {
     {"name": "Bad", "action": {"kind": "Function"},
      "options": {"max_retries": 1}}]})");
   std::atomic<int> calls{0};
-  ASSERT_TRUE(w->RegisterHandler("Bad", [&](const TaskInfo&,
-                                            const CancelToken&) {
-                 calls++;
-                 return HandlerResult::Failed("disk is full");
-               }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Bad", [&](const TaskInfo&, const CancelToken&) {
+         calls++;
+         return HandlerResult::Failed("disk is full");
+       }).ok());
   EXPECT_EQ(Run(w.get()), RunOutcome::kTaskFailed);
   EXPECT_EQ(calls, 2);
   EXPECT_NE(ErrorOf("Bad").find("disk is full"), std::string::npos);
@@ -141,11 +166,12 @@ TEST_F(EmbedTest, FailureAfterTheLastAttemptFailsTheRun) {
 TEST_F(EmbedTest, ThrowingHandlerIsAFailedAttempt) {
   auto w = Parse(R"({"entrypoint": "Boom", "steps": [
     {"name": "Boom", "action": {"kind": "Function"}}]})");
-  ASSERT_TRUE(w->RegisterHandler("Boom", [](const TaskInfo&,
-                                            const CancelToken&)
-                                     -> HandlerResult {
-                 throw std::runtime_error("kaboom");
-               }).ok());
+  ASSERT_TRUE(w->RegisterHandler(
+                   "Boom",
+                   [](const TaskInfo&, const CancelToken&) -> HandlerResult {
+                     throw std::runtime_error("kaboom");
+                   })
+                  .ok());
   EXPECT_EQ(Run(w.get()), RunOutcome::kTaskFailed);
   EXPECT_NE(ErrorOf("Boom").find("threw: kaboom"), std::string::npos)
       << ErrorOf("Boom");
@@ -153,14 +179,14 @@ TEST_F(EmbedTest, ThrowingHandlerIsAFailedAttempt) {
 
 TEST_F(EmbedTest, InvalidResponseIsJudgedLikeACommands) {
   auto w = Parse(kTree);
-  ASSERT_TRUE(w->RegisterHandler("Root", [](const TaskInfo&,
-                                            const CancelToken&) {
-                 return HandlerResult::Next({{"Nowhere", "{}"}});
-               }).ok());
-  ASSERT_TRUE(w->RegisterHandler("Leaf", [](const TaskInfo&,
-                                            const CancelToken&) {
-                 return HandlerResult::Done();
-               }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Root", [](const TaskInfo&, const CancelToken&) {
+         return HandlerResult::Next({{"Nowhere", "{}"}});
+       }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Leaf", [](const TaskInfo&, const CancelToken&) {
+         return HandlerResult::Done();
+       }).ok());
   EXPECT_EQ(Run(w.get()), RunOutcome::kTaskFailed);
   EXPECT_NE(ErrorOf("Root").find("invalid_response"), std::string::npos)
       << ErrorOf("Root");
@@ -171,11 +197,11 @@ TEST_F(EmbedTest, TimeoutCancelsAHandlerThatHonoursIt) {
     {"name": "Slow", "action": {"kind": "Function"},
      "options": {"timeout": 0.2}}]})");
   std::atomic<bool> saw_cancel{false};
-  ASSERT_TRUE(w->RegisterHandler("Slow", [&](const TaskInfo&,
-                                             const CancelToken& c) {
-                 saw_cancel = c.WaitFor(30);
-                 return HandlerResult::Done();  // discarded: timed out
-               }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Slow", [&](const TaskInfo&, const CancelToken& c) {
+         saw_cancel = c.WaitFor(30);
+         return HandlerResult::Done();  // discarded: timed out
+       }).ok());
   wizq::WizardOptions o;
   o.cancel_grace_seconds = 20;
   const auto start = std::chrono::steady_clock::now();
@@ -194,15 +220,15 @@ TEST_F(EmbedTest, TimeoutAbandonsAHandlerThatIgnoresIt) {
     {"name": "Stuck", "action": {"kind": "Function"},
      "options": {"timeout": 0.1, "max_retries": 1}}]})");
   std::atomic<int> in_flight{0}, max_in_flight{0}, calls{0};
-  ASSERT_TRUE(w->RegisterHandler("Stuck", [&](const TaskInfo&,
-                                              const CancelToken&) {
-                 calls++;
-                 int now = ++in_flight;
-                 max_in_flight = std::max(max_in_flight.load(), now);
-                 std::this_thread::sleep_for(std::chrono::milliseconds(600));
-                 in_flight--;
-                 return HandlerResult::Done();
-               }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Stuck", [&](const TaskInfo&, const CancelToken&) {
+         calls++;
+         int now = ++in_flight;
+         max_in_flight = std::max(max_in_flight.load(), now);
+         std::this_thread::sleep_for(std::chrono::milliseconds(600));
+         in_flight--;
+         return HandlerResult::Done();
+       }).ok());
   wizq::WizardOptions o;
   o.cancel_grace_seconds = 0.1;
   EXPECT_EQ(Run(w.get(), o), RunOutcome::kTaskFailed);
@@ -212,7 +238,8 @@ TEST_F(EmbedTest, TimeoutAbandonsAHandlerThatIgnoresIt) {
       << ErrorOf("Stuck");
   // The last call was abandoned and still runs; let it end before the
   // test's objects go.
-  while (in_flight > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  while (in_flight > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 TEST_F(EmbedTest, FinallyHookIsAFunction) {
@@ -228,16 +255,16 @@ TEST_F(EmbedTest, FinallyHookIsAFunction) {
     std::lock_guard<std::mutex> g(mu);
     order.push_back(what);
   };
-  ASSERT_TRUE(w->RegisterHandler("Root", [&](const TaskInfo&,
-                                             const CancelToken&) {
-                 log("Root");
-                 return HandlerResult::Next({{"Leaf", "{}"}});
-               }).ok());
-  ASSERT_TRUE(w->RegisterHandler("Leaf", [&](const TaskInfo&,
-                                             const CancelToken&) {
-                 log("Leaf");
-                 return HandlerResult::Done();
-               }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Root", [&](const TaskInfo&, const CancelToken&) {
+         log("Root");
+         return HandlerResult::Next({{"Leaf", "{}"}});
+       }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Leaf", [&](const TaskInfo&, const CancelToken&) {
+         log("Leaf");
+         return HandlerResult::Done();
+       }).ok());
   ASSERT_TRUE(w->RegisterHandler("Root.finally", [&](const TaskInfo& t,
                                                      const CancelToken&) {
                  log(t.finally_hook ? "hook" : "not a hook?");
@@ -255,17 +282,17 @@ TEST_F(EmbedTest, FunctionAndCommandStepsMix) {
      "next": ["Check"]},
     {"name": "Check", "action": {"kind": "Function", "handler": "Verify"}}]})");
   std::string checked;
-  ASSERT_TRUE(w->RegisterHandler("Plan", [](const TaskInfo&,
-                                            const CancelToken&) {
-                 return HandlerResult::NextJson(
-                     R"([{"kind": "Shell", "value": {"file": "a"}}])");
-               }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Plan", [](const TaskInfo&, const CancelToken&) {
+         return HandlerResult::NextJson(
+             R"([{"kind": "Shell", "value": {"file": "a"}}])");
+       }).ok());
   ASSERT_FALSE(w->RegisterHandler("Check", nullptr).ok());  // named Verify
-  ASSERT_TRUE(w->RegisterHandler("Verify", [&](const TaskInfo& t,
-                                               const CancelToken&) {
-                 checked = t.inputs_json;
-                 return HandlerResult::Done();
-               }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Verify", [&](const TaskInfo& t, const CancelToken&) {
+         checked = t.inputs_json;
+         return HandlerResult::Done();
+       }).ok());
   EXPECT_EQ(Run(w.get()), RunOutcome::kCompleted) << error_;
   EXPECT_EQ(checked, R"({"ok":1})");
   std::ifstream in(dir_ + "/shell.in");  // the Command ran in base_dir
@@ -276,31 +303,31 @@ TEST_F(EmbedTest, FunctionAndCommandStepsMix) {
 TEST_F(EmbedTest, SpawnedTasksAreDeduplicated) {
   auto w = Parse(kTree);
   std::atomic<int> leaves{0};
-  ASSERT_TRUE(w->RegisterHandler("Root", [](const TaskInfo&,
-                                            const CancelToken&) {
-                 return HandlerResult::Next({{"Leaf", R"({"a":1,"b":2})"},
-                                             {"Leaf", R"({"b":2,"a":1})"},
-                                             {"Leaf", R"({"a":2})"}});
-               }).ok());
-  ASSERT_TRUE(w->RegisterHandler("Leaf", [&](const TaskInfo&,
-                                             const CancelToken&) {
-                 leaves++;
-                 return HandlerResult::Done();
-               }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Root", [](const TaskInfo&, const CancelToken&) {
+         return HandlerResult::Next({{"Leaf", R"({"a":1,"b":2})"},
+                                     {"Leaf", R"({"b":2,"a":1})"},
+                                     {"Leaf", R"({"a":2})"}});
+       }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Leaf", [&](const TaskInfo&, const CancelToken&) {
+         leaves++;
+         return HandlerResult::Done();
+       }).ok());
   EXPECT_EQ(Run(w.get()), RunOutcome::kCompleted) << error_;
   EXPECT_EQ(leaves, 2);
 }
 
 TEST_F(EmbedTest, MissingHandlerIsInvalidAndWritesNothing) {
   auto w = Parse(kTree);
-  ASSERT_TRUE(w->RegisterHandler("Root", [](const TaskInfo&,
-                                            const CancelToken&) {
-                 return HandlerResult::Done();
-               }).ok());
-  wizq::Status s = w->RegisterHandler("Typo", [](const TaskInfo&,
-                                                 const CancelToken&) {
-    return HandlerResult::Done();
-  });
+  ASSERT_TRUE(
+      w->RegisterHandler("Root", [](const TaskInfo&, const CancelToken&) {
+         return HandlerResult::Done();
+       }).ok());
+  wizq::Status s =
+      w->RegisterHandler("Typo", [](const TaskInfo&, const CancelToken&) {
+        return HandlerResult::Done();
+      });
   EXPECT_TRUE(s.IsInvalidArgument());
   EXPECT_NE(s.message().find("Root, Leaf"), std::string::npos) << s.message();
   EXPECT_EQ(Run(w.get()), RunOutcome::kInvalid);
@@ -361,11 +388,11 @@ constexpr char kGate[] = R"({"entrypoint": "Confirm", "steps": [
 TEST_F(EmbedTest, ObserverAndPromptAnswerer) {
   auto w = Parse(kGate);
   std::string got;
-  ASSERT_TRUE(w->RegisterHandler("Install", [&](const TaskInfo& t,
-                                                const CancelToken&) {
-                 got = t.inputs_json;
-                 return HandlerResult::Done();
-               }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Install", [&](const TaskInfo& t, const CancelToken&) {
+         got = t.inputs_json;
+         return HandlerResult::Done();
+       }).ok());
   Recorder rec;
   Answers answers({"\"maybe\"", "true"});  // the first does not fit
   wizq::WizardOptions o;
@@ -376,19 +403,19 @@ TEST_F(EmbedTest, ObserverAndPromptAnswerer) {
   EXPECT_EQ(answers.asked[0], "confirm:Install?");
   EXPECT_NE(got.find("\"answer\":true"), std::string::npos) << got;
   EXPECT_EQ(rec.events,
-            (std::vector<std::string>{
-                "opened started", "started Confirm", "finished Confirm  1",
-                "started Install", "finished Install  0", "run completed"}));
+            (std::vector<std::string>{"opened started", "started Confirm",
+                                      "finished Confirm  1", "started Install",
+                                      "finished Install  0", "run completed"}));
   EXPECT_EQ(rec.last.done, 2);
   EXPECT_NE(Status().dump().find("\"program\""), std::string::npos);
 }
 
 TEST_F(EmbedTest, UnansweredPromptPauses) {
   auto w = Parse(kGate);
-  ASSERT_TRUE(w->RegisterHandler("Install", [](const TaskInfo&,
-                                               const CancelToken&) {
-                 return HandlerResult::Done();
-               }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Install", [](const TaskInfo&, const CancelToken&) {
+         return HandlerResult::Done();
+       }).ok());
   Recorder rec;
   Answers none({});
   wizq::WizardOptions o;
@@ -408,20 +435,20 @@ TEST_F(EmbedTest, ConcurrentWizardsShareOneRun) {
   std::mutex mu;
   std::map<std::string, int> calls;
   auto setup = [&](wizq::Wizard* w) {
-    ASSERT_TRUE(w->RegisterHandler("Root", [](const TaskInfo&,
-                                              const CancelToken&) {
-                   std::vector<wizq::Spawn> next;
-                   for (int i = 0; i < 40; i++)
-                     next.push_back({"Leaf", "{\"i\":" + std::to_string(i) + "}"});
-                   return HandlerResult::Next(next);
-                 }).ok());
-    ASSERT_TRUE(w->RegisterHandler("Leaf", [&](const TaskInfo& t,
-                                               const CancelToken&) {
-                   std::this_thread::sleep_for(std::chrono::milliseconds(2));
-                   std::lock_guard<std::mutex> g(mu);
-                   calls[t.inputs_json]++;
-                   return HandlerResult::Done();
-                 }).ok());
+    ASSERT_TRUE(
+        w->RegisterHandler("Root", [](const TaskInfo&, const CancelToken&) {
+           std::vector<wizq::Spawn> next;
+           for (int i = 0; i < 40; i++)
+             next.push_back({"Leaf", "{\"i\":" + std::to_string(i) + "}"});
+           return HandlerResult::Next(next);
+         }).ok());
+    ASSERT_TRUE(
+        w->RegisterHandler("Leaf", [&](const TaskInfo& t, const CancelToken&) {
+           std::this_thread::sleep_for(std::chrono::milliseconds(2));
+           std::lock_guard<std::mutex> g(mu);
+           calls[t.inputs_json]++;
+           return HandlerResult::Done();
+         }).ok());
   };
   auto a = Parse(kTree), b = Parse(kTree);
   setup(a.get());
@@ -452,15 +479,15 @@ TEST_F(EmbedTest, RequestStopCancelsAndResumes) {
     {"name": "Wait", "action": {"kind": "Function"}}]})");
   std::atomic<int> calls{0};
   std::atomic<bool> started{false};
-  ASSERT_TRUE(w->RegisterHandler("Wait", [&](const TaskInfo&,
-                                             const CancelToken& c) {
-                 if (calls++ == 0) {
-                   started = true;
-                   c.WaitFor(30);
-                   return HandlerResult::Failed("stopped");
-                 }
-                 return HandlerResult::Done();
-               }).ok());
+  ASSERT_TRUE(
+      w->RegisterHandler("Wait", [&](const TaskInfo&, const CancelToken& c) {
+         if (calls++ == 0) {
+           started = true;
+           c.WaitFor(30);
+           return HandlerResult::Failed("stopped");
+         }
+         return HandlerResult::Done();
+       }).ok());
   std::thread stopper([&] {
     while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     wizq::Wizard::RequestStop();
@@ -477,7 +504,8 @@ TEST_F(EmbedTest, CommandLineNamesTheFunctionStep) {
   std::ofstream(wf) << kTree;
   const std::string wizq = std::string(WIZQ_BUILD_DIR) + "/wizq";
   const std::string out = dir_ + "/out";
-  int rc = std::system((wizq + " validate " + wf + " >" + out + " 2>&1").c_str());
+  int rc =
+      std::system((wizq + " validate " + wf + " >" + out + " 2>&1").c_str());
   EXPECT_EQ(WEXITSTATUS(rc), 0);
   std::ifstream v(out);
   std::string text((std::istreambuf_iterator<char>(v)), {});

@@ -78,7 +78,8 @@ std::string Quote(const std::string& s) { return "'" + s + "'"; }
 wizq::HandlerResult CheckSystem(const wizq::TaskInfo& t,
                                 const wizq::CancelToken&) {
   for (const char* tool : {"tar", "sha256sum", "cp"}) {
-    if (std::system(("command -v " + std::string(tool) + " >/dev/null").c_str()))
+    if (std::system(
+            ("command -v " + std::string(tool) + " >/dev/null").c_str()))
       return wizq::HandlerResult::Failed(std::string(tool) + " is missing");
   }
   struct statvfs fs;
@@ -120,8 +121,8 @@ wizq::HandlerResult Fetch(const wizq::TaskInfo& t, const wizq::CancelToken&) {
 }
 
 wizq::HandlerResult Verify(const wizq::TaskInfo& t, const wizq::CancelToken&) {
-  const std::string file = t.install_dir + "/downloads/" +
-                           Field(t.inputs_json, "file");
+  const std::string file =
+      t.install_dir + "/downloads/" + Field(t.inputs_json, "file");
   const std::string got = Shell("sha256sum " + Quote(file)).substr(0, 64);
   if (got != Field(t.inputs_json, "sha256"))
     return wizq::HandlerResult::Failed("checksum mismatch for " + file);
@@ -133,8 +134,8 @@ wizq::HandlerResult Unpack(const wizq::TaskInfo& t,
   const std::string name = Field(t.inputs_json, "name");
   const std::string pkgs = t.install_dir + "/pkgs";
   const std::string tmp = pkgs + "/.unpack-" + t.idempotency_key;
-  Shell("mkdir -p " + Quote(pkgs) + " && rm -rf " + Quote(tmp) +
-        " && mkdir " + Quote(tmp) + " && tar -xzf " +
+  Shell("mkdir -p " + Quote(pkgs) + " && rm -rf " + Quote(tmp) + " && mkdir " +
+        Quote(tmp) + " && tar -xzf " +
         Quote(t.install_dir + "/downloads/" + Field(t.inputs_json, "file")) +
         " -C " + Quote(tmp));
   if (cancel.cancelled()) return wizq::HandlerResult::Failed("cancelled");
@@ -181,8 +182,8 @@ class Asker : public wizq::PromptAnswerer {
     std::string line;
     if (!std::getline(std::cin, line))
       return wizq::Status::NotFound("no answer");
-    *answer = (line.empty() || line[0] == 'y' || line[0] == 'Y') ? "true"
-                                                                  : "false";
+    *answer =
+        (line.empty() || line[0] == 'y' || line[0] == 'Y') ? "true" : "false";
     return wizq::Status::OK();
   }
 
@@ -204,8 +205,9 @@ int main(int argc, char** argv) {
     } else if (a == "--yes") {
       yes = true;
     } else {
-      std::fprintf(stderr, "usage: embed-wizard --dir DIR [--mirror DIR] "
-                           "[--yes]\n");
+      std::fprintf(stderr,
+                   "usage: embed-wizard --dir DIR [--mirror DIR] "
+                   "[--yes]\n");
       return 2;
     }
   }
@@ -216,8 +218,12 @@ int main(int argc, char** argv) {
   std::unique_ptr<wizq::Wizard> wizard;
   wizq::Status s = wizq::Wizard::Parse(kWorkflow, "", &wizard);
   const std::pair<const char*, wizq::Handler> handlers[] = {
-      {"CheckSystem", CheckSystem}, {"Plan", Plan},     {"Fetch", Fetch},
-      {"Verify", Verify},           {"Unpack", Unpack}, {"Configure", Configure},
+      {"CheckSystem", CheckSystem},
+      {"Plan", Plan},
+      {"Fetch", Fetch},
+      {"Verify", Verify},
+      {"Unpack", Unpack},
+      {"Configure", Configure},
       {"Summary", Summary}};
   for (const auto& [name, handler] : handlers) {
     if (s.ok()) s = wizard->RegisterHandler(name, handler);

@@ -38,7 +38,7 @@ struct TaskInfo {
   // Stable across the attempts and resumes of this task of this run: a key
   // for the handler's own side effects.
   std::string idempotency_key;
-  std::string install_dir;  // canonical absolute path
+  std::string install_dir;    // canonical absolute path
   bool finally_hook = false;  // this is the step's finally hook
 };
 

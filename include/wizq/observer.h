@@ -100,8 +100,7 @@ class PromptAnswerer {
   // that does not fit is asked again (up to three times). A non-OK Status
   // means "no answer now": the task waits and, when nothing else can run,
   // the run pauses (RunOutcome::kPaused).
-  virtual Status Answer(const PromptRequest& request,
-                        const CancelToken& cancel,
+  virtual Status Answer(const PromptRequest& request, const CancelToken& cancel,
                         std::string* answer_json) = 0;
 };
 

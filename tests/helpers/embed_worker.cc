@@ -39,8 +39,8 @@ void Ledger(char what, const std::string& key) {
   const std::string line = std::string(1, what) + " " + key + " " +
                            std::to_string(getpid()) + " " +
                            std::to_string(Ns()) + "\n";
-  int fd = open(g_ledger.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-                0644);
+  int fd =
+      open(g_ledger.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0 || write(fd, line.data(), line.size()) !=
                     static_cast<ssize_t>(line.size())) {
     std::perror("ledger");
@@ -77,8 +77,9 @@ const char* kSuicide = R"({
   "steps": [{"name": "Die", "action": {"kind": "Function"},
              "options": {"max_retries": 2}}]})";
 
-wizq::Handler Logged(std::string step, std::function<wizq::HandlerResult(
-                                           const wizq::TaskInfo&)> body) {
+wizq::Handler Logged(
+    std::string step,
+    std::function<wizq::HandlerResult(const wizq::TaskInfo&)> body) {
   return [step, body](const wizq::TaskInfo& t, const wizq::CancelToken&) {
     const std::string key =
         t.finally_hook ? step : step + "#" + IndexOf(t.inputs_json);
@@ -107,38 +108,40 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::unique_ptr<wizq::Wizard> w;
-  wizq::Status s = wizq::Wizard::Parse(
-      mode == "suicide" ? kSuicide : kTorture, "", &w);
+  wizq::Status s =
+      wizq::Wizard::Parse(mode == "suicide" ? kSuicide : kTorture, "", &w);
   if (s.ok() && mode == "suicide") {
-    s = w->RegisterHandler("Die", [](const wizq::TaskInfo&,
-                                     const wizq::CancelToken&) {
-      Ledger('B', "Die");
-      kill(getpid(), SIGKILL);
-      return wizq::HandlerResult::Done();
-    });
+    s = w->RegisterHandler("Die",
+                           [](const wizq::TaskInfo&, const wizq::CancelToken&) {
+                             Ledger('B', "Die");
+                             kill(getpid(), SIGKILL);
+                             return wizq::HandlerResult::Done();
+                           });
   } else if (s.ok()) {
-    s = w->RegisterHandler("Root", Logged("Root", [items](auto&) {
-      std::vector<wizq::Spawn> next;
-      for (int i = 0; i < items; i++) {
-        next.push_back({"Item", "{\"i\":" + std::to_string(i) + "}"});
-      }
-      return wizq::HandlerResult::Next(next);
-    }));
+    s = w->RegisterHandler(
+        "Root", Logged("Root", [items](auto&) {
+          std::vector<wizq::Spawn> next;
+          for (int i = 0; i < items; i++) {
+            next.push_back({"Item", "{\"i\":" + std::to_string(i) + "}"});
+          }
+          return wizq::HandlerResult::Next(next);
+        }));
     if (s.ok()) {
-      s = w->RegisterHandler("Item", Logged("Item", [](auto& t) {
-        return wizq::HandlerResult::Next(
-            {{"Leaf", t.inputs_json}, {"Leaf", "{\"i\":0}"}});
-      }));
+      s = w->RegisterHandler(
+          "Item", Logged("Item", [](auto& t) {
+            return wizq::HandlerResult::Next(
+                {{"Leaf", t.inputs_json}, {"Leaf", "{\"i\":0}"}});
+          }));
     }
     if (s.ok()) {
       s = w->RegisterHandler("Leaf", Logged("Leaf", [](auto&) {
-        return wizq::HandlerResult::Done();
-      }));
+                               return wizq::HandlerResult::Done();
+                             }));
     }
     if (s.ok()) {
       s = w->RegisterHandler("Root.finally", Logged("Root.finally", [](auto&) {
-        return wizq::HandlerResult::Done();
-      }));
+                               return wizq::HandlerResult::Done();
+                             }));
     }
   }
   if (!s.ok()) {
