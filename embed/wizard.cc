@@ -17,6 +17,11 @@
 #include "queue/queue.h"
 #include "tasks/workflow.h"
 
+// Recorded in the run (run_started), as the wizq command records its own.
+#ifndef WIZQ_LIBRARY_VERSION
+#define WIZQ_LIBRARY_VERSION "unknown"
+#endif
+
 namespace wizq {
 
 struct Wizard::Impl {
@@ -126,7 +131,7 @@ RunOutcome Wizard::Run(const std::string& input_json,
   ro.fresh = options.fresh;
   ro.no_reuse = options.no_reuse;
   ro.answers = options.answers;
-  ro.wizq_version = "embedded";
+  ro.wizq_version = WIZQ_LIBRARY_VERSION;
   RunExtras extras;
   extras.workflow_text =
       impl_->text.empty() ? impl_->workflow->frozen_json() : impl_->text;

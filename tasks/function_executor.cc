@@ -320,6 +320,8 @@ size_t FunctionExecutor::abandoned() const {
 }
 
 void FunctionExecutor::TerminateAll(double grace_seconds) {
+  // The shorter of the caller's grace and this executor's own.
+  grace_seconds = std::min(grace_seconds, options_.grace_seconds);
   std::unique_lock<std::mutex> lock(shared_->mu);
   for (auto& [id, s] : shared_->slots) s.cancel->Cancel();
   shared_->cv.wait_for(

@@ -95,8 +95,9 @@ class FunctionExecutor : public Executor {
   Status Wait(int timeout_ms, Done* done) override;
   size_t running() const override;
   bool FindByProcess(int, int64_t*) const override { return false; }
-  // Raises every running attempt's flag, waits up to grace_seconds for the
-  // bodies to return, abandons the rest, and drops every result.
+  // Raises every running attempt's flag, waits up to the shorter of
+  // grace_seconds and Options::grace_seconds for the bodies to return,
+  // abandons the rest, and drops every result.
   void TerminateAll(double grace_seconds) override;
   bool AttemptStarted(int64_t task_id, int attempt) const override;
   // Nothing of a body survives its process.

@@ -52,8 +52,8 @@ int ExitCodeOf(RunOutcome outcome);
 class Observer {
  public:
   virtual ~Observer();
-  // The run was opened. `how`: "started", "resumed" or "joined" (another
-  // process runs it too).
+  // The run was opened. `how`: "started", "resumed", "joined" (another
+  // process runs it too) or "finished" (it had finished: nothing to do).
   virtual void OnOpened(const std::string& run_id, const std::string& how,
                         const RunProgress& progress);
   virtual void OnTaskStarted(int64_t task_id, const std::string& step,
