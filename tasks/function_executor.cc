@@ -4,10 +4,13 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -167,7 +170,7 @@ static void RunAttempt(std::shared_ptr<FunctionExecutor::Shared> shared,
     // machine; lost by a power cut, the attempt is merely not charged.
     const std::string dir = marker.substr(0, marker.rfind('/'));
     std::unique_ptr<WritableFile> f;
-    Status s = env->CreateDirs(dir, 0755);
+    Status s = env->CreateDirs(dir, 0700);
     if (s.ok()) s = env->NewWritableFile(marker, &f);
     if (s.ok()) s = f->Close();
     if (!s.ok()) {
