@@ -119,7 +119,7 @@ struct Action {
   // kFunction: the name of the handler an embedding program registers for
   // it (include/wizq/wizard.h): the action's "handler" field, else the
   // step's name (a finally hook's: "STEP.finally").
-  std::string handler;
+  std::string handler = "";
 };
 
 struct Step {
