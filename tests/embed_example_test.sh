@@ -9,7 +9,7 @@ trap 'rm -rf "$dir"' EXIT
 # A first run killed soon after it started (it may or may not have finished).
 "$bin" --dir "$dir/install" </dev/null >"$dir/log1" 2>&1 &
 pid=$!
-sleep 0.3
+sleep 0.1
 kill -9 $pid 2>/dev/null || true
 wait $pid 2>/dev/null || true
 # The second run resumes (or finds the run done) and completes it.
