@@ -16,7 +16,6 @@
 
 #include "fs/env.h"
 #include "tasks/attempt_files.h"
-#include "util/crash_point.h"
 
 namespace wizq {
 
@@ -180,7 +179,6 @@ static void RunAttempt(std::shared_ptr<FunctionExecutor::Shared> shared,
       return;
     }
   }
-  CrashPoint("function.before_call");
   const int64_t start = NowMs();
   try {
     r = (*body)(attempt, cancel);
