@@ -8,7 +8,8 @@
 //     ...
 //     return wizq::HandlerResult::Next({{"Verify", t.inputs_json}});
 //   });
-//   wizq::RunOptions... see WizardOptions below
+//   wizq::WizardOptions options;
+//   options.install_dir = "/opt/app";
 //   std::string error;
 //   wizq::RunOutcome o = w->Run("{}", options, &error);
 //
