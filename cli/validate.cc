@@ -76,6 +76,8 @@ std::string KindOf(const Action& a) {
       return "Pool";
     case Action::Kind::kPrompt:
       return "Prompt";
+    case Action::Kind::kFunction:
+      return "Function";
   }
   return "?";
 }
@@ -200,6 +202,28 @@ CLI::App* AddValidateCommand(CLI::App& app, ValidateArgs* args,
   return cmd;
 }
 
+namespace {
+
+// Function steps are valid, but only a program that embeds wizq runs them.
+std::vector<std::string> FunctionNotes(const Workflow& wf) {
+  std::vector<std::string> out;
+  for (const Step& step : wf.steps()) {
+    const Action* hook = step.finally_hook ? &*step.finally_hook : nullptr;
+    for (const Action* a : {&step.action, hook}) {
+      if (a == nullptr || a->kind != Action::Kind::kFunction) continue;
+      out.push_back("step \"" + step.name + "\": its " +
+                    (a == hook ? "finally hook" : "action") +
+                    " is a Function (handler \"" + a->handler +
+                    "\"): only a program that embeds wizq and registers that "
+                    "handler can run it; `wizq run` stops with exit 2 "
+                    "(docs/EMBEDDING.md)");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 int RunValidate(const ValidateArgs& args) {
   const std::string& path = args.workflow;
   std::unique_ptr<Workflow> wf;
@@ -220,6 +244,10 @@ int RunValidate(const ValidateArgs& args) {
   const bool graph = args.graph || args.format != "text";
   std::fprintf(graph ? stderr : stdout, "%s: OK (%zu steps, entrypoint %s)\n",
                path.c_str(), wf->steps().size(), wf->entrypoint().c_str());
+  for (const std::string& n : FunctionNotes(*wf)) {
+    std::fprintf(graph ? stderr : stdout, "%s: note: %s\n", path.c_str(),
+                 n.c_str());
+  }
   if (graph) {
     const std::string g =
         args.format == "dot" ? StepGraphDot(*wf) : StepGraphText(*wf);

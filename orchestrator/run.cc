@@ -11,6 +11,7 @@
 #include "orchestrator/run_loop.h"
 #include "tasks/command_executor.h"
 #include "tasks/executor_set.h"
+#include "tasks/function_executor.h"
 #include "tasks/prompt_executor.h"
 #include "tasks/response.h"
 #include "tasks/workflow.h"
@@ -47,6 +48,10 @@ Status CanonicalInstallDir(Env* env, const std::string& dir, std::string* out) {
 void RequestStop(int sender) {
   g_stop_sender = sender;
   g_stop = true;
+}
+void ClearStopRequest() {
+  g_stop = false;
+  g_stop_sender = 0;
 }
 bool StopRequested() { return g_stop.load(); }
 int StopSender() { return g_stop_sender.load(); }
@@ -90,12 +95,19 @@ static Status CheckFromFlags(const Workflow& wf,
 
 // Loads what a run needs before touching the install directory: the
 // workflow and the entry input. Anything wrong here is exit 2.
-static Status PrepareRun(const RunOptions& options,
+static Status PrepareRun(const RunOptions& options, const RunExtras& extras,
                          std::unique_ptr<Workflow>* workflow,
                          std::string* input) {
   std::vector<Finding> findings;
-  WIZQ_RETURN_IF_ERROR(
-      Workflow::Load(options.workflow_path, workflow, &findings, options.env));
+  if (extras.workflow_text.empty()) {
+    WIZQ_RETURN_IF_ERROR(Workflow::Load(options.workflow_path, workflow,
+                                        &findings, options.env));
+  } else {
+    WIZQ_RETURN_IF_ERROR(Workflow::Parse(
+        extras.workflow_text, options.workflow_path, workflow, &findings));
+    (*workflow)->set_base_dir(extras.base_dir);
+  }
+  WIZQ_RETURN_IF_ERROR(CheckFunctionHandlers(**workflow, extras.handlers));
   const std::string raw =
       options.input_json.empty() ? "{}" : options.input_json;
   // Validated in canonical form (1.0 is the integer 1, as JSON Schema
@@ -109,9 +121,14 @@ static Status PrepareRun(const RunOptions& options,
 
 int RunWorkflow(const RunOptions& options, RunObserver* observer,
                 std::string* error) {
+  return RunWorkflowWith(options, RunExtras(), observer, error);
+}
+
+int RunWorkflowWith(const RunOptions& options, const RunExtras& extras,
+                    RunObserver* observer, std::string* error) {
   std::unique_ptr<Workflow> workflow;
   std::string input;
-  Status s = PrepareRun(options, &workflow, &input);
+  Status s = PrepareRun(options, extras, &workflow, &input);
   if (!s.ok()) {
     *error = s.message();
     return kExitInvalid;
@@ -144,10 +161,16 @@ int RunWorkflow(const RunOptions& options, RunObserver* observer,
       return ExitCodeFor(s);
     }
   }
-  // One executor per action kind (tasks/executor_set.h).
+  // One executor per action kind (tasks/executor_set.h); an embedding
+  // program's first.
+  std::vector<std::unique_ptr<Executor>> extra;
+  if (extras.make_executors) extra = extras.make_executors(config.install_dir);
+  ExecutorSet executor;
+  for (const auto& e : extra) executor.Add(e.get());
   CommandExecutor commands(options.env, WizardDir(config.install_dir));
   PromptExecutor prompts(options.interactive);
-  ExecutorSet executor({&commands, &prompts});
+  executor.Add(&commands);
+  executor.Add(&prompts);
   std::unique_ptr<AgentExecutor> agents;
   if (!options.agent_command.empty()) {
     agents = std::make_unique<AgentExecutor>(

@@ -12,6 +12,9 @@
 #ifndef WIZQ_ORCHESTRATOR_RUN_H_
 #define WIZQ_ORCHESTRATOR_RUN_H_
 
+#include <functional>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,7 @@
 namespace wizq {
 
 class Env;
+class Executor;
 
 // Exit codes of SPEC §7.
 enum ExitCode {
@@ -71,6 +75,32 @@ struct RunOptions {
 // reported through *error (one message naming the file, field or task).
 int RunWorkflow(const RunOptions& options, RunObserver* observer,
                 std::string* error);
+
+// What a program that embeds wizq adds to a run (include/wizq/wizard.h;
+// `wizq run` passes none).
+struct RunExtras {
+  // Non-empty: the workflow as JSON text, parsed instead of loading
+  // RunOptions::workflow_path (which then only names it in messages);
+  // Command scripts run in `base_dir`.
+  std::string workflow_text;
+  std::string base_dir;
+  // The registered Function handlers: a Function action without one is
+  // exit 2 before anything is written (tasks/function_executor.h).
+  std::set<std::string> handlers;
+  // Builds the executors asked before the built-in ones (Command, Prompt),
+  // given the canonical install directory; they live as long as the run.
+  std::function<std::vector<std::unique_ptr<Executor>>(
+      const std::string& install_dir)>
+      make_executors;
+};
+
+// RunWorkflow with what an embedding program adds: the one entry point
+// of both the wizq command and the C++ API.
+int RunWorkflowWith(const RunOptions& options, const RunExtras& extras,
+                    RunObserver* observer, std::string* error);
+
+// Forgets a stop asked for by RequestStop (after the run it stopped).
+void ClearStopRequest();
 
 // The run id wizq derives for a workflow (its frozen JSON) and input.
 std::string DeriveRunId(const std::string& frozen_workflow,

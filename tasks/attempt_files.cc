@@ -76,7 +76,8 @@ Status TaskFilesBytes(Env* env, const std::string& wizard_dir,
 namespace {
 
 // The task id an entry of tasks/ belongs to: "<id>" (a previous-layout
-// directory) or "<id>.<attempt>.stdout|.stderr". False for anything else.
+// directory) or "<id>.<attempt>.stdout|.stderr|.function". False for
+// anything else.
 bool TaskIdOf(const std::string& name, int64_t* id) {
   size_t digits = 0;
   while (digits < name.size() && digits < 18 &&
@@ -86,11 +87,15 @@ bool TaskIdOf(const std::string& name, int64_t* id) {
   if (digits == 0) return false;
   if (digits < name.size()) {
     const std::string rest = name.substr(digits);
-    const bool out =
-        rest.size() > 7 && rest.compare(rest.size() - 7, 7, ".stdout") == 0;
-    const bool err =
-        rest.size() > 7 && rest.compare(rest.size() - 7, 7, ".stderr") == 0;
-    if (rest[0] != '.' || (!out && !err)) return false;
+    auto ends = [&rest](const std::string& suffix) {
+      return rest.size() > suffix.size() &&
+             rest.compare(rest.size() - suffix.size(), suffix.size(), suffix) ==
+                 0;
+    };
+    if (rest[0] != '.' ||
+        !(ends(".stdout") || ends(".stderr") || ends(".function"))) {
+      return false;
+    }
   }
   *id = std::stoll(name.substr(0, digits));
   return true;

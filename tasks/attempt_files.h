@@ -82,6 +82,9 @@ class AttemptFiles {
   bool legacy() const { return legacy_; }
   std::string stdout_path() const { return AttemptPath(".stdout"); }
   std::string stderr_path() const { return AttemptPath(".stderr"); }
+  // A Function attempt's marker (`<id>.<attempt>.function`, empty): its
+  // handler was called (tasks/function_executor.h).
+  std::string function_marker_path() const { return AttemptPath(".function"); }
   // The previous layout's stdin file (never written any more).
   std::string stdin_path() const { return LegacyPath(".stdin"); }
   std::string legacy_stdout_path() const { return LegacyPath(".stdout"); }
@@ -104,8 +107,8 @@ class AttemptFiles {
 Status TaskFilesBytes(Env* env, const std::string& wizard_dir, uint64_t* bytes);
 
 // The entries of `<wizard_dir>/tasks/` that belong to each task, by task
-// id: its attempts' files (`<id>.<n>.stdout`, `.stderr`) and, in the
-// previous layout, its directory `<id>`. The journal belongs to no task.
+// id: its attempts' files (`<id>.<n>.stdout`, `.stderr`, `.function`) and, in
+// the previous layout, its directory `<id>`. The journal belongs to no task.
 // One listing of the directory. OK and empty if there is none.
 Status ListTaskFiles(Env* env, const std::string& wizard_dir,
                      std::map<int64_t, std::vector<std::string>>* by_task);

@@ -234,6 +234,15 @@ std::string DefHasher::Hash(const std::string& step, std::string* why) const {
     if (why) *why = "step '" + step + "' cannot be hashed";
     return "";
   }
+  // A Function's code is the embedding program's, not the workflow's:
+  // nothing here can tell whether it changed, so its tasks run live.
+  const Step* def = wf_.FindStep(step);
+  if (def && (def->action.kind == Action::Kind::kFunction ||
+              (def->finally_hook &&
+               def->finally_hook->kind == Action::Kind::kFunction))) {
+    if (why) *why = "a Function's code is not part of the workflow";
+    return "";
+  }
   std::map<std::string, std::string> files;
   Status s = CollectFiles(it->second, &files);
   if (!s.ok()) {

@@ -376,7 +376,7 @@ class WorkflowChecker {
 
   // --- actions ---
 
-  // `finally` hooks may only be Commands.
+  // `finally` hooks may only be Commands or Functions.
   bool ParseAction(const Json& v, const std::string& path, bool is_hook,
                    Action* out) {
     const char* what = is_hook ? "a finally hook" : "an action";
@@ -388,7 +388,8 @@ class WorkflowChecker {
       return false;
     }
     std::string kind;
-    if (!GetString(v, path, "kind", " (\"Command\", \"Pool\" or \"Prompt\")",
+    if (!GetString(v, path, "kind",
+                   " (\"Command\", \"Pool\", \"Prompt\" or \"Function\")",
                    &kind)) {
       return false;
     }
@@ -412,18 +413,40 @@ class WorkflowChecker {
     if (kind == "Prompt" && !is_hook) {
       return ParsePromptAction(v, path, findings_, out);
     }
+    if (kind == "Function") return ParseFunction(v, path, what, out);
     std::string hint = is_hook ? "a finally hook must be {\"kind\": "
-                                 "\"Command\", \"script\": ...}"
+                                 "\"Command\", \"script\": ...} or "
+                                 "{\"kind\": \"Function\"}"
                                : "use \"Command\" (with \"script\"), "
-                                 "\"Pool\" (with \"instructions\") or "
+                                 "\"Pool\" (with \"instructions\"), "
                                  "\"Prompt\" (with \"mode\" and "
-                                 "\"message\")";
-    std::vector<std::string> kinds = {"Command"};
+                                 "\"message\") or \"Function\"";
+    std::vector<std::string> kinds = {"Command", "Function"};
     if (!is_hook) kinds.insert(kinds.end(), {"Pool", "Prompt"});
     Add(KeyPath(path, "kind"),
         "unknown " + std::string(is_hook ? "hook" : "action") + " kind " +
             Quote(kind) + Suggest(kind, kinds) + "; " + hint);
     return false;
+  }
+
+  // {"kind": "Function"} or {"kind": "Function", "handler": NAME}; the
+  // default name (the step's) is filled in by ParseStep.
+  bool ParseFunction(const Json& v, const std::string& path, const char* what,
+                     Action* out) {
+    CheckFields(v, path, {"kind", "handler"},
+                std::string(what) + " of kind Function");
+    out->kind = Action::Kind::kFunction;
+    if (Find(v, "handler") == nullptr) return true;
+    if (!GetString(v, path, "handler", " (the name a program registers)",
+                   &out->handler)) {
+      return false;
+    }
+    if (out->handler.empty()) {
+      Add(KeyPath(path, "handler"),
+          "must be a non-empty name (or leave it out: the step's name)");
+      return false;
+    }
+    return true;
   }
 
   bool ParseCommand(const Json& v, const std::string& path, const char* what,
@@ -581,7 +604,21 @@ class WorkflowChecker {
     ParseNextList(Find(v, "next"), KeyPath(path, "next"), &step.next);
     ParseSchema(Find(v, "value_schema"), KeyPath(path, "value_schema"), &step);
     CheckPromptStep(step, path, findings_);
+    NameFunctions(&step);
     AddStep(path, std::move(step));
+  }
+
+  // A Function action without "handler" is named after its step.
+  static void NameFunctions(Step* step) {
+    Action& a = step->action;
+    if (a.kind == Action::Kind::kFunction && a.handler.empty()) {
+      a.handler = step->name;
+    }
+    if (step->finally_hook &&
+        step->finally_hook->kind == Action::Kind::kFunction &&
+        step->finally_hook->handler.empty()) {
+      step->finally_hook->handler = step->name + ".finally";
+    }
   }
 
   void ParseNextList(const Json* next, const std::string& path,

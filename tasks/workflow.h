@@ -1,7 +1,8 @@
 // Workflow: a parsed and validated workflow file (SPEC §2).
 //
 // A workflow is a JSON or JSONC document of named steps. Each step has an
-// action (a shell `Command` or an agent `Pool`), the steps it may spawn tasks
+// action (a shell `Command`, an agent `Pool`, a `Prompt` for a person or a
+// `Function` an embedding program registers), the steps it may spawn tasks
 // on (`next`), an optional JSON Schema for its tasks' values
 // (`value_schema`), per-step option overrides and an optional `finally`
 // hook. The format is Barnum's, so a Barnum config runs unchanged:
@@ -30,6 +31,10 @@
 // "pool": ..., "root": ...}} (a params timeout is the step's timeout, over
 // its options; pool and root are accepted and ignored).
 // A Command may likewise be {"kind": "Command", "params": {"script": ...}}.
+// A Function action is {"kind": "Function"} or {"kind": "Function",
+// "handler": "Name"}; it is run by the handler a program that embeds wizq
+// registers under that name (docs/EMBEDDING.md), and `finally` may be one
+// too.
 //
 // Options and their defaults (Barnum's defaults, see StepOptions):
 //   max_retries                0     attempts = max_retries + 1
@@ -105,12 +110,16 @@ struct StepOptions {
 };
 
 struct Action {
-  enum class Kind { kCommand, kPool, kPrompt };
+  enum class Kind { kCommand, kPool, kPrompt, kFunction };
   Kind kind = Kind::kCommand;
   std::string script;        // kCommand: run as `sh -c script` in base_dir
   std::string instructions;  // kPool: markdown for the agent (resolved)
   // kPrompt: the question for a person (tasks/prompt.h, SPEC §10).
   std::shared_ptr<const PromptSpec> prompt = nullptr;
+  // kFunction: the name of the handler an embedding program registers for
+  // it (include/wizq/wizard.h): the action's "handler" field, else the
+  // step's name (a finally hook's: "STEP.finally").
+  std::string handler = "";
 };
 
 struct Step {
@@ -122,7 +131,8 @@ struct Step {
   // The schema compiled (tasks/value_schema.h); null if the step has none.
   std::shared_ptr<const ValueSchema> value_schema;
   StepOptions options;  // resolved
-  // Always a kCommand action; fires when a task and all it spawned are done.
+  // A kCommand or kFunction action; fires when a task and all it spawned
+  // are done.
   std::optional<Action> finally_hook;
 };
 

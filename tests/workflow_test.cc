@@ -631,5 +631,38 @@ TEST(ValidateValueTest, BooleanSchemas) {
   EXPECT_TRUE(wf->ValidateValue("F", "1").IsInvalidArgument());
 }
 
+// Function actions (docs/EMBEDDING.md): named after their step unless they
+// say "handler"; a finally hook may be one ("STEP.finally").
+TEST(WorkflowTest, FunctionActionsAndHooks) {
+  auto wf = MustParse(R"({"entrypoint": "A", "steps": [
+      {"name": "A", "action": {"kind": "Function"}, "next": ["B"],
+       "finally": {"kind": "Function"}},
+      {"name": "B", "action": {"kind": "Function", "handler": "Bee"},
+       "finally": {"kind": "Function", "handler": "Done"}}]})");
+  const Step* a = wf->FindStep("A");
+  EXPECT_EQ(a->action.kind, Action::Kind::kFunction);
+  EXPECT_EQ(a->action.handler, "A");
+  EXPECT_EQ(a->finally_hook->handler, "A.finally");
+  EXPECT_EQ(wf->FindStep("B")->action.handler, "Bee");
+  EXPECT_EQ(wf->FindStep("B")->finally_hook->handler, "Done");
+}
+
+TEST(WorkflowTest, FunctionActionFindings) {
+  std::vector<Finding> f;
+  std::unique_ptr<Workflow> wf;
+  EXPECT_FALSE(Workflow::Parse(R"({"entrypoint": "A", "steps": [
+      {"name": "A", "action": {"kind": "Function", "script": "x"}},
+      {"name": "B", "action": {"kind": "Function", "handler": ""}},
+      {"name": "C", "action": {"kind": "Functoin"}}]})",
+                               "wf.json", &wf, &f)
+                   .ok());
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].path, "$.steps[0].action.script");
+  EXPECT_EQ(f[1].path, "$.steps[1].action.handler");
+  EXPECT_EQ(f[2].path, "$.steps[2].action.kind");
+  EXPECT_NE(f[2].message.find("did you mean \"Function\""), std::string::npos)
+      << f[2].message;
+}
+
 }  // namespace
 }  // namespace wizq
