@@ -1,5 +1,6 @@
 #include "cli/progress.h"
 
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -8,6 +9,9 @@
 
 #include "cli/progress_internal.h"
 #include "cli/progress_line.h"
+#include "fs/env.h"
+#include "queue/queue.h"
+#include "tasks/attempt_files.h"
 #include "util/console.h"
 #include "util/shell_quote.h"
 
@@ -145,6 +149,21 @@ class Printer : public RunObserver {
     Line("run " + (status == RunStatus::kFailed ? Red(name, colour_) : name) +
          ": " + ProgressCounts(p) + "; " + std::to_string(p.reused) +
          " reused, " + std::to_string(p.done + p.failed - p.reused) + " ran");
+    KeptLine();
+  }
+
+  // What the run keeps of its attempts' files, and how to free it.
+  void KeptLine() {
+    uint64_t bytes = 0;
+    if (!TaskFilesBytes(Env::Posix(), WizardDir(o_.install_dir), &bytes).ok() ||
+        bytes == 0) {
+      return;
+    }
+    char size[32];
+    std::snprintf(size, sizeof(size), "%.1f KiB", bytes / 1024.0);
+    Line(std::string("task files kept: ") + size + " under " +
+         WizardDir(o_.install_dir) +
+         "/tasks (wizq prune removes those of done tasks)");
   }
 
   // Paused (SPEC §10): each waiting task and the exact commands that

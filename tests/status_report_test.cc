@@ -409,6 +409,20 @@ TEST_F(StatusReportTest, PruneNeverRemovesTheFilesOfARunThatReplacedIt) {
   EXPECT_TRUE(Contains(p.err, "replaced")) << p.err;
 }
 
+// A finished run says how much of its attempts' files it keeps, and how to
+// free it; after a prune the line reports less.
+TEST_F(StatusReportTest, AFinishedRunSaysWhatItKeeps) {
+  const WizqResult r =
+      Wizq({"run", DataFile("one_fails.jsonc"), "--dir", dir_.path()});
+  ASSERT_TRUE(r.exited && r.code == 1) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "task files kept: ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "(wizq prune removes those of done tasks)"))
+      << r.err;
+  const WizqResult q =
+      Wizq({"run", DataFile("one_fails.jsonc"), "--dir", dir_.path(), "-q"});
+  EXPECT_FALSE(Contains(q.err, "task files kept")) << "--quiet: " << q.err;
+}
+
 // The report of a run killed twice and resumed, rendered by headless
 // Chromium: every task in the DOM, the two crash markers at the workers and
 // log positions the audit log gives, the resumes, and a screenshot.
