@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "audit/log.h"
+#include "cli/json_events.h"
 #include "cli/view_util.h"
 #include "fs/env.h"
 #include "queue/queue.h"
@@ -25,20 +26,15 @@ int PrintLog(const std::string& install_dir, int64_t task_id, bool json) {
   std::string data;
   Status s = Env::Posix()->ReadFile(path, &data);
   if (s.IsNotFound()) {
-    std::fprintf(stderr, "wizq log: no wizq run in %s (%s does not exist)\n",
-                 install_dir.c_str(), path.c_str());
-    return 2;
+    return ReportCommandError(
+        "log", 2,
+        "no wizq run in " + install_dir + " (" + path + " does not exist)",
+        path, json);
   }
-  if (!s.ok()) {
-    std::fprintf(stderr, "wizq log: %s\n", s.message().c_str());
-    return 3;
-  }
+  if (!s.ok()) return ReportCommandError("log", 3, s.message(), path, json);
   LogParseResult parsed;
   s = ParseLog(path, data, 0, 1, &parsed);
-  if (!s.ok()) {
-    std::fprintf(stderr, "wizq log: %s\n", s.message().c_str());
-    return 3;
-  }
+  if (!s.ok()) return ReportCommandError("log", 3, s.message(), path, json);
   simdjson::dom::parser parser;
   for (const LogRecord& rec : parsed.records) {
     simdjson::dom::object obj;

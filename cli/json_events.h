@@ -24,6 +24,14 @@ struct JsonError {
 };
 void EmitJsonError(const JsonError& e);
 
+// How the reading commands (`wizq status`, `wizq log`) end with exit 2 or 3:
+// `wizq <command>: <message>` on stderr and, with `json`, the same as an
+// `error` event on stdout (`file`: the file it is about, when known).
+// Returns `code`.
+int ReportCommandError(const char* command, int code,
+                       const std::string& message, const std::string& file,
+                       bool json);
+
 // A task's value for an event: its JSON text (made one line) when it is at
 // most `limit` bytes, else the first `limit` bytes of that text (cut at a
 // UTF-8 character boundary) as a string, with *truncated set.

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cli/json_events.h"
 #include "cli/view_util.h"
 #include "fs/env.h"
 #include "queue/history.h"
@@ -89,14 +90,11 @@ int PrintLogTable(const std::string& install_dir, int64_t task_id, bool json) {
   RunHistory h;
   Status s = LoadRunHistory(Env::Posix(), WizardDir(install_dir), &h);
   if (s.IsNotFound()) {
-    std::fprintf(stderr, "wizq log: no wizq run in %s (%s)\n",
-                 install_dir.c_str(), s.message().c_str());
-    return 2;
+    return ReportCommandError(
+        "log", 2, "no wizq run in " + install_dir + " (" + s.message() + ")",
+        "", json);
   }
-  if (!s.ok()) {
-    std::fprintf(stderr, "wizq log: %s\n", s.message().c_str());
-    return 3;
-  }
+  if (!s.ok()) return ReportCommandError("log", 3, s.message(), "", json);
   if (!json) {
     std::printf("%5s %-12s %-24s %3s %-16s %-23s %8s  %s\n", "TASK", "STEP",
                 "VALUE", "TRY", "WORKER", "START", "DURATION", "RESULT");

@@ -61,4 +61,18 @@ void ReportRunError(const JsonError& e, const std::string& workflow_path,
   EmitJsonError(out);
 }
 
+int ReportCommandError(const char* command, int code,
+                       const std::string& message, const std::string& file,
+                       bool json) {
+  std::fprintf(stderr, "wizq %s: %s\n", command, message.c_str());
+  if (json) {
+    JsonError e;
+    e.code = code;
+    e.message = message;
+    e.file = file;
+    EmitJsonError(e);
+  }
+  return code;
+}
+
 }  // namespace wizq

@@ -6,6 +6,7 @@
 
 #include "agent/run_status.h"
 #include "cli/answer.h"
+#include "cli/json_events.h"
 #include "cli/status_view.h"
 #include "cli/view_util.h"
 #include "fs/env.h"
@@ -269,15 +270,14 @@ int DoStatus(const StatusArgs& args) {
   std::unique_ptr<Queue> q;
   Status s = Queue::Open(o, &q, nullptr);
   if (!s.ok()) {
-    std::fprintf(stderr, "wizq status: %s\n", s.message().c_str());
-    return s.IsNotFound() ? 2 : 3;
+    return ReportCommandError("status", s.IsNotFound() ? 2 : 3, s.message(), "",
+                              args.json);
   }
   const QueueState& st = q->state();
   std::vector<int64_t> selected;
   std::string error;
   if (!SelectTasks(st, args, &selected, &error)) {
-    std::fprintf(stderr, "wizq status: %s\n", error.c_str());
-    return 2;
+    return ReportCommandError("status", 2, error, "", args.json);
   }
   RunStatusExtras x = LiveExtras(st, args.dir);
   if (Filtered(args)) x.only_tasks = &selected;

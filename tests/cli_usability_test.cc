@@ -74,6 +74,35 @@ TEST_F(CliUsabilityTest, UsageErrorWithJsonIsAnErrorEvent) {
   EXPECT_TRUE(Contains(j["message"], "did you mean --quiet?")) << r.out;
 }
 
+// The reading commands end with an `error` event too under --json: no run
+// (exit 2), and a log that cannot be read (exit 3).
+TEST_F(CliUsabilityTest, StatusAndLogErrorsWithJsonAreErrorEvents) {
+  const std::string none = dir_.Join("none");
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"wizq", "status", "--json", "--dir", none},
+        {"wizq", "log", "--json", "--dir", none},
+        {"wizq", "log", "--table", "--json", "--dir", none}}) {
+    const WizqResult r = RunWizq(args);
+    ASSERT_TRUE(r.exited && r.code == 2) << r.Describe();
+    const std::vector<std::string> lines = test::SplitLines(r.out);
+    ASSERT_EQ(lines.size(), 1u) << r.out;
+    const Json j = test::ParseJsonOrNull(lines[0]);
+    EXPECT_EQ(j["event"], "error") << r.out;
+    EXPECT_EQ(j["code"], 2) << r.out;
+    EXPECT_TRUE(Contains(j["message"], "no wizq run in")) << r.out;
+    EXPECT_TRUE(Contains(r.err, "no wizq run in")) << r.err;
+  }
+  // A directory where the audit log should be: exit 3.
+  std::filesystem::create_directories(dir_.Join("bad/.wizard/audit.jsonl"));
+  const WizqResult r =
+      RunWizq({"wizq", "log", "--json", "--dir", dir_.Join("bad")});
+  ASSERT_TRUE(r.exited && r.code == 3) << r.Describe();
+  const Json j = test::ParseJsonOrNull(test::SplitLines(r.out).at(0));
+  EXPECT_EQ(j["event"], "error") << r.out;
+  EXPECT_EQ(j["code"], 3) << r.out;
+  EXPECT_TRUE(Contains(j["file"], "audit.jsonl")) << r.out;
+}
+
 TEST_F(CliUsabilityTest, InputFileDashReadsStdin) {
   test::WriteAll(dir_.Join("in.json"), "{\"n\": 2}\n");
   const WizqResult r =
