@@ -70,9 +70,9 @@ Status CommandRunner::Adopt(const CommandSpec& spec, uint64_t token,
         rec.start_wall_ms > 0
             ? std::max<int64_t>(0, WallMs() - rec.start_wall_ms)
             : 0;
-    child->term_ns =
-        job_control::ActiveNowNs() + std::max<int64_t>(
-                  0, SecondsToNs(*spec.timeout_seconds) - ran_ms * 1'000'000);
+    child->term_ns = job_control::ActiveNowNs() +
+                     std::max<int64_t>(0, SecondsToNs(*spec.timeout_seconds) -
+                                              ran_ms * 1'000'000);
   }
   child->next_probe_ns = now + kProbeIntervalNs;
   children_.push_back(std::move(child));

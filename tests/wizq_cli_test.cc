@@ -463,7 +463,8 @@ TEST_F(WizqCliTest, ResumeAfterKillSaysSoWithCounts) {
   const WizqResult r = Run("basic.jsonc", R"({"n":6})", {}, slow);
   ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
   std::smatch m;
-  const std::regex resumed(R"(resum\w* run \S+: (\d+) pending(?: \([^)]*\))?, (\d+) done)");
+  const std::regex resumed(
+      R"(resum\w* run \S+: (\d+) pending(?: \([^)]*\))?, (\d+) done)");
   ASSERT_TRUE(std::regex_search(r.err, m, resumed)) << r.err;
   EXPECT_GE(std::stoi(m[2]), 1) << "the root was done";
   EXPECT_EQ(std::stoi(m[1]) + std::stoi(m[2]) <= 7, true) << m[0];
