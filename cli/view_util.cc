@@ -63,26 +63,6 @@ std::string Shorten(std::string_view text, size_t max) {
   return out + "\xE2\x80\xA6";
 }
 
-std::string ShellQuote(const std::string& s) {
-  bool plain = !s.empty();
-  for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                    (c >= '0' && c <= '9') || c == '/' || c == '.' ||
-                    c == '-' || c == '_' || c == ',' || c == ':' || c == '=';
-    plain = plain && ok;
-  }
-  if (plain) return s;
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "'";
-}
-
 int64_t WallNowMs() {
   return static_cast<int64_t>(Env::Posix()->NowMicros() / 1000);
 }

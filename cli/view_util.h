@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/shell_quote.h"  // ShellQuote, for the commands shown
+
 namespace wizq {
 
 // Local time "YYYY-MM-DD HH:MM:SS.mmm" of a wall-clock ms.
@@ -18,8 +20,6 @@ std::string FormatBytes(uint64_t bytes);
 // `text` cut to at most `max` bytes (on a UTF-8 boundary) with "…" added
 // when cut; newlines and tabs become spaces.
 std::string Shorten(std::string_view text, size_t max);
-// `s` quoted for a POSIX shell when it needs it.
-std::string ShellQuote(const std::string& s);
 // Wall clock now, in ms.
 int64_t WallNowMs();
 
