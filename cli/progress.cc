@@ -153,7 +153,10 @@ class Printer : public RunObserver {
   }
 
   // What the run keeps of its attempts' files, and how to free it.
+  // A walk of .wizard/tasks (two stats per attempt): skipped when the line
+  // would not be shown.
   void KeptLine() {
+    if (o_.quiet) return;
     uint64_t bytes = 0;
     if (!TaskFilesBytes(Env::Posix(), WizardDir(o_.install_dir), &bytes).ok() ||
         bytes == 0) {
