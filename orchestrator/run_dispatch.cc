@@ -26,18 +26,34 @@ void RunLoop::ReapLostOrphans(const std::vector<int64_t>& ids) {
 
 // Starts claimed tasks while slots are free, in claim order, skipping those
 // whose step is at its max_concurrency (they start when one of its tasks
-// ends).
+// ends). Short tasks that the executor can queue (Commands) are started
+// up to one per slot ahead: each waits in the executor and starts the
+// moment a running one ends (Executor::Queues).
 Status RunLoop::StartReady() {
   std::map<std::string, int> per_step;
-  for (const auto& [id, t] : running_) per_step[t.type]++;
+  int others = 0;  // running tasks of executors that do not queue
+  for (const auto& [id, t] : running_) {
+    per_step[t.type]++;
+    const Step* step = nullptr;
+    const Action* a = ActionFor(t, &step);
+    if (a == nullptr || !executor_->Queues(*a)) others++;
+  }
+  executor_->SetQueueSlots(std::max(0, jobs_ - others));
+  const int ahead = lookahead_ > 0 ? jobs_ : 0;
   for (auto it = ready_.begin();
-       it != ready_.end() && static_cast<int>(running_.size()) < jobs_;) {
-    if (!StepHasRoom(*it, per_step)) {
+       it != ready_.end() &&
+       static_cast<int>(running_.size()) < jobs_ + ahead;) {
+    const Step* step = nullptr;
+    const Action* a = ActionFor(*it, &step);
+    const bool queues = a != nullptr && executor_->Queues(*a);
+    if (!StepHasRoom(*it, per_step) ||
+        (!queues && static_cast<int>(running_.size()) >= jobs_)) {
       ++it;
       continue;
     }
     WIZQ_RETURN_IF_ERROR(StartTask(*it));  // on error it stays ready
     per_step[it->type]++;
+    if (!queues) executor_->SetQueueSlots(std::max(0, jobs_ - ++others));
     it = ready_.erase(it);
   }
   return Status::OK();
@@ -53,6 +69,11 @@ Status RunLoop::CollectResults() {
   for (auto& [id, result] : done) {
     auto it = running_.find(id);
     if (it == running_.end()) continue;
+    if (result.never_started) {  // still claimed: it starts again later
+      ready_.push_front(it->second);
+      running_.erase(it);
+      continue;
+    }
     const double ms = result.seconds * 1000;
     task_ms_ = task_ms_ == 0 ? ms : 0.8 * task_ms_ + 0.2 * ms;
     outcomes_.push_back(Judge(it->second, result));

@@ -18,6 +18,8 @@ bool RunLoop::HaltDue() {
     halting_ = true;
     jobs_ = 0;  // StartReady starts nothing, commits claim nothing
     lookahead_ = 0;
+    executor_->SetQueueSlots(0);
+    executor_->CancelQueued();  // they come back to ready_, not started
     observer_->OnNote(
         "halting (--halt soon,fail=" + std::to_string(h.failures) +
         "): " + std::to_string(failures_seen_) +

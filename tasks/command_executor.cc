@@ -53,6 +53,7 @@ AttemptResult AttemptResultOf(CommandResult c) {
   r.adopted = c.adopted;
   r.waited_ms = static_cast<int64_t>(c.waited_seconds * 1000);
   r.lost = c.lost;
+  r.never_started = c.cancelled;
   return r;
 }
 

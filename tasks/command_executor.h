@@ -48,6 +48,9 @@ class CommandExecutor : public Executor {
   Status ReapOrphans(int64_t task_id) override;
   bool AttemptAdoptable(int64_t task_id, int attempt) const override;
   std::string AdoptionNote(int64_t task_id) const override;
+  bool Queues(const Action& action) const override { return CanRun(action); }
+  void SetQueueSlots(int slots) override { runner_.set_max_running(slots); }
+  void CancelQueued() override { runner_.CancelWaiting(); }
   bool SetWakeFd(int fd) override {
     runner_.set_wake_fd(fd);
     return true;

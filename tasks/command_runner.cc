@@ -19,10 +19,10 @@
 #include "tasks/attempt_files.h"
 #include "tasks/attempt_journal.h"
 #include "tasks/command_runner_child.h"
-#include "tasks/command_runner_spawn.h"
 #include "tasks/orphans.h"
 #include "tasks/orphans_record.h"
 #include "tasks/posix_util.h"
+#include "tasks/spawner.h"
 #include "util/job_control.h"
 
 extern char** environ;
@@ -48,7 +48,6 @@ using internal::WriteFd;
 namespace {
 
 constexpr char kShell[] = "/bin/sh";
-constexpr int kFallbackPollMs = 5;  // waitpid polling without pidfds
 constexpr double kStartReapSlackSeconds = 5;
 constexpr int kAdoptPollMs = 20;  // how often an adopted attempt is probed
 
@@ -57,33 +56,24 @@ double NsToSeconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 // --- Spawning ----------------------------------------------------------------
 
 // The inherited environment with `overrides` replacing or adding entries.
-class EnvBlock {
- public:
-  explicit EnvBlock(
-      const std::vector<std::pair<std::string, std::string>>& overrides) {
-    std::set<std::string_view> names;
-    for (const auto& [name, value] : overrides) names.insert(name);
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-      const std::string_view entry(*e);
-      if (names.count(entry.substr(0, entry.find('='))) == 0) {
-        pointers_.push_back(*e);
-      }
+std::vector<std::string> MergedEnv(
+    const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::set<std::string_view> names;
+  for (const auto& [name, value] : overrides) names.insert(name);
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (names.count(entry.substr(0, entry.find('='))) == 0) {
+      env.emplace_back(entry);
     }
-    // Later overrides of the same name win.
-    for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
-      if (names.erase(it->first) == 1) {
-        strings_.push_back(it->first + "=" + it->second);
-      }
-    }
-    for (std::string& s : strings_) pointers_.push_back(s.data());
-    pointers_.push_back(nullptr);
   }
-  char* const* get() const { return pointers_.data(); }
-
- private:
-  std::vector<std::string> strings_;
-  std::vector<char*> pointers_;
-};
+  // Later overrides of the same name win.
+  for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
+    if (names.erase(it->first) == 1)
+      env.push_back(it->first + "=" + it->second);
+  }
+  return env;
+}
 
 // The descriptors a child starts with. All are O_CLOEXEC and above 2 here.
 // `out` is also the lock the tree holds (flocked before the fork).
@@ -206,30 +196,24 @@ Status OpenChildFds(Env* env, const CommandSpec& spec, ChildFds* fds) {
   return MakeStdin(spec.stdin_data, &fds->in);
 }
 
-// /bin/sh -c script under its supervisor (tasks/command_runner_spawn.h),
-// which leads the task's process group. Returns an errno.
-int SpawnShell(const CommandSpec& spec, const ChildFds& fds, int journal,
-               pid_t* pid) {
-  const EnvBlock env(spec.env);
-  std::string script = spec.script;
-  char sh[] = "sh";
-  char dash_c[] = "-c";
-  char* const argv[] = {sh, dash_c, script.data(), nullptr};
-  internal::SupervisorPlan plan;
+// What the spawner (tasks/spawner.h) starts: /bin/sh -c script, leading
+// its own process group.
+internal::SpawnPlan PlanOf(const CommandSpec& spec, const ChildFds& fds,
+                           int journal, uint64_t serial) {
+  internal::SpawnPlan plan;
+  plan.serial = serial;
+  plan.attempt = spec.attempt;
   plan.shell = kShell;
-  plan.argv = argv;
-  plan.envp = env.get();
-  plan.cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
+  plan.key = AttemptFiles::TaskKey(spec.output_dir);
+  plan.boot_id = internal::CurrentBootId();
+  plan.cwd = spec.cwd;
+  plan.argv = {"sh", "-c", spec.script};
+  plan.env = MergedEnv(spec.env);
   plan.in = fds.in.get();
   plan.out = fds.out.get();
   plan.err = fds.err.get();
-  plan.lock = fds.out.get();
-  plan.record = journal;
-  const std::string key = AttemptFiles::TaskKey(spec.output_dir);
-  plan.key = key.c_str();
-  plan.attempt = spec.attempt;
-  plan.boot_id = internal::CurrentBootId().c_str();
-  return internal::ForkSupervisor(plan, pid);
+  plan.journal = journal;
+  return plan;
 }
 
 // Signals the task's process group, and the leader itself if it left it.
@@ -237,26 +221,6 @@ void SignalTree(pid_t leader, int sig) {
   if (leader <= 1) return;  // an adopted tree whose leader is gone
   kill(-leader, sig);
   if (getpgid(leader) != leader) kill(leader, sig);
-}
-
-int PidfdOpen(pid_t pid) {
-#ifdef SYS_pidfd_open
-  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-#else
-  (void)pid;
-  errno = ENOSYS;
-  return -1;
-#endif
-}
-
-// True once the (unreaped) child has exited; it stays a zombie.
-bool LeaderExited(pid_t pid) {
-  siginfo_t info;
-  memset(&info, 0, sizeof(info));
-  if (waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-    return errno != EINTR;  // ECHILD: reaped elsewhere; Reap reports it
-  }
-  return info.si_pid == pid;
 }
 
 }  // namespace
@@ -310,35 +274,6 @@ void DescribeEnd(const AttemptRecord& rec, bool timed_out, double timeout,
 }
 
 }  // namespace internal
-
-namespace {
-
-// How the supervisor's shell ended, from its end line in the journal or,
-// when the supervisor itself was killed before writing it, from the
-// supervisor's own wait status.
-// `journal` is the journal's descriptor, -1 if none.
-AttemptRecord EndOf(int journal, uint64_t offset, const std::string& task_dir,
-                    int attempt, pid_t pid, int supervisor_status) {
-  AttemptRecord rec;
-  if (journal >= 0 &&
-      internal::FindJournalEnd(journal, offset, AttemptFiles::TaskKey(task_dir),
-                               attempt, pid, &rec)) {
-    return rec;
-  }
-  rec = AttemptRecord();
-  rec.ended = true;
-  if (WIFSIGNALED(supervisor_status)) {
-    rec.end = AttemptRecord::End::kSignal;
-    rec.value = WTERMSIG(supervisor_status);
-  } else {
-    rec.end = AttemptRecord::End::kExit;
-    rec.value =
-        WIFEXITED(supervisor_status) ? WEXITSTATUS(supervisor_status) : 255;
-  }
-  return rec;
-}
-
-}  // namespace
 
 struct CommandRunner::Journal {
   std::string path;
@@ -431,48 +366,30 @@ Status CommandRunner::Start(const CommandSpec& spec, uint64_t token) {
   WIZQ_RETURN_IF_ERROR(OpenJournal(spec.output_dir, &journal));
   ChildFds fds;
   WIZQ_RETURN_IF_ERROR(OpenChildFds(env_, spec, &fds));
-  // Where this attempt's end line will be looked for.
-  const off_t journal_offset = lseek(journal->fd.get(), 0, SEEK_END);
-  pid_t pid = -1;
-  const int err = SpawnShell(spec, fds, journal->fd.get(), &pid);
-  if (err != 0) {
-    CommandResult result;
-    result.outcome = CommandResult::Outcome::kSpawnFailed;
-    result.error = std::string("cannot run ") + kShell + " -c in " +
-                   (spec.cwd.empty() ? "." : spec.cwd) + ": " + strerror(err);
-    result.seconds = NsToSeconds(NowNs() - start_ns);
-    // Best effort: the result carries the same error; this copy is for a
-    // reader of the stderr file.
-    WriteFd(fds.err.get(), "wizq: " + result.error + "\n", "stderr")
-        .IgnoreError();
-    spawn_failures_.emplace_back(token, std::move(result));
-    return Status::OK();
+  if (!spawn_error_.ok()) {  // out of descriptors or processes: stop
+    Status s = spawn_error_;
+    spawn_error_ = Status::OK();
+    return s;
   }
+  const uint64_t serial = ++last_serial_;
+  sent_limit_ = SpawnLimit();
+  WIZQ_RETURN_IF_ERROR(spawner_.Spawn(
+      PlanOf(spec, fds, journal->fd.get(), serial), sent_limit_));
   auto child = std::make_unique<Child>();
   child->token = token;
-  child->pid = pid;
+  child->serial = serial;
+  child->pid = 0;  // until the spawner's kStarted
   child->attempt = spec.attempt;
   child->cwd = spec.cwd;
-  child->journal = journal;
-  child->journal_offset =
-      journal_offset > 0 ? static_cast<uint64_t>(journal_offset) : 0;
   child->output_dir = spec.output_dir;
   child->stdout_path =
       AttemptFiles::InTaskDir(spec.output_dir, spec.attempt).stdout_path();
   child->max_stdout_bytes = spec.max_stdout_bytes;
   child->start_ns = start_ns;
-  if (spec.timeout_seconds) {
-    child->timeout_seconds = *spec.timeout_seconds;
-    // On the clock that stands still while wizq is stopped (Ctrl+Z).
-    child->term_ns =
-        job_control::ActiveNowNs() + SecondsToNs(*spec.timeout_seconds);
-  }
+  // The timeout runs from kStarted on (it may wait in the spawner first).
+  child->has_timeout = spec.timeout_seconds.has_value();
+  child->timeout_seconds = spec.timeout_seconds.value_or(0);
   child->grace_seconds = spec.kill_grace_seconds;
-  if (use_pidfd_) {
-    child->pidfd = PidfdOpen(pid);
-    if (child->pidfd < 0) use_pidfd_ = false;
-  }
-  job_control::AddGroup(pid);  // stopped with wizq, killed by a 2nd Ctrl+C
   children_.push_back(std::move(child));
   return Status::OK();
 }
@@ -501,36 +418,95 @@ Status CommandRunner::PollChildren(int timeout_ms) {
     timeout_ms =
         timeout_ms < 0 ? kAdoptPollMs : std::min(timeout_ms, kAdoptPollMs);
   }
-  if (use_pidfd_) {
-    std::vector<pollfd> fds;
-    for (const auto& c : children_) fds.push_back({c->pidfd, POLLIN, 0});
-    fds.push_back({wake_fd_, POLLIN, 0});  // ignored when -1
-    const int n = poll(fds.data(), fds.size(), timeout_ms);
-    if (n < 0 && errno != EINTR) {
-      return Status::IOErrorFromErrno("cannot poll", "task processes", errno);
-    }
-    for (size_t i = 0; n > 0 && i < children_.size(); ++i) {
-      if (fds[i].revents != 0) children_[i]->exited = true;
-    }
-    woken_ = n > 0 && fds.back().revents != 0;
-    if (any_adopted) ProbeAdopted(/*force=*/false);
-    return Status::OK();
+  pollfd fds[2] = {{spawner_.fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  const int n = poll(fds, 2, timeout_ms);  // a -1 descriptor is ignored
+  if (n < 0 && errno != EINTR) {
+    return Status::IOErrorFromErrno("cannot poll", "task processes", errno);
   }
-  for (;;) {
-    bool any = false;
+  woken_ = n > 0 && fds[1].revents != 0;
+  if (n > 0 && fds[0].revents != 0) WIZQ_RETURN_IF_ERROR(ReadSpawnEvents());
+  if (any_adopted) ProbeAdopted(/*force=*/false);
+  return Status::OK();
+}
+
+// Cancelled, or refused for want of descriptors, memory or processes: an
+// environment error that the next Start reports, not the task's failure.
+bool CommandRunner::NeverStarted(const Child& c) {
+  const int e = c.end.value;
+  return !c.adopted && c.pid <= 0 && c.end.ended &&
+         c.end.end == AttemptRecord::End::kSpawn &&
+         (e == ECANCELED || e == EMFILE || e == ENFILE || e == ENOMEM ||
+          e == EAGAIN);
+}
+
+void CommandRunner::Started(Child* c, pid_t pid) {
+  c->pid = pid;
+  c->start_ns = NowNs();
+  if (c->has_timeout) {
+    // On the clock that stands still while wizq is stopped (Ctrl+Z).
+    c->term_ns = job_control::ActiveNowNs() + SecondsToNs(c->timeout_seconds);
+  }
+  job_control::AddGroup(pid);  // stopped with wizq, killed by a 2nd Ctrl+C
+}
+
+void CommandRunner::set_max_running(int n) {
+  max_running_ = n;
+  UpdateLimit();
+}
+
+uint32_t CommandRunner::SpawnLimit() const {
+  if (max_running_ < 0) return internal::SpawnRequest::kNoLimit;
+  int adopted = 0;
+  for (const auto& c : children_) adopted += c->adopted && !c->exited;
+  return static_cast<uint32_t>(std::max(0, max_running_ - adopted));
+}
+
+void CommandRunner::UpdateLimit() {
+  const uint32_t limit = SpawnLimit();
+  if (limit == sent_limit_) return;
+  sent_limit_ = limit;
+  spawner_.SetLimit(limit);  // nothing to tell when none runs yet
+}
+
+void CommandRunner::CancelWaiting() {
+  for (const auto& c : children_) {
+    if (!c->adopted && c->pid <= 0 && !c->exited && c->signalled == 0) {
+      spawner_.Cancel(c->serial);
+      c->signalled = -1;
+    }
+  }
+}
+
+Status CommandRunner::ReadSpawnEvents() {
+  std::vector<internal::SpawnEvent> events;
+  bool died = false;
+  const pid_t spawner = spawner_.pid();
+  WIZQ_RETURN_IF_ERROR(spawner_.Read(&events, &died));
+  for (const internal::SpawnEvent& ev : events) {
     for (const auto& c : children_) {
-      if (!c->adopted && !c->exited && LeaderExited(c->pid)) {
-        c->exited = any = true;
+      if (c->adopted || c->serial != ev.serial) continue;
+      if (ev.pid > 0 && c->pid <= 0) Started(c.get(), ev.pid);
+      if (ev.kind == internal::SpawnEvent::kEnded) {
+        c->exited = true;
+        c->end.ended = true;
+        c->end.end = static_cast<AttemptRecord::End>(ev.end);
+        c->end.value = ev.value;
+        if (NeverStarted(*c) && ev.value != ECANCELED) {
+          spawn_error_ = Status::IOErrorFromErrno(
+              "cannot start", "/bin/sh -c (the spawner)", ev.value);
+        }
       }
     }
-    if (any_adopted) ProbeAdopted(/*force=*/false);
-    for (const auto& c : children_) any = any || c->exited;
-    if (any || timeout_ms == 0) return Status::OK();
-    const int step = timeout_ms < 0 ? kFallbackPollMs
-                                    : std::min(timeout_ms, kFallbackPollMs);
-    SleepMs(step);
-    if (timeout_ms > 0) timeout_ms -= step;
   }
+  if (!died) return Status::OK();
+  // Whatever it started is ended: nothing records it any more.
+  for (const auto& c : children_) {
+    if (c->adopted || c->exited) continue;
+    c->exited = true;
+    c->spawner_died = spawner;
+    ReapOrphans(c->output_dir, 0, 5.0, env_).IgnoreError();
+  }
+  return Status::OK();
 }
 
 // A timed-out task's whole tree: its group, and whatever else still holds
@@ -547,7 +523,8 @@ static void SignalTimedOut(Env* env, pid_t leader,
 void CommandRunner::EnforceTimeouts() {
   const int64_t now = job_control::ActiveNowNs();  // term_ns and kill_ns
   for (const auto& c : children_) {
-    if (c->exited) continue;
+    // One not started yet is signalled once the spawner says it runs.
+    if (c->exited || (!c->adopted && c->pid <= 0)) continue;
     if (!c->timed_out && now >= c->term_ns) {
       c->timed_out = true;
       SignalTimedOut(env_, c->pid, c->stdout_path, SIGTERM);
@@ -562,34 +539,40 @@ void CommandRunner::EnforceTimeouts() {
 
 CommandResult CommandRunner::Reap(const Child& c) {
   if (c.adopted) return ReapAdopted(c);
-  // While the leader is an unreaped zombie its pid (= the group id) cannot
-  // be reused, so this reaches only what the task left behind.
-  job_control::RemoveGroup(c.pid);
-  kill(-c.pid, SIGKILL);
-  int status = 0;
-  pid_t r;
-  do {
-    r = waitpid(c.pid, &status, 0);
-  } while (r < 0 && errno == EINTR);
+  // Until the spawner is released, the leader is an unreaped zombie (or
+  // still alive) and its pid, the group id, cannot be reused: this
+  // reaches only what the task left behind.
+  if (c.pid > 0) {
+    job_control::RemoveGroup(c.pid);
+    if (c.spawner_died == 0) kill(-c.pid, SIGKILL);
+  }
+  spawner_.Release(c.serial);
   CommandResult result;
   result.seconds = NsToSeconds(NowNs() - c.start_ns);
-  if (r < 0) {
-    result.outcome = CommandResult::Outcome::kExited;
-    result.error = "exit status of pid " + std::to_string(c.pid) +
-                   " lost: " + strerror(errno);
+  if (c.spawner_died != 0 || !c.end.ended) {
+    result.outcome = CommandResult::Outcome::kSignaled;
+    result.signal = SIGKILL;
+    result.error = c.spawner_died != 0
+                       ? "exit status lost: the wizq-spawner process (pid " +
+                             std::to_string(c.spawner_died) +
+                             ") that started and watched it died"
+                       : "killed by signal 9 (Killed)";
     return result;
   }
-  const AttemptRecord end =
-      EndOf(c.journal != nullptr ? c.journal->fd.get() : -1, c.journal_offset,
-            c.output_dir, c.attempt, c.pid, status);
-  if (end.end == AttemptRecord::End::kSpawn) {
+  if (NeverStarted(c)) {
+    result.outcome = CommandResult::Outcome::kSpawnFailed;
+    result.cancelled = true;
+    result.error = std::string("not started: ") + strerror(c.end.value);
+    return result;
+  }
+  if (c.end.end == AttemptRecord::End::kSpawn) {
     result.outcome = CommandResult::Outcome::kSpawnFailed;
     result.error = std::string("cannot run ") + kShell + " -c in " +
-                   (c.cwd.empty() ? "." : c.cwd) + ": " + strerror(end.value);
+                   (c.cwd.empty() ? "." : c.cwd) + ": " + strerror(c.end.value);
     AppendStderr(c, "wizq: " + result.error + "\n");
     return result;
   }
-  internal::DescribeEnd(end, c.timed_out, c.timeout_seconds, &result);
+  internal::DescribeEnd(c.end, c.timed_out, c.timeout_seconds, &result);
   ReadStdout(env_, c.stdout_path, c.max_stdout_bytes, &result);
   return result;
 }
@@ -614,6 +597,7 @@ void CommandRunner::CollectExited(Done* done) {
     done->emplace_back(children_[i]->token, Reap(*children_[i]));
     children_.erase(children_.begin() + static_cast<ptrdiff_t>(i));
   }
+  UpdateLimit();  // an adopted attempt that ended frees a place
 }
 
 Status CommandRunner::Wait(int timeout_ms, Done* done) {
@@ -647,19 +631,33 @@ void CommandRunner::TerminateAll(double grace_seconds) {
   }
   std::vector<std::string> dirs;
   for (const auto& c : children_) dirs.push_back(c->output_dir);
-  for (const auto& c : children_) SignalTree(c->pid, SIGTERM);
+  // SIGTERM, SIGKILL after the grace; an attempt that the spawner starts
+  // meanwhile is signalled once it says so. The spawner reports each end.
   const int64_t kill_at = NowNs() + SecondsToNs(grace_seconds);
+  const int64_t give_up = kill_at + SecondsToNs(kStartReapSlackSeconds);
   Done dropped;
-  while (!children_.empty() && NowNs() < kill_at) {
-    const int64_t ms = (kill_at - NowNs() + 999'999) / 1'000'000;
-    // A failed poll only ends this wait early: the SIGKILL below and the
-    // blocking reap still end every child.
-    PollChildren(static_cast<int>(std::min<int64_t>(ms, INT_MAX)))
-        .IgnoreError();
+  int sig = SIGTERM;
+  while (!children_.empty() && NowNs() < give_up) {
+    if (NowNs() >= kill_at) sig = SIGKILL;
+    for (const auto& c : children_) {
+      if (c->pid <= 0 && !c->exited && c->signalled == 0) {
+        spawner_.Cancel(c->serial);  // never starts, if it waits still
+        c->signalled = -1;
+      }
+      if (c->pid <= 0) continue;
+      if (c->pid > 0 && !c->exited && c->signalled != sig) {
+        SignalTree(c->pid, sig);
+        c->signalled = sig;
+      }
+    }
+    const int64_t until = sig == SIGTERM ? kill_at : give_up;
+    const int64_t ms = std::max<int64_t>(0, (until - NowNs()) / 1'000'000);
+    // A failed poll only ends this wait early.
+    PollChildren(static_cast<int>(std::min<int64_t>(ms, 50))).IgnoreError();
     CollectExited(&dropped);
   }
   for (const auto& c : children_) {
-    SignalTree(c->pid, SIGKILL);
+    if (c->pid > 0 && c->spawner_died == 0) SignalTree(c->pid, SIGKILL);
     c->exited = true;
   }
   CollectExited(&dropped);

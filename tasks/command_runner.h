@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "fs/env.h"
+#include "tasks/spawner.h"
 #include "util/status.h"
 
 namespace wizq {
@@ -91,6 +92,10 @@ struct CommandResult {
   // Adopt(): that attempt died without an exit record (or by a signal), so
   // it has no result; see error.
   bool lost = false;
+  // It never began: CancelWaiting() took it back, or the spawner had no
+  // descriptors, memory or processes for it (the next Start then fails
+  // with that environment error).
+  bool cancelled = false;
 };
 
 class CommandRunner {
@@ -140,6 +145,15 @@ class CommandRunner {
   // Commands started and not yet returned by Wait.
   size_t running() const;
 
+  // How many commands run at once (negative: no limit, the default; an
+  // adopted attempt counts). Started beyond it, a command waits in the
+  // spawner and starts as soon as another ends (tasks/spawner.h), without
+  // a round trip through wizq; its timeout runs from then on.
+  void set_max_running(int n);
+  // Gives back every command that waits and has not started: the next Wait
+  // reports each with CommandResult::cancelled (it never began).
+  void CancelWaiting();
+
   // Wait also returns (without reading it) when `fd` is readable; -1: none.
   void set_wake_fd(int fd) { wake_fd_ = fd; }
 
@@ -159,6 +173,11 @@ class CommandRunner {
   // Marks children whose leader has exited; waits up to timeout_ms
   // (negative = no limit) for the first one.
   Status PollChildren(int timeout_ms);
+  // Applies the spawner's events; ends what it ran when it died.
+  Status ReadSpawnEvents();
+  // kStarted: the shell runs (its timeout starts now).
+  void Started(Child* c, pid_t pid);
+  static bool NeverStarted(const Child& c);
   // Sends the SIGTERM/SIGKILL that are due.
   void EnforceTimeouts();
   // Reaps the exited children and appends their results.
@@ -180,7 +199,14 @@ class CommandRunner {
   Done spawn_failures_;                             // reported by the next Wait
   std::vector<std::shared_ptr<Journal>> journals_;  // one per run directory
   std::set<std::string> checked_dirs_;  // tasks directories made and checked
-  bool use_pidfd_ = true;
+  internal::Spawner spawner_;           // started on the first Start
+  uint64_t last_serial_ = 0;
+  Status spawn_error_;  // reported by the next Start
+  int max_running_ = -1;
+  uint32_t sent_limit_ = internal::SpawnRequest::kNoLimit;
+  // The spawner's limit: max_running_ less the adopted attempts.
+  uint32_t SpawnLimit() const;
+  void UpdateLimit();
   int wake_fd_ = -1;
   bool woken_ = false;  // the wake fd was readable in the last poll
 };

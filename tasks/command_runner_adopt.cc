@@ -76,6 +76,7 @@ Status CommandRunner::Adopt(const CommandSpec& spec, uint64_t token,
   }
   child->next_probe_ns = now + kProbeIntervalNs;
   children_.push_back(std::move(child));
+  UpdateLimit();
   *adopted = true;
   return Status::OK();
 }

@@ -1,5 +1,5 @@
-// CommandRunner's bookkeeping of one attempt it waits for: a supervisor it
-// started, or an adopted attempt of a dead worker. Internal to
+// CommandRunner's bookkeeping of one attempt it waits for: a shell its
+// spawner started, or an adopted attempt of a dead worker. Internal to
 // command_runner*.cc.
 #ifndef WIZQ_TASKS_COMMAND_RUNNER_CHILD_H_
 #define WIZQ_TASKS_COMMAND_RUNNER_CHILD_H_
@@ -18,28 +18,24 @@
 namespace wizq {
 
 struct CommandRunner::Child {
-  ~Child() {
-    if (pidfd >= 0) close(pidfd);
-  }
-
   uint64_t token = 0;
-  // The supervisor, which leads the process group; for an adopted attempt
-  // the recorded one if it was still alive at adoption, else 0.
+  uint64_t serial = 0;  // the spawner's name for it (tasks/spawner.h)
+  // The shell, which leads the process group (0 until the spawner has
+  // started it); for an adopted attempt the recorded leader if it was
+  // still alive at adoption, else 0.
   pid_t pid = -1;
-  int pidfd = -1;       // -1 without pidfd support, or adopted
-  bool exited = false;  // ready to be reaped (adopted: finished or lost)
+  bool exited = false;     // ready to be reaped (adopted: finished or lost)
+  int signalled = 0;       // TerminateAll's last signal to it (-1: cancelled)
+  pid_t spawner_died = 0;  // the spawner that died before it ended
   int attempt = 1;
   std::string cwd;
   std::string output_dir;
   std::string stdout_path;
-  // The run's journal (its end line is looked for from journal_offset on);
-  // null for an adopted attempt.
-  std::shared_ptr<Journal> journal;
-  uint64_t journal_offset = 0;
   size_t max_stdout_bytes = 0;
   int64_t start_ns = 0;
   int64_t term_ns = internal::kNever;  // when SIGTERM is due (the timeout)
   int64_t kill_ns = internal::kNever;  // when SIGKILL is due
+  bool has_timeout = false;
   double timeout_seconds = 0;
   double grace_seconds = 0;
   bool timed_out = false;
@@ -47,7 +43,8 @@ struct CommandRunner::Child {
   bool adopted = false;
   bool lost = false;  // died without an exit record
   int64_t next_probe_ns = 0;
-  internal::AttemptRecord end;  // the record once finished
+  // How it ended: the spawner's kEnded, or an adopted attempt's record.
+  internal::AttemptRecord end;
 };
 
 namespace internal {

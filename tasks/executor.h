@@ -102,6 +102,9 @@ struct AttemptResult {
   // An adopted attempt that died without an exit record while waited for:
   // it has no result and is a lost attempt (worker_lost, charged).
   bool lost = false;
+  // A queued attempt taken back by CancelQueued before it started: no
+  // result; the task is still claimed and may start later.
+  bool never_started = false;
 };
 
 class Executor {
@@ -177,6 +180,22 @@ class Executor {
     (void)fd;
     return false;
   }
+
+  // Whether an attempt of `action` may be started while every slot is
+  // busy: it then waits in the executor and starts the moment one of its
+  // running attempts ends, without a round trip through the run loop
+  // (CommandExecutor: in its spawner, tasks/spawner.h). The run loop
+  // starts at most one such attempt per slot ahead. Default: no.
+  virtual bool Queues(const Action& action) const {
+    (void)action;
+    return false;
+  }
+  // How many of the attempts this executor queues may run at once (the
+  // slots that attempts of other executors do not hold). Default: ignored.
+  virtual void SetQueueSlots(int slots) { (void)slots; }
+  // Gives back the queued attempts that have not started: Wait reports
+  // each with AttemptResult::never_started. Default: none.
+  virtual void CancelQueued() {}
 
   // After a Start that adopted a dead worker's attempt of `task_id` which
   // still runs: what it waits for, for the user ("waiting for its earlier

@@ -19,6 +19,19 @@ bool ExecutorSet::CanRun(const Action& action) const {
   return MemberFor(action) != nullptr;
 }
 
+bool ExecutorSet::Queues(const Action& action) const {
+  Executor* m = MemberFor(action);
+  return m != nullptr && m->Queues(action);
+}
+
+void ExecutorSet::SetQueueSlots(int slots) {
+  for (Executor* m : members_) m->SetQueueSlots(slots);
+}
+
+void ExecutorSet::CancelQueued() {
+  for (Executor* m : members_) m->CancelQueued();
+}
+
 bool ExecutorSet::CanRunTask(const Task& task, const Action& action) const {
   Executor* m = MemberFor(action);
   return m != nullptr && m->CanRunTask(task, action);

@@ -46,6 +46,9 @@ class ExecutorSet : public Executor {
   // tasks whose kind adopts: see RunLoop::Open).
   bool AttemptAdoptable(int64_t task_id, int attempt) const override;
   std::string AdoptionNote(int64_t task_id) const override;
+  bool Queues(const Action& action) const override;
+  void SetQueueSlots(int slots) override;
+  void CancelQueued() override;
   // Always true: members that take the descriptor wake on it in their own
   // Wait; while others are waited for, the set polls it between slices.
   bool SetWakeFd(int fd) override;

@@ -124,12 +124,22 @@ bool ReadRecord(Env* env, const std::string& task_dir, AttemptRecord* r) {
          internal::ParseAttemptRecord(text, r);
 }
 
-// Whether the record's supervisor (the tree's leader) is that very process
-// and alive (not a zombie).
-bool LeaderAlive(const AttemptRecord& r) {
+// The state of the record's leader ('R', 'S', 'Z', ...; 0 when that very
+// process is gone).
+char LeaderState(const AttemptRecord& r) {
   ProcStat st;
-  return r.pid > 1 && r.boot_id == BootId() && ReadProcStat(r.pid, &st) &&
-         st.start_time == r.start && st.state != 'Z' && st.state != 'X';
+  if (r.pid > 1 && r.boot_id == BootId() && ReadProcStat(r.pid, &st) &&
+      st.start_time == r.start) {
+    return st.state;
+  }
+  return 0;
+}
+
+// Whether the record's leader is that very process and alive (not a
+// zombie).
+bool LeaderAlive(const AttemptRecord& r) {
+  const char state = LeaderState(r);
+  return state != 0 && state != 'Z' && state != 'X';
 }
 
 // The recorded leader, if that very process is still alive.
@@ -162,6 +172,15 @@ bool HoldsFile(pid_t pid, const FileInfo& file) {
   }
   closedir(d);
   return found;
+}
+
+// A spawner (tasks/spawner.h) holds an attempt's lock only while the
+// attempt waits to start; it runs no task code and records every attempt
+// of its wizq: never one of the processes to end.
+bool IsSpawner(pid_t pid) {
+  std::string comm;
+  return ReadProcFile("/proc/" + std::to_string(pid) + "/comm", 64, &comm) &&
+         comm.rfind("wizq-spawner", 0) == 0;
 }
 
 // Whether the lock file at `path` is held by someone (false if absent).
@@ -224,7 +243,9 @@ OrphanState ProbeOrphan(Env* env, const std::string& task_dir, int attempt,
                : OrphanState::kLost;
   }
   if (!this_boot) return OrphanState::kLost;
-  const bool running = LeaderAlive(r) || LockHeld(env, task_dir, attempt);
+  // A zombie leader: its spawner has not reaped it yet, which it does only
+  // after the end line (tasks/spawner.h): the line is coming.
+  const bool running = LeaderState(r) != 0 || LockHeld(env, task_dir, attempt);
   // The supervisor may have written its end line since the first read.
   AttemptRecord again;
   if (ReadRecord(env, task_dir, &again) && again.ended &&
@@ -246,7 +267,9 @@ std::vector<pid_t> FileHolders(const FileInfo& file) {
     char* end = nullptr;
     const long pid = strtol(e->d_name, &end, 10);
     if (*end != '\0' || pid <= 1 || pid == self) continue;
-    if (HoldsFile(static_cast<pid_t>(pid), file)) pids.push_back(pid);
+    if (HoldsFile(static_cast<pid_t>(pid), file) && !IsSpawner(pid)) {
+      pids.push_back(pid);
+    }
   }
   closedir(proc);
   return pids;
