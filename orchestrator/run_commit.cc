@@ -85,8 +85,7 @@ Status RunLoop::Harvest(bool block) {
 
 void RunLoop::MaybeLaunchCommit() {
   if (inflight_.valid()) return;
-  const int ahead = lookahead_ > 0 ? jobs_ : 0;  // StartReady's
-  const int free = jobs_ + ahead - static_cast<int>(running_.size());
+  const int free = jobs_ + QueueAhead() - static_cast<int>(running_.size());
   int want = free + lookahead_ - static_cast<int>(ready_.size());
   if (run_status_ != RunStatus::kRunning) want = 0;
   const bool poll_due = MonotonicMs() >= next_poll_ms_;

@@ -27,8 +27,8 @@ void RunLoop::ReapLostOrphans(const std::vector<int64_t>& ids) {
 // Starts claimed tasks while slots are free, in claim order, skipping those
 // whose step is at its max_concurrency (they start when one of its tasks
 // ends). Short tasks that the executor can queue (Commands) are started
-// up to one per slot ahead: each waits in the executor and starts the
-// moment a running one ends (Executor::Queues).
+// up to QueueAhead() beyond the slots: each waits in the executor and
+// starts the moment a running one ends (Executor::Queues).
 Status RunLoop::StartReady() {
   std::map<std::string, int> per_step;
   int others = 0;  // running tasks of executors that do not queue
@@ -39,7 +39,7 @@ Status RunLoop::StartReady() {
     if (a == nullptr || !executor_->Queues(*a)) others++;
   }
   executor_->SetQueueSlots(std::max(0, jobs_ - others));
-  const int ahead = lookahead_ > 0 ? jobs_ : 0;
+  const int ahead = QueueAhead();
   for (auto it = ready_.begin();
        it != ready_.end() &&
        static_cast<int>(running_.size()) < jobs_ + ahead;) {

@@ -439,12 +439,15 @@ bool CommandRunner::NeverStarted(const Child& c) {
           e == EAGAIN);
 }
 
-void CommandRunner::Started(Child* c, pid_t pid) {
+void CommandRunner::Started(Child* c, pid_t pid, int64_t at_ns) {
   c->pid = pid;
-  c->start_ns = NowNs();
+  const int64_t now = NowNs();
+  // The spawner may have held the event back a little (tasks/spawner.h).
+  c->start_ns = at_ns > 0 && at_ns <= now ? at_ns : now;
   if (c->has_timeout) {
     // On the clock that stands still while wizq is stopped (Ctrl+Z).
-    c->term_ns = job_control::ActiveNowNs() + SecondsToNs(c->timeout_seconds);
+    c->term_ns = job_control::ActiveNowNs() - (now - c->start_ns) +
+                 SecondsToNs(c->timeout_seconds);
   }
   job_control::AddGroup(pid);  // stopped with wizq, killed by a 2nd Ctrl+C
 }
@@ -485,7 +488,7 @@ Status CommandRunner::ReadSpawnEvents() {
   for (const internal::SpawnEvent& ev : events) {
     for (const auto& c : children_) {
       if (c->adopted || c->serial != ev.serial) continue;
-      if (ev.pid > 0 && c->pid <= 0) Started(c.get(), ev.pid);
+      if (ev.pid > 0 && c->pid <= 0) Started(c.get(), ev.pid, ev.at_ns);
       if (ev.kind == internal::SpawnEvent::kEnded) {
         c->exited = true;
         c->end.ended = true;

@@ -176,7 +176,7 @@ class CommandRunner {
   // Applies the spawner's events; ends what it ran when it died.
   Status ReadSpawnEvents();
   // kStarted: the shell runs (its timeout starts now).
-  void Started(Child* c, pid_t pid);
+  void Started(Child* c, pid_t pid, int64_t at_ns);
   static bool NeverStarted(const Child& c);
   // Sends the SIGTERM/SIGKILL that are due.
   void EnforceTimeouts();

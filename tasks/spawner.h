@@ -27,7 +27,10 @@
 // Attempts beyond the limit wait in the spawner, first come first: when a
 // shell ends, the spawner starts the next one at once, without a round
 // trip through wizq (what xargs does; docs/BENCHMARKS.md). When wizq is
-// gone, what waits is dropped: those attempts never began.
+// gone, what waits is dropped: those attempts never began. While more
+// attempts wait than may run at once, the spawner holds its kStarted and
+// kEnded events back (at most kHoldMs, 64 of them), so that wizq wakes
+// once per few attempts, not twice per attempt; events carry their time.
 //
 // The shell leads its own process group. In the vfork child, before the
 // exec, it appends the journal's start line (tasks/attempt_journal.h); the
@@ -77,6 +80,7 @@ struct SpawnEvent {
   uint64_t serial = 0;
   int32_t end = 0;    // kEnded: AttemptRecord::End (0 exit, 1 signal, 2 spawn)
   int32_t value = 0;  // exit code, signal number or errno
+  int64_t at_ns = 0;  // when it happened, CLOCK_MONOTONIC
 };
 
 // What an attempt is started with. The descriptors stay wizq's: the
@@ -92,6 +96,8 @@ struct SpawnPlan {
   std::vector<std::string> env;   // "NAME=value"
   int in = -1, out = -1, err = -1, journal = -1;
 };
+
+constexpr int kSpawnerHoldMs = 5;
 
 // wizq's end of the spawner. Not thread-safe (one CommandRunner's).
 class Spawner {

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -132,6 +133,10 @@ struct Slot {
 
 struct State {
   pid_t parent = 0;
+  Buffer events;  // held back (see spawner.h)
+  size_t nevents = 0;
+  int64_t oldest_ns = 0;  // of the held events
+  bool urgent = false;    // one of them may not wait
   bool connected = true;  // wizq's end is open
   bool use_pidfd = true;
   uint32_t limit = SpawnRequest::kNoLimit;  // shells at once
@@ -145,11 +150,36 @@ bool Orphaned(const State& st) {
   return !st.connected || getppid() != st.parent;
 }
 
-void Send(State* st, const SpawnEvent& ev) {
+int64_t MonoNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+void SendNow(State* st, const SpawnEvent& ev) {
   while (st->connected) {
     if (send(kSock, &ev, sizeof(ev), MSG_NOSIGNAL) >= 0) return;
     if (errno != EINTR) st->connected = false;
   }
+}
+
+// Held until Flush; sent at once when it cannot be held.
+void Send(State* st, SpawnEvent ev) {
+  ev.at_ns = MonoNs();
+  const bool routine = ev.kind == SpawnEvent::kStarted || ev.end != 2;
+  if (!st->events.Reserve((st->nevents + 1) * sizeof(SpawnEvent))) {
+    return SendNow(st, ev);
+  }
+  if (st->nevents == 0) st->oldest_ns = ev.at_ns;
+  reinterpret_cast<SpawnEvent*>(st->events.data)[st->nevents++] = ev;
+  st->urgent = st->urgent || !routine;
+}
+
+void Flush(State* st) {
+  const SpawnEvent* evs = reinterpret_cast<SpawnEvent*>(st->events.data);
+  for (size_t i = 0; i < st->nevents; i++) SendNow(st, evs[i]);
+  st->nevents = 0;
+  st->urgent = false;
 }
 
 void SendEnded(State* st, const Slot& s, int end, int value) {
@@ -588,6 +618,32 @@ void Prepare(int sock) {
 
 }  // namespace
 
+// Whether the held events go now: wizq must refill the queue (no more wait
+// than may run), hears of a refusal at once, and never later than kHoldMs.
+bool FlushDue(const State& st, int64_t now) {
+  if (st.nevents == 0) return false;
+  if (st.urgent || !st.connected || st.nevents >= 64 ||
+      now - st.oldest_ns >= int64_t{kSpawnerHoldMs} * 1'000'000) {
+    return true;
+  }
+  uint32_t queued = 0;
+  for (size_t i = 0; i < st.nslots; i++)
+    queued += st.slots[i].state == Slot::kQueued;
+  return queued <= st.limit;
+}
+
+// The poll timeout: until the held events are due, or the fallback's.
+int PollTimeout(const State& st, bool fallback) {
+  int ms = fallback ? kFallbackPollMs : -1;
+  if (st.nevents > 0) {
+    const int64_t due = st.oldest_ns + int64_t{kSpawnerHoldMs} * 1'000'000;
+    const int64_t left =
+        std::max<int64_t>(0, (due - MonoNs() + 999'999) / 1'000'000);
+    ms = ms < 0 ? static_cast<int>(left) : std::min(ms, static_cast<int>(left));
+  }
+  return ms;
+}
+
 void SpawnerMain(int sock, pid_t parent) {
   Prepare(sock);
   State st;
@@ -614,7 +670,7 @@ void SpawnerMain(int sock, pid_t parent) {
       fds[n++] = {s.pidfd, POLLIN, 0};
     }
     const bool fallback = waiting && !st.use_pidfd;
-    const int r = poll(fds, n, fallback ? kFallbackPollMs : -1);
+    const int r = poll(fds, n, PollTimeout(st, fallback));
     if (r < 0 && errno != EINTR) _exit(1);
     if (r > 0 || fallback) CheckChildren(&st, fds, slot_of, first, n);
     if (first == 1 && r > 0 && fds[0].revents != 0 && !Receive(&st)) {
@@ -622,6 +678,7 @@ void SpawnerMain(int sock, pid_t parent) {
     }
     if (st.connected && getppid() != parent) Disconnect(&st);
     if (st.connected) StartQueued(&st);
+    if (FlushDue(st, MonoNs())) Flush(&st);
   }
 }
 
