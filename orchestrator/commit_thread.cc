@@ -32,10 +32,12 @@ std::future<CommitResult> CommitThread::Launch(
     // after get() never leaves a stale wake behind (which would make every
     // Wait return at once: a busy loop until the next commit).
     const int fd = wake_fd_;
-    task_ =
-        std::packaged_task<CommitResult()>([commit = std::move(commit), fd]() {
+    landed_.store(false);
+    task_ = std::packaged_task<CommitResult()>(
+        [this, commit = std::move(commit), fd]() {
           CommitResult r = commit();
-          if (fd >= 0) {
+          landed_.store(true);
+          if (fd >= 0 && wake_wanted_.load()) {
             const uint64_t one = 1;
             [[maybe_unused]] const ssize_t n = write(fd, &one, sizeof(one));
           }

@@ -64,7 +64,16 @@ Status RunLoop::CollectResults() {
   // While a commit is in flight, come back soon to take its claims.
   // While a commit is in flight, come back as soon as it lands (the
   // executor wakes on its eventfd) to take its claims; without that, soon.
-  const int wait_ms = inflight_.valid() && !wake_on_commit_ ? 1 : 200;
+  int wait_ms = inflight_.valid() && !wake_on_commit_ ? 1 : 200;
+  if (inflight_.valid() && wake_on_commit_) {
+    // Woken by the commit only when its claims are needed soon; else it is
+    // taken at the next wake (within kLazyHarvestMs), and the results that
+    // arrive meanwhile share the next commit.
+    const bool want = static_cast<int>(ready_.size()) < jobs_;
+    commits_.set_wake_wanted(want);
+    if (!want) wait_ms = kLazyHarvestMs;
+    if (want && commits_.landed()) wait_ms = 0;
+  }
   WIZQ_RETURN_IF_ERROR(executor_->Wait(wait_ms, &done));
   for (auto& [id, result] : done) {
     auto it = running_.find(id);

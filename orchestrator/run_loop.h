@@ -149,7 +149,8 @@ class RunLoop {
   // How many short tasks StartReady starts beyond the slots, to wait in
   // the executor (two per slot: the spawner then wakes wizq once per slot's
   // worth of ended tasks, tasks/spawner.h); none for long tasks.
-  int QueueAhead() const { return lookahead_ > 0 ? 2 * jobs_ : 0; }
+  int QueueAhead() const { return lookahead_ > 0 ? 4 * jobs_ : 0; }
+  static constexpr int kLazyHarvestMs = 10;
   Status CollectResults();
   Status StartTask(const Task& task);
   Outcome Judge(const Task& task, const AttemptResult& result) const;

@@ -88,9 +88,11 @@ Status CommandExecutor::Start(const Attempt& a) {
   const uint64_t token = static_cast<uint64_t>(a.task_id);
   bool adopted = false;
   // This attempt number ran before only if a dead worker started it (or
-  // this process was interrupted while it ran): adopt what it left.
-  if (env_->FileExists(files.stdout_path()) ||
-      env_->FileExists(files.stdin_path())) {  // the previous layout's
+  // this process was interrupted while it ran): adopt what it left. A
+  // task's first claim ever has nothing to look for (no file lookups).
+  spec.first_claim = a.number == 1 && !a.adopt_expected;
+  if (!spec.first_claim && (env_->FileExists(files.stdout_path()) ||
+                            env_->FileExists(files.stdin_path()))) {
     WIZQ_RETURN_IF_ERROR(runner_.Adopt(spec, token, &adopted));
     if (!adopted && a.adopt_expected &&
         internal::AttemptBegan(env_, files.dir(), a.number)) {

@@ -169,7 +169,8 @@ Status OpenChildFds(Env* env, const CommandSpec& spec, ChildFds* fds) {
       AttemptFiles::InTaskDir(spec.output_dir, spec.attempt);
   const std::string out = files.stdout_path();
   bool busy = false;
-  WIZQ_RETURN_IF_ERROR(EarlierTreeBusy(env, spec, &busy));
+  if (!spec.first_claim)
+    WIZQ_RETURN_IF_ERROR(EarlierTreeBusy(env, spec, &busy));
   for (int round = 0;; ++round) {
     if (busy) {
       if (round > 1) {
@@ -673,6 +674,7 @@ void CommandRunner::TerminateAll(double grace_seconds) {
   for (const std::string& dir : dirs) {
     ReapOrphans(dir, 0.2, 5.0, env_).IgnoreError();
   }
+  spawner_.FlushReleases();
 }
 
 }  // namespace wizq

@@ -62,6 +62,10 @@ struct CommandSpec {
   // AttemptFiles::InTaskDir(output_dir, attempt).
   std::string output_dir;
   int attempt = 1;
+  // Attempt 1 of a task never claimed before (Attempt::adopt_expected
+  // false): no earlier tree of it can exist, so none is looked for (the
+  // attempt's own lock is still taken, and waited for if held).
+  bool first_claim = false;
   // Unset = no limit. The group gets SIGTERM when it elapses, then SIGKILL
   // after kill_grace_seconds.
   std::optional<double> timeout_seconds;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -46,6 +47,7 @@ Status PlanFd(const std::string& text, ScopedFd* fd) {
 Spawner::~Spawner() { Stop(); }
 
 void Spawner::Stop() {
+  releases_.clear();  // at EOF the spawner reaps them all
   if (sock_ >= 0) close(sock_);
   sock_ = -1;
   if (pid_ > 0) {
@@ -84,8 +86,10 @@ Status Spawner::Spawn(const SpawnPlan& plan, uint32_t limit) {
   if (sock_ < 0) WIZQ_RETURN_IF_ERROR(Start());
   const std::string text = PlanText(plan);
   ScopedFd plan_fd;
-  WIZQ_RETURN_IF_ERROR(PlanFd(text, &plan_fd));
+  const bool inline_plan = text.size() <= kInlinePlanMax;
+  if (!inline_plan) WIZQ_RETURN_IF_ERROR(PlanFd(text, &plan_fd));
   SpawnRequest req;
+  AddReleases(&req);
   req.kind = SpawnRequest::kSpawn;
   req.attempt = plan.attempt;
   req.serial = plan.serial;
@@ -95,11 +99,28 @@ Status Spawner::Spawn(const SpawnPlan& plan, uint32_t limit) {
   req.limit = limit;
   const int fds[kMaxFds] = {plan.in, plan.out, plan.err, plan.journal,
                             plan_fd.get()};
-  return Send(&req, sizeof(req), fds, kMaxFds);
+  std::string msg(reinterpret_cast<const char*>(&req), sizeof(req));
+  if (inline_plan) msg += text;
+  return Send(msg.data(), msg.size(), fds, inline_plan ? 4 : 5);
+}
+
+void Spawner::AddReleases(SpawnRequest* req) {
+  const size_t n =
+      std::min<size_t>(releases_.size(), SpawnRequest::kMaxRelease);
+  for (size_t i = 0; i < n; i++) req->release[i] = releases_[i];
+  req->nrelease = static_cast<uint32_t>(n);
+  releases_.erase(releases_.begin(),
+                  releases_.begin() + static_cast<ptrdiff_t>(n));
+}
+
+void Spawner::FlushReleases() {
+  while (sock_ >= 0 && !releases_.empty()) Tell(SpawnRequest::kRelease, 0, 0);
 }
 
 void Spawner::Release(uint64_t serial) {
-  Tell(SpawnRequest::kRelease, serial, 0);
+  if (sock_ < 0) return;
+  releases_.push_back(serial);
+  if (releases_.size() >= SpawnRequest::kMaxRelease) FlushReleases();
 }
 
 void Spawner::Cancel(uint64_t serial) {
@@ -114,6 +135,7 @@ void Spawner::Tell(uint32_t kind, uint64_t serial, uint32_t limit) {
   req.kind = kind;
   req.serial = serial;
   req.limit = limit;
+  AddReleases(&req);
   Send(&req, sizeof(req), nullptr, 0).IgnoreError();
 }
 

@@ -13,10 +13,13 @@
 //
 // The protocol, over a SOCK_SEQPACKET socket pair (one message each):
 //
-//   wizq -> spawner  kSpawn    header + plan, descriptors stdin, stdout
+//   wizq -> spawner  kSpawn    header + plan (up to kInlinePlanMax bytes
+//                              after the header, else a memfd as a fifth
+//                              descriptor), descriptors stdin, stdout
 //                              (flocked: the attempt's lock), stderr, the
-//                              run's journal, the plan (a memfd)
-//                    kRelease  the attempt's leader may be reaped now
+//                              run's journal
+//                    kRelease  leaders that may be reaped now (any
+//                              message carries such a list too)
 //                    kCancel   drop the attempt if it has not started
 //                    kLimit    how many shells may run at once
 //   spawner -> wizq  kStarted  the shell runs: its pid (= its group)
@@ -72,6 +75,11 @@ struct SpawnRequest {
   uint32_t plan_size = 0;
   uint32_t limit = kNoLimit;  // kSpawn, kLimit: shells at once
   static constexpr uint32_t kNoLimit = UINT32_MAX;
+  // Any message: attempts whose leaders may be reaped now (kRelease's
+  // job, carried by the next request instead of a message of its own).
+  static constexpr uint32_t kMaxRelease = 16;
+  uint32_t nrelease = 0;
+  uint64_t release[kMaxRelease] = {};
 };
 struct SpawnEvent {
   enum Kind : uint32_t { kStarted = 1, kEnded = 2 };
@@ -98,6 +106,7 @@ struct SpawnPlan {
 };
 
 constexpr int kSpawnerHoldMs = 5;
+constexpr size_t kInlinePlanMax = 60 * 1024;
 
 // wizq's end of the spawner. Not thread-safe (one CommandRunner's).
 class Spawner {
@@ -117,8 +126,11 @@ class Spawner {
   void Cancel(uint64_t serial);
   // Changes the limit of shells at once.
   void SetLimit(uint32_t limit);
-  // The leader of attempt `serial` (ended) may be reaped. Best effort.
+  // The leader of attempt `serial` (ended) may be reaped: told with the
+  // next request, or now when many wait. Best effort.
   void Release(uint64_t serial);
+  // Tells the releases now.
+  void FlushReleases();
   // Readable when events are waiting (or the spawner died); -1 when no
   // spawner runs.
   int fd() const { return sock_; }
@@ -138,7 +150,11 @@ class Spawner {
 
   int sock_ = -1;
   pid_t pid_ = -1;
+  // Moves up to kMaxRelease of releases_ into `req`.
+  void AddReleases(SpawnRequest* req);
+
   std::deque<SpawnEvent> pending_;  // read while sending
+  std::vector<uint64_t> releases_;  // not told yet
   bool died_ = false;
 };
 

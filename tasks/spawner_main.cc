@@ -27,8 +27,8 @@ namespace {
 
 constexpr int kSock = 3;            // the spawner's end of the socket pair
 constexpr int kFallbackPollMs = 5;  // without pidfds
-// What the spawner ignores: what a terminal, or a wizq stopping, sends.
-constexpr int kIgnored[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+// What the spawner blocks: what a terminal, or a wizq stopping, sends.
+constexpr int kBlocked[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
                             SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE};
 
 // A fixed buffer that numbers and strings are appended to.
@@ -123,7 +123,8 @@ struct Slot {
   uint64_t seq = 0;  // arrival order: queued ones start first come first
   pid_t pid = 0;
   int pidfd = -1;
-  int in = -1, err = -1, plan = -1;  // until the shell starts
+  int in = -1, err = -1;  // until the shell starts
+  Buffer plan;            // the request's plan (kept for the slot's reuse)
   int lock = -1;  // the attempt's stdout: held until the end line is out
   int journal = -1;
   SpawnRequest req;
@@ -141,7 +142,7 @@ struct State {
   bool use_pidfd = true;
   uint32_t limit = SpawnRequest::kNoLimit;  // shells at once
   uint64_t seq = 0;
-  Buffer plan, ptrs, slots_mem;
+  Buffer ptrs, slots_mem, recv;
   Slot* slots = nullptr;
   size_t nslots = 0;
 };
@@ -206,8 +207,7 @@ Slot* FreeSlot(State* st) {
 }
 
 void FreeSlotFds(Slot* s) {
-  for (int* fd :
-       {&s->pidfd, &s->in, &s->err, &s->plan, &s->lock, &s->journal}) {
+  for (int* fd : {&s->pidfd, &s->in, &s->err, &s->lock, &s->journal}) {
     CloseFd(fd);
   }
 }
@@ -238,12 +238,11 @@ const char* Next(const char** p, const char* end) {
 [[noreturn]] void ExecShell(Slot* slot, const char* shell, char* const* argv,
                             char* const* envp, const char* boot, int cwd) {
   setpgid(0, 0);
-  // The spawner's mask is empty and its other dispositions are defaults,
-  // which exec keeps; only the ignored ones would be inherited.
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof(dfl));
-  dfl.sa_handler = SIG_DFL;
-  for (int sig : kIgnored) sigaction(sig, &dfl, nullptr);
+  // Every disposition is the default (exec keeps that); the signals the
+  // spawner blocks are let through again.
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
   Line start;
   start.Str("start ");
   start.Str(slot->key);
@@ -343,21 +342,9 @@ void Refuse(State* st, Slot* s, int err) {
 void Launch(State* st, Slot* s) {
   const SpawnRequest& req = s->req;
   const size_t nptr = size_t{req.argc} + req.envc + 2;
-  if (!st->plan.Reserve(size_t{req.plan_size} + 1) ||
-      !st->ptrs.Reserve(nptr * sizeof(char*))) {
-    return Refuse(st, s, ENOMEM);
-  }
-  size_t got = 0;
-  while (got < req.plan_size) {
-    const ssize_t n = pread(s->plan, st->plan.data + got, req.plan_size - got,
-                            static_cast<off_t>(got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  CloseFd(&s->plan);
-  const char* p = st->plan.data;
-  const char* end = p + got;
+  if (!st->ptrs.Reserve(nptr * sizeof(char*))) return Refuse(st, s, ENOMEM);
+  const char* p = s->plan.data;
+  const char* end = p + req.plan_size;
   const char* shell = Next(&p, end);
   const char* key = Next(&p, end);
   const char* boot = Next(&p, end);
@@ -426,9 +413,32 @@ void StartQueued(State* st) {
   }
 }
 
-// fds: stdin, stdout, stderr, journal, plan (all above 4: 0-4 are taken).
-void Queue(State* st, const SpawnRequest& req, const int* fds) {
+// The plan into the slot: from the message (`inline_plan`, null when the
+// plan came as a memfd: `plan_fd`).
+bool TakePlan(Slot* s, const char* inline_plan, int plan_fd) {
+  const size_t size = s->req.plan_size;
+  if (!s->plan.Reserve(size + 1)) return false;
+  if (inline_plan != nullptr) {
+    memcpy(s->plan.data, inline_plan, size);
+    return true;
+  }
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n =
+        pread(plan_fd, s->plan.data + got, size - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// fds: stdin, stdout, stderr, journal[, plan] (all above 4: 0-4 are
+// taken); without the fifth, the plan is `inline_plan`.
+void Queue(State* st, const SpawnRequest& req, const char* inline_plan,
+           const int* fds, int nfds) {
   Slot* s = FreeSlot(st);
+  const int plan_fd = nfds == 5 ? fds[4] : -1;
   if (s == nullptr) {
     SpawnEvent ev;
     ev.kind = SpawnEvent::kEnded;
@@ -436,7 +446,7 @@ void Queue(State* st, const SpawnRequest& req, const int* fds) {
     ev.end = 2;
     ev.value = ENOMEM;
     Send(st, ev);
-    for (int i = 0; i < 5; i++) close(fds[i]);
+    for (int i = 0; i < nfds; i++) close(fds[i]);
     return;
   }
   s->state = Slot::kQueued;
@@ -447,7 +457,9 @@ void Queue(State* st, const SpawnRequest& req, const int* fds) {
   s->lock = fds[1];
   s->err = fds[2];
   s->journal = fds[3];
-  s->plan = fds[4];
+  const bool ok = TakePlan(s, plan_fd < 0 ? inline_plan : nullptr, plan_fd);
+  if (plan_fd >= 0) close(plan_fd);
+  if (!ok) Refuse(st, s, ENOMEM);
 }
 
 Slot* Find(State* st, uint64_t serial) {
@@ -458,10 +470,16 @@ Slot* Find(State* st, uint64_t serial) {
   return nullptr;
 }
 
-void Handle(State* st, const SpawnRequest& req, const int* fds, int nfds) {
-  if (req.kind == SpawnRequest::kSpawn && nfds == 5) {
+void Handle(State* st, const SpawnRequest& req, const char* payload,
+            size_t payload_size, const int* fds, int nfds) {
+  for (uint32_t i = 0; i < req.nrelease && i < SpawnRequest::kMaxRelease; i++) {
+    Slot* s = Find(st, req.release[i]);
+    if (s != nullptr && s->state == Slot::kEnded) Reap(s);
+  }
+  const bool inline_plan = nfds == 4 && payload_size == req.plan_size;
+  if (req.kind == SpawnRequest::kSpawn && (nfds == 5 || inline_plan)) {
     st->limit = req.limit;
-    Queue(st, req, fds);
+    Queue(st, req, payload, fds, nfds);
     return StartQueued(st);
   }
   for (int i = 0; i < nfds; i++) close(fds[i]);
@@ -476,8 +494,7 @@ void Handle(State* st, const SpawnRequest& req, const int* fds, int nfds) {
       Send(st, ev);
       break;
     }
-    case SpawnRequest::kRelease:
-      if (s != nullptr && s->state == Slot::kEnded) Reap(s);
+    case SpawnRequest::kRelease:  // done above
       break;
     case SpawnRequest::kCancel:
       if (s != nullptr && s->state == Slot::kQueued) Refuse(st, s, ECANCELED);
@@ -490,8 +507,8 @@ void Handle(State* st, const SpawnRequest& req, const int* fds, int nfds) {
 
 // One message from wizq; false at EOF.
 bool Receive(State* st) {
-  SpawnRequest req;
-  iovec iov = {&req, sizeof(req)};
+  if (!st->recv.Reserve(sizeof(SpawnRequest) + kInlinePlanMax)) return false;
+  iovec iov = {st->recv.data, sizeof(SpawnRequest) + kInlinePlanMax};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 5)];
   msghdr mh;
   memset(&mh, 0, sizeof(mh));
@@ -519,10 +536,12 @@ bool Receive(State* st) {
       }
     }
   }
-  if (static_cast<size_t>(n) != sizeof(req)) {
+  SpawnRequest req;
+  if (static_cast<size_t>(n) < sizeof(req) || (mh.msg_flags & MSG_TRUNC)) {
     for (int i = 0; i < nfds; i++) close(fds[i]);
     return true;  // not wizq's: ignored
   }
+  memcpy(&req, st->recv.data, sizeof(req));
   if ((mh.msg_flags & MSG_CTRUNC) != 0 && req.kind == SpawnRequest::kSpawn) {
     // Out of descriptors: refused, as an environment error (not started).
     for (int i = 0; i < nfds; i++) close(fds[i]);
@@ -534,7 +553,8 @@ bool Receive(State* st) {
     Send(st, ev);
     return true;
   }
-  Handle(st, req, fds, nfds);
+  Handle(st, req, st->recv.data + sizeof(req),
+         static_cast<size_t>(n) - sizeof(req), fds, nfds);
   return true;
 }
 
@@ -597,16 +617,18 @@ void Prepare(int sock) {
   setpgid(0, 0);
   prctl(PR_SET_NAME, "wizq-spawner", 0, 0, 0);
   // wizq's handlers are not valid in here: defaults, and the signals a
-  // terminal or a stopping wizq sends are ignored.
+  // terminal or a stopping wizq sends are blocked (not ignored: a blocked
+  // signal is not inherited as pending, an ignored one would be inherited
+  // as ignored, and undoing that costs the shell's vfork child a call per
+  // signal).
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; sig++) sigaction(sig, &sa, nullptr);
-  sa.sa_handler = SIG_IGN;
-  for (int sig : kIgnored) sigaction(sig, &sa, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
+  sigset_t blocked;
+  sigemptyset(&blocked);
+  for (int sig : kBlocked) sigaddset(&blocked, sig);
+  sigprocmask(SIG_SETMASK, &blocked, nullptr);
   ArrangeFds(sock);
   // Up to six descriptors per attempt (fewer once its shell runs).
   rlimit lim;
