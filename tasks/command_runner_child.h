@@ -49,6 +49,24 @@ struct CommandRunner::Child {
 
 namespace internal {
 
+constexpr const char kCommandShell[] = "/bin/sh";
+
+// The descriptors a child starts with. All are O_CLOEXEC and above 2 here.
+// `out` is also the lock the tree holds (flocked before the fork).
+struct ChildFds {
+  ScopedFd in, out, err;
+};
+
+// Opens the attempt's stdout and takes its lock, after ending whatever an
+// earlier tree of the task (or of this very attempt, started by a worker
+// that died) left running; then its stderr and stdin
+// (command_runner_files.cc).
+Status OpenChildFds(Env* env, const CommandSpec& spec, ChildFds* fds);
+// What the spawner starts for `spec`: /bin/sh -c script, leading its own
+// process group, with the environment and the descriptors of `fds`.
+SpawnPlan PlanOf(const CommandSpec& spec, const ChildFds& fds, int journal,
+                 uint64_t serial);
+
 // Shared by command_runner.cc and command_runner_adopt.cc.
 void ReadStdoutInto(Env* env, const std::string& path, size_t max,
                     CommandResult* result);
