@@ -46,11 +46,13 @@ Status RunLoop::StartReady() {
     const Step* step = nullptr;
     const Action* a = ActionFor(*it, &step);
     const bool queues = a != nullptr && executor_->Queues(*a);
-    if (!StepHasRoom(*it, per_step) ||
-        (!queues && static_cast<int>(running_.size()) >= jobs_)) {
+    if (!StepHasRoom(*it, per_step)) {
       ++it;
       continue;
     }
+    // A task that cannot wait in its executor waits for a free slot, and
+    // nothing after it is queued meanwhile (it would never get one).
+    if (!queues && static_cast<int>(running_.size()) >= jobs_) break;
     WIZQ_RETURN_IF_ERROR(StartTask(*it));  // on error it stays ready
     per_step[it->type]++;
     if (!queues) executor_->SetQueueSlots(std::max(0, jobs_ - ++others));
