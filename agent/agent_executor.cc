@@ -79,7 +79,8 @@ void AgentExecutor::TerminateAll(double grace_seconds) {
 }
 
 bool AgentExecutor::AttemptStarted(int64_t task_id, int attempt) const {
-  // As CommandExecutor's: the same supervisor starts the agent's tree.
+  // As CommandExecutor's: the same runner's spawner starts the agent's
+  // tree and records it in the run's journal.
   const AttemptFiles files(wizard_dir_, task_id, attempt);
   return (env_->FileExists(files.stdout_path()) ||
           env_->FileExists(files.stdin_path())) &&  // the previous layout's

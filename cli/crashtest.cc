@@ -243,9 +243,9 @@ CaseResult Crashtest::KillAt(const KillPoint& point, size_t n) {
   }
   ChildResult r = RunWizq(point.crash_at, deadline_ms_);
   c.crashed = r.exited && r.code == kCrashExitCode;
-  // A power cut: every task process tree dies with wizq, and what the page
-  // cache held and nobody synced is gone: the exit records the attempts'
-  // supervisors wrote while wizq lived (docs/PROTOCOL.md).
+  // A power cut: every task process tree (and the spawner) dies with wizq,
+  // and what the page cache held and nobody synced is gone: the exit
+  // records the spawner wrote while wizq lived (docs/PROTOCOL.md).
   if (c.crashed && !o_.orchestrator_only) {
     crashtest::KillDescendants();
     crashtest::DropUnsyncedExitRecords(install_);

@@ -66,7 +66,7 @@ ChildResult WaitChild(pid_t pid, int64_t deadline_ms);
 int KillDescendants();
 
 // What a power cut does to the attempts of the run in `install_dir` beyond
-// killing them: an exit record its supervisor wrote without syncing (while
+// killing them: an exit record the spawner wrote without syncing (while
 // wizq lived, tasks/attempt_journal.h) is lost with the page cache, so the
 // attempt is lost, not adopted. Records written synced are kept. Returns
 // how many records were dropped.

@@ -147,9 +147,14 @@ class RunLoop {
   Status StartReady();
   void MaybeLaunchCommit();
   // How many short tasks StartReady starts beyond the slots, to wait in
-  // the executor (two per slot: the spawner then wakes wizq once per slot's
-  // worth of ended tasks, tasks/spawner.h); none for long tasks.
-  int QueueAhead() const { return lookahead_ > 0 ? 4 * jobs_ : 0; }
+  // the executor (four per slot: the spawner then wakes wizq once per few
+  // ended tasks, tasks/spawner.h); none before a task has ended, nor for
+  // tasks of kQueueTaskMs or more (queueing would gain them nothing, and
+  // would announce their start, and hold their claims, that much earlier).
+  int QueueAhead() const {
+    return task_ms_ > 0 && task_ms_ < kQueueTaskMs ? 4 * jobs_ : 0;
+  }
+  static constexpr double kQueueTaskMs = 50;
   static constexpr int kLazyHarvestMs = 10;
   Status CollectResults();
   Status StartTask(const Task& task);

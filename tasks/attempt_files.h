@@ -12,15 +12,15 @@
 //   .wizard/tasks/<id>.<attempt>.stderr   stderr_path()  its diagnostics
 //   .wizard/tasks/attempts.journal        JournalPath()  every attempt's
 //                                         start and end record, appended by
-//                                         its supervisor (tasks/
+//                                         its shell and the spawner (tasks/
 //                                         attempt_journal.h)
 //
 // <id> is the task id and <attempt> the attempt number (Task::attempts),
 // both in decimal. `dir()` (`TaskDir`, `.wizard/tasks/<id>`) is the task's
 // name: the prefix of its files, and its key in the journal; it is a
 // directory only in the previous layout. The attempt's stdin is not a file
-// any more (the supervisor reads it from memory: its input is in the audit
-// log).
+// any more (a memfd the spawner hands to the shell: its input is in the
+// audit log).
 //
 // The previous layout (runs started by wizq before this change, which must
 // still resume) kept a directory per task:
@@ -33,8 +33,8 @@
 // layout, else the previous one); the constructor names the new layout.
 //
 // Nothing here is synced by wizq: the audit log is the truth, these files
-// are what the bodies said (an orphaned supervisor syncs its stdout and its
-// end record, tasks/orphans_record.h).
+// are what the bodies said (once wizq is gone, the spawner syncs an
+// attempt's stdout and its end record, tasks/orphans_record.h).
 //
 // A value type; thread-safe like a std::string.
 #ifndef WIZQ_TASKS_ATTEMPT_FILES_H_

@@ -2,19 +2,22 @@
 // one append-only file per run (`.wizard/tasks/attempts.journal`,
 // AttemptFiles::JournalPath), instead of a `pgid` file per task.
 //
-// Each attempt's supervisor (tasks/command_runner_spawn.cc) appends two
-// lines, each with one write(2) to a descriptor opened O_APPEND (a single
-// small append to a local file is never interleaved with another's):
+// Two lines per attempt, each with one write(2) to a descriptor opened
+// O_APPEND (a single small append to a local file is never interleaved
+// with another's): the start line by the attempt's own process, in the
+// spawner's vfork child just before it execs the shell, and the end line
+// by the spawner once the shell has exited (tasks/spawner.h):
 //
 //   start <key> <attempt> <pid> <start ticks> <boot id> <start wall ms>\n
 //   end <key> <attempt> <pid> exit|signal|spawn <value> <synced 0|1>\n
 //
-// <key> is the task's key (AttemptFiles::TaskKey), <pid> the supervisor's
-// (= the process group's), <start ticks> its start time in clock ticks
-// after boot, as /proc/<pid>/stat says. An end line belongs to the start
-// line with the same key, attempt and pid. A line that does not parse (a
-// torn write after a power cut) is skipped. The journal is never rewritten;
-// it goes with the run when the run is archived.
+// <key> is the task's key (AttemptFiles::TaskKey), <pid> the shell's
+// (= the process group's; in lines of older wizq versions, the per-attempt
+// supervisor's, which led the group then), <start ticks> its start time in
+// clock ticks after boot, as /proc/<pid>/stat says. An end line belongs
+// to the start line with the same key, attempt and pid. A line that does
+// not parse (a torn write after a power cut) is skipped. The journal is
+// never rewritten; it goes with the run when the run is archived.
 //
 // Internal to tasks/.
 #ifndef WIZQ_TASKS_ATTEMPT_JOURNAL_H_

@@ -98,9 +98,9 @@ Status CommandExecutor::Start(const Attempt& a) {
         internal::AttemptBegan(env_, files.dir(), a.number)) {
       // Refunded to be adopted, but its tree died since without an exit
       // record: a lost attempt, charged like one (the reclaim could not
-      // know). An attempt that never began (wizq died between writing its
-      // stdin and starting its supervisor, also put back as worker_lost)
-      // simply runs now.
+      // know). An attempt that never began (wizq died between creating its
+      // files and handing them to the spawner, or while it waited in the
+      // spawner's queue; also put back as worker_lost) simply runs now.
       runner_.ReportLost(spec, token);
       adopted = true;
     }

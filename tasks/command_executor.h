@@ -40,10 +40,11 @@ class CommandExecutor : public Executor {
   size_t running() const override;
   bool FindByProcess(int pid, int64_t* task_id) const override;
   void TerminateAll(double grace_seconds) override;
-  // True once the attempt's stdin file exists (CommandRunner writes it
-  // before it spawns) and its supervisor wrote its record or its tree holds
-  // the task's lock (tasks/orphans_record.h): a wizq killed between the two
-  // started nothing.
+  // True once the attempt's stdout file exists (the previous layout's: its
+  // stdin file; CommandRunner creates it before it hands the attempt to the
+  // spawner) and its start line is in the journal or something holds its
+  // lock (tasks/orphans_record.h): a wizq killed between the two, or while
+  // the attempt waited in the spawner's queue, started nothing.
   bool AttemptStarted(int64_t task_id, int attempt) const override;
   Status ReapOrphans(int64_t task_id) override;
   bool AttemptAdoptable(int64_t task_id, int attempt) const override;

@@ -336,10 +336,17 @@ Status CommandRunner::ReadSpawnEvents() {
     }
   }
   if (!died) return Status::OK();
-  // Whatever it started is ended: nothing records it any more.
+  // Whatever it started is ended: nothing records it any more. What it
+  // had not started yet never began (given back, not failed).
   for (const auto& c : children_) {
     if (c->adopted || c->exited) continue;
     c->exited = true;
+    if (c->pid <= 0) {
+      c->end.ended = true;
+      c->end.end = AttemptRecord::End::kSpawn;
+      c->end.value = ECANCELED;
+      continue;
+    }
     c->spawner_died = spawner;
     ReapOrphans(c->output_dir, 0, 5.0, env_).IgnoreError();
   }

@@ -225,13 +225,15 @@ OrphanState ProbeOrphan(Env* env, const std::string& task_dir, int attempt,
   const bool have = ReadRecord(env, task_dir, &r);
   if (out != nullptr) *out = r;
   if (have && r.attempt == 0) {
-    // An older wizq's tree (no supervisor): it will never leave an exit
-    // record, so it is ended and the task runs again.
+    // A tree of a wizq older than adoption (nothing records its end): it
+    // will never leave an exit record, so it is ended and the task runs
+    // again.
     return OrphanState::kLost;
   }
   if (!have || r.attempt != attempt) {
-    // The supervisor may not have written its start line yet (wizq flocks
-    // the lock before it forks): a held lock is a tree starting.
+    // The shell may not have written its start line yet (wizq flocks the
+    // lock before it hands the attempt to the spawner, which holds it while
+    // the attempt waits in its queue): a held lock is a tree starting.
     return LockHeld(env, task_dir, attempt) ? OrphanState::kRunning
                                             : OrphanState::kLost;
   }
@@ -246,7 +248,7 @@ OrphanState ProbeOrphan(Env* env, const std::string& task_dir, int attempt,
   // A zombie leader: its spawner has not reaped it yet, which it does only
   // after the end line (tasks/spawner.h): the line is coming.
   const bool running = LeaderState(r) != 0 || LockHeld(env, task_dir, attempt);
-  // The supervisor may have written its end line since the first read.
+  // The spawner may have written the end line since the first read.
   AttemptRecord again;
   if (ReadRecord(env, task_dir, &again) && again.ended &&
       again.attempt == attempt && again.pid == r.pid) {

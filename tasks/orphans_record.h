@@ -2,18 +2,21 @@
 // started it, and how a later worker judges an attempt it finds (adoption,
 // docs/PROTOCOL.md "Orphans after a crash").
 //
-// Every attempt runs under a small supervisor: a fork of wizq that leads
-// the attempt's process group, holds the attempt's lock (its stdout file),
-// starts `/bin/sh -c <script>` and waits for it
-// (tasks/command_runner_spawn.cc). It appends the attempt's start line and,
-// once the shell has been reaped, its end line (`exit <code>`, `signal
-// <number>` or `spawn <errno>`: the shell could not be started) to the
-// run's journal (tasks/attempt_journal.h). When the supervisor's parent
-// (wizq) is gone by then, nobody else will record the result, so it
-// syncfs'es stdout's filesystem (its data and name), appends the line with
-// synced=1 and fdatasyncs the journal: a record from an earlier boot is
-// trusted only with synced=1 (a power cut may have kept the record but
-// lost stdout).
+// Every attempt is started by a spawner (tasks/spawner.h), one small
+// process per CommandRunner: it vforks, and its child, which becomes
+// `/bin/sh -c <script>`, leads a process group of its own, appends the
+// attempt's start line to the run's journal (tasks/attempt_journal.h) and
+// execs; the shell and everything it starts inherit the attempt's lock
+// (its stdout file). Once the shell has exited, the spawner appends its end
+// line (`exit <code>`, `signal <number>` or `spawn <errno>`: the shell
+// could not be started), and only then reaps it: a zombie leader means the
+// end line is coming. When wizq is gone by then, nobody else will record
+// the result, so the spawner syncfs'es stdout's filesystem (its data and
+// name), appends the line with synced=1 and fdatasyncs the journal: a
+// record from an earlier boot is trusted only with synced=1 (a power cut
+// may have kept the record but lost stdout). Records of older wizq
+// versions, whose per-attempt supervisor (a fork of wizq) led the group
+// and wrote them, are read and judged the same way.
 //
 // The previous layout kept the same record in the task directory's `pgid`
 // file, rewritten by every attempt (ParseAttemptRecord reads it):
@@ -23,8 +26,10 @@
 //
 // (wizq versions before adoption wrote only the first three fields.) The
 // functions below read the journal first, then `pgid`.
-// A supervisor never outlives its shell; whatever the shell left running
-// keeps the lock until the live wizq (or an adopter) kills it.
+// Once the shell runs, the spawner holds no copy of the lock; whatever the
+// shell left running keeps it until the live wizq (or an adopter) kills it.
+// A spawner killed on its own leaves running shells without an end line:
+// a live wizq fails them and ends their trees; otherwise they are lost.
 //
 // Internal to tasks/.
 #ifndef WIZQ_TASKS_ORPHANS_RECORD_H_
@@ -41,7 +46,7 @@
 namespace wizq::internal {
 
 struct AttemptRecord {
-  pid_t pid = 0;                 // the supervisor (= the process group)
+  pid_t pid = 0;                 // the leader of the process group
   unsigned long long start = 0;  // its start time, clock ticks after boot
   std::string boot_id;
   int attempt = 0;            // 0: a record of an older wizq
@@ -58,15 +63,18 @@ bool ParseAttemptRecord(std::string_view text, AttemptRecord* record);
 // The boot id of this machine ("" if unknown).
 const std::string& CurrentBootId();
 
-// Whether attempt `attempt`'s supervisor started (the task's latest start
-// record names the attempt) or a tree holds the attempt's lock. False when wizq
-// died after writing the attempt's stdin but before the supervisor ran.
+// Whether attempt `attempt`'s shell started (the task's latest start
+// record names the attempt) or something holds the attempt's lock (a tree,
+// or the spawner while the attempt waits in its queue). False when wizq
+// died after creating the attempt's files but before the spawner had them,
+// or when the spawner dropped the queued attempt once wizq was gone.
 bool AttemptBegan(Env* env, const std::string& task_dir, int attempt);
 
 // What a later worker finds of attempt `attempt` of the task whose
 // directory is `task_dir`, when the worker that started it is dead.
 enum class OrphanState {
-  kRunning,   // its tree still runs (lock held or supervisor alive)
+  kRunning,   // its tree still runs (lock held, or the leader alive or a
+              // zombie: its end line is coming)
   kFinished,  // its shell exited on its own and the exit code is recorded
   kLost,      // died without an exit record (killed, power cut, reboot),
               // was killed by a signal, never started its shell, or was

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "tasks/posix_util.h"
+#include "util/job_control.h"
 
 namespace wizq::internal {
 namespace {
@@ -51,6 +52,7 @@ void Spawner::Stop() {
   if (sock_ >= 0) close(sock_);
   sock_ = -1;
   if (pid_ > 0) {
+    job_control::RemoveGroup(pid_);
     while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
@@ -75,6 +77,9 @@ Status Spawner::Start() {
   close(sv[1]);
   // Also here, so that no signal to the group precedes the child's own.
   setpgid(child, child);
+  // Stopped with wizq (Ctrl+Z), so that it starts no queued attempt
+  // meanwhile; killed by a second Ctrl+C like the tasks' groups.
+  job_control::AddGroup(child);
   fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
   sock_ = sv[0];
   pid_ = child;

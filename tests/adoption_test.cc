@@ -69,8 +69,8 @@ class AdoptionTest : public ::testing::Test {
     const WizqResult& r = p->Wait();
     return !r.exited && r.signal == SIGKILL;
   }
-  // SIGKILLs the process group of every task attempt (their supervisors
-  // lead them; the attempt journal names them).
+  // SIGKILLs the process group of every task attempt (their shells lead
+  // them; the attempt journal names them).
   void KillTaskGroups() {
     for (long pid : test::AttemptGroups(Inst())) {
       kill(-static_cast<pid_t>(pid), SIGKILL);

@@ -108,7 +108,7 @@ TEST_F(CommandRunnerEnvTest, FailedDescriptorOpenStartsNothing) {
 
 // Every mutating operation of Start of a run's first task, failed in turn:
 // an error and nothing started (the journal is opened before the spawn;
-// the supervisor writes to it).
+// the shell and the spawner write to it).
 TEST_F(CommandRunnerEnvTest, FailureAtEveryOpOfStartStartsNothing) {
   int64_t ops = 0;
   {

@@ -353,7 +353,8 @@ TEST_F(CommandRunnerTest, TreeHoldsLockWhileItRuns) {
 }
 
 TEST_F(CommandRunnerTest, NoDescriptorOfTheRunnerLeaksIntoCommands) {
-  // Another command is running, so the runner holds its pidfd too.
+  // Another command is running, so wizq holds its files and the spawner
+  // its pidfd too.
   CommandSpec other = Spec("sleep 100");
   other.output_dir = dir_.Join(".wizard/tasks/2");
   ASSERT_TRUE(runner_.Start(other, 2).ok());

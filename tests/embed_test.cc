@@ -300,6 +300,51 @@ TEST_F(EmbedTest, FunctionAndCommandStepsMix) {
   EXPECT_NE(payload.find(R"("file":"a")"), std::string::npos) << payload;
 }
 
+// Short Commands wait in the spawner beyond the slots (RunLoop::QueueAhead);
+// a Function task, which cannot wait there, must not be overtaken by the
+// Commands claimed after it: once it is next, nothing after it starts
+// before it does.
+TEST_F(EmbedTest, AFunctionIsNotOvertakenByQueuedCommands) {
+  auto w = Parse(R"({"entrypoint": "Root", "steps": [
+    {"name": "Root", "action": {"kind": "Function"}, "next": ["Fast", "Mark"]},
+    {"name": "Fast", "action": {"kind": "Command", "script":
+      "echo $WIZQ_TASK_ID >> order.log; echo []"}},
+    {"name": "Mark", "action": {"kind": "Function"}}]})");
+  constexpr int kFast = 300;
+  ASSERT_TRUE(
+      w->RegisterHandler("Root", [](const TaskInfo&, const CancelToken&) {
+         // Mark comes right after the first 20 Fast tasks.
+         std::string next = "[";
+         for (int i = 0; i < kFast; i++) {
+           if (i == 20) next += R"({"kind": "Mark", "value": {}},)";
+           next += R"({"kind": "Fast", "value": {"i": )" + std::to_string(i) +
+                   "}}" + (i + 1 < kFast ? "," : "");
+         }
+         return HandlerResult::NextJson(next + "]");
+       }).ok());
+  int64_t mark_id = 0;
+  ASSERT_TRUE(
+      w->RegisterHandler("Mark", [&](const TaskInfo& t, const CancelToken&) {
+         mark_id = t.id;
+         std::ofstream(dir_ + "/order.log", std::ios::app) << "M\n";
+         return HandlerResult::Done();
+       }).ok());
+  wizq::WizardOptions o;
+  o.jobs = 4;  // enough slots that claims run ahead of the commits
+  EXPECT_EQ(Run(w.get(), o), RunOutcome::kCompleted) << error_;
+  ASSERT_GT(mark_id, 0);
+  // Fast tasks claimed after Mark that started before it: none but the
+  // few that could start in the moment between Mark's start and its
+  // handler's first line.
+  std::ifstream in(dir_ + "/order.log");
+  int overtook = 0, fast = 0;
+  for (std::string l; std::getline(in, l) && l != "M";) {
+    fast++;
+    overtook += std::stoll(l) > mark_id;
+  }
+  EXPECT_LE(overtook, 4) << fast << " Fast tasks started before Mark";
+}
+
 TEST_F(EmbedTest, SpawnedTasksAreDeduplicated) {
   auto w = Parse(kTree);
   std::atomic<int> leaves{0};

@@ -2,7 +2,7 @@
 // task: <n>.stdin, <n>.stdout, <n>.stderr, running.lock, pgid; see
 // tasks/attempt_files.h) still resume: an attempt that finished on its own
 // is adopted from its `pgid` record and its stdout in the task directory,
-// an older wizq's tree (no supervisor, "<pid> <start> <boot>") holding
+// an older wizq's tree (no exit record, "<pid> <start> <boot>") holding
 // running.lock is ended and run again, and `wizq log --task` shows them.
 //
 // The old run directory is generated: a run of this wizq, killed, then
@@ -197,7 +197,7 @@ TEST_F(LegacyLayoutTest, AFinishedAttemptIsAdopted) {
   EXPECT_TRUE(test::Contains(log, "spawned=[4]")) << log;
 }
 
-// What an older wizq (before supervisors) left running: its shell leading
+// What an older wizq (before exit records) left running: its shell leading
 // its own group and holding running.lock, recorded as "<pid> <start time>
 // <boot id>". It can leave no exit record: it is ended, and the task runs
 // again (a lost attempt, charged).

@@ -1,5 +1,5 @@
 // The attempt record (tasks/orphans_record.h): how a later worker judges an
-// attempt from what its supervisor wrote, without any process running.
+// attempt from what its journal lines say, without any process running.
 #include "tasks/orphans_record.h"
 
 #include <fcntl.h>
@@ -100,7 +100,8 @@ TEST_F(ProbeOrphanTest, AHeldLockIsATreeStillRunning) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
   EXPECT_EQ(Probe(First(boot, 1), 1), OrphanState::kRunning);
-  // Before its supervisor wrote the first line (wizq flocks, then forks).
+  // Before its shell wrote the first line (wizq flocks, then hands the
+  // attempt to the spawner).
   EXPECT_EQ(Probe("", 1), OrphanState::kRunning);
   // Ended with a background child holding the lock: finished.
   EXPECT_EQ(Probe(First(boot, 1) + "end 1 exit 0 0\n", 1),
@@ -164,7 +165,7 @@ TEST_F(JournalProbeTest, JudgesByTheLatestRecordOfTheTask) {
   // Started, no end, nothing alive: lost.
   EXPECT_EQ(Probe(Start(boot, 1), 1), OrphanState::kLost);
   EXPECT_EQ(Probe(End(1, "exit 0 0"), 1), OrphanState::kFinished);
-  // An end line of another supervisor (pid) is not this attempt's.
+  // An end line of another leader (pid) is not this attempt's.
   EXPECT_EQ(Probe(Start(boot, 2) + "end 3 2 1234 exit 0 0\n", 2),
             OrphanState::kLost);
   EXPECT_EQ(Probe(End(2, "signal 9 0"), 2), OrphanState::kLost);
@@ -186,7 +187,7 @@ TEST_F(JournalProbeTest, AHeldStdoutIsATreeStillRunning) {
       open((Task() + ".1.stdout").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
-  // Before its supervisor appended its start line.
+  // Before its shell appended its start line.
   EXPECT_EQ(Probe("", 1), OrphanState::kRunning);
   EXPECT_TRUE(AttemptBegan(Env::Posix(), Task(), 1));
   EXPECT_EQ(Probe(Start(boot, 1), 1), OrphanState::kRunning);

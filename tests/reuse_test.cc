@@ -338,9 +338,9 @@ TEST_F(ReuseTest, KillNineInAReusingRunThenResume) {
                    std::string::npos;
       },
       std::chrono::seconds(30)));
-  // A power cut: wizq and the running Leaves' process groups (their
-  // supervisors lead them; the attempt journal names them), so the Leaves are
-  // lost attempts and run again rather than being adopted.
+  // A power cut: wizq and the running Leaves' process groups (their shells
+  // lead them; the attempt journal names them), so the Leaves are lost
+  // attempts and run again rather than being adopted.
   p.Kill(SIGKILL);
   p.Wait(std::chrono::seconds(10));
   for (long pgid : test::AttemptGroups(dir_)) {

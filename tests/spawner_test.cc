@@ -151,8 +151,10 @@ TEST_F(SpawnerTest, ACancelledWaitingCommandNeverStarts) {
 
 TEST_F(SpawnerTest, ADeadSpawnerFailsItsAttemptsEndsTheirTreesAndIsReplaced) {
   CommandRunner runner;
+  runner.set_max_running(1);
   ASSERT_TRUE(
       runner.Start(Spec("echo $$ > leader.pid; sleep 30; echo late"), 1).ok());
+  ASSERT_TRUE(runner.Start(Spec("touch waited", 3), 3).ok());  // queued
   ASSERT_TRUE(test::WaitFor([&] { return Exists(dir_.Join("leader.pid")); },
                             std::chrono::seconds(5)));
   const pid_t leader = atoi(test::ReadAll(dir_.Join("leader.pid")).c_str());
@@ -160,10 +162,13 @@ TEST_F(SpawnerTest, ADeadSpawnerFailsItsAttemptsEndsTheirTreesAndIsReplaced) {
   ASSERT_EQ(spawners.size(), 1u);
   ASSERT_EQ(kill(spawners[0], SIGKILL), 0);
   const auto results = WaitAll(&runner);
-  ASSERT_EQ(results.size(), 1u);
+  ASSERT_EQ(results.size(), 2u);
   EXPECT_NE(results.at(1).error.find("wizq-spawner"), std::string::npos)
       << results.at(1).error;
   EXPECT_NE(results.at(1).outcome, CommandResult::Outcome::kExited);
+  // The one that waited never began: given back, not failed.
+  EXPECT_TRUE(results.at(3).cancelled) << results.at(3).error;
+  EXPECT_FALSE(Exists(dir_.Join("waited")));
   // Nothing of it runs on: it would overlap with the task's next attempt.
   EXPECT_TRUE(test::WaitFor([&] { return kill(leader, 0) != 0; },
                             std::chrono::seconds(5)));

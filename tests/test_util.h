@@ -30,9 +30,10 @@ std::string WithoutFreeSpace(const std::string& log);
 // The build directory (for helper binaries) and the source directory.
 std::string BuildDir();
 std::string SourceDir();
-// The supervisors (= process groups) of every task attempt of the run in
-// `install_dir` that its attempt journal records (and the previous
-// layout's `pgid` files name): what a test kills for a power cut.
+// The process groups of every task attempt of the run in `install_dir`,
+// i.e. the leaders its attempt journal records (each attempt's shell; a
+// per-attempt supervisor in runs of older wizq versions), and those the
+// previous layout's `pgid` files name: what a test kills for a power cut.
 std::vector<long> AttemptGroups(const std::string& install_dir);
 
 }  // namespace wizq::test

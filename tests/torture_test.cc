@@ -165,7 +165,7 @@ TEST(TortureCheckerTest, CatchesFaultsInjectedIntoACleanRun) {
 }
 
 // SIGKILLs the process group of every task attempt of the run in `dir`
-// (their supervisors lead them; the attempt journal names them): a power cut
+// (their shells lead them; the attempt journal names them): a power cut
 // for the task trees.
 void KillTaskGroups(const std::string& dir) {
   for (long pid : test::AttemptGroups(dir)) {

@@ -3,9 +3,10 @@
 // clock that does not advance while wizq is stopped (Ctrl+Z), so that task
 // timeouts do not fire for the time the run was stopped.
 //
-// Each task runs in its own process group (led by its supervisor,
-// tasks/command_runner.h), outside wizq's, so a terminal's Ctrl+Z reaches
-// wizq only: StopAllAndSelf() passes it on to every registered group.
+// Each task runs in its own process group (led by its shell, which the
+// spawner starts, tasks/spawner.h), outside wizq's, so a terminal's Ctrl+Z
+// reaches wizq only: StopAllAndSelf() passes it on to every registered
+// group.
 //
 // Thread- and signal-safety: every function is async-signal-safe and may be
 // called from any thread. The registry holds up to kMaxGroups groups; more
@@ -23,9 +24,9 @@ namespace job_control {
 
 constexpr int kMaxGroups = 4096;
 
-// Registers the process group led by `pgid` (a task's supervisor). Call
-// RemoveGroup before the leader is reaped, so that a signal never reaches a
-// reused pid.
+// Registers the process group led by `pgid` (a task's shell). Call
+// RemoveGroup before the leader may be reaped (the spawner reaps it once
+// wizq releases it), so that a signal never reaches a reused pid.
 void AddGroup(pid_t pgid);
 void RemoveGroup(pid_t pgid);
 // Sends `sig` to every registered group.
