@@ -52,7 +52,17 @@ Status AgentExecutor::Start(const Attempt& a) {
   spec.attempt = a.number;
   spec.timeout_seconds = a.timeout_seconds;
   spec.max_stdout_bytes = a.max_response_bytes;
-  return runner_.Start(spec, static_cast<uint64_t>(a.task_id));
+  // The agent's tree of a `wizq run` that died finishes on its own, like a
+  // Command's: its response is adopted, the agent not asked again.
+  bool adopted = false;
+  return runner_.StartOrAdopt(spec, static_cast<uint64_t>(a.task_id),
+                              a.adopt_expected, &adopted);
+}
+
+bool AgentExecutor::AttemptAdoptable(int64_t task_id, int attempt) const {
+  return internal::ProbeOrphan(
+             env_, AttemptFiles::TaskDir(wizard_dir_, task_id), attempt,
+             nullptr) != internal::OrphanState::kLost;
 }
 
 Status AgentExecutor::Wait(int timeout_ms, Done* done) {

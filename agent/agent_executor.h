@@ -36,6 +36,9 @@ class AgentExecutor : public Executor {
   void TerminateAll(double grace_seconds) override;
   bool AttemptStarted(int64_t task_id, int attempt) const override;
   Status ReapOrphans(int64_t task_id) override;
+  // Like CommandExecutor's: an attempt of a dead `wizq run --agent` whose
+  // agent still runs, or answered on its own, is adopted.
+  bool AttemptAdoptable(int64_t task_id, int attempt) const override;
   bool SetWakeFd(int fd) override {
     runner_.set_wake_fd(fd);
     return true;

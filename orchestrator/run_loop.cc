@@ -64,13 +64,16 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   };
   // A dead worker's attempt that still runs or finished on its own is
   // adopted, not charged and run again (docs/PROTOCOL.md).
-  // Only a Command's process tree can be adopted (a Pool agent's or a
-  // Prompt's attempt is given out again).
+  // Only a process tree can be adopted: a Command's, or the agent's of a
+  // Pool task that `run --agent` ran (a leased Pool task's agent answers
+  // through its lease; a Prompt is asked again).
   qo.attempt_adoptable = [this](const Task& t) {
     const Step* step = nullptr;
     const Action* a = ActionFor(t, &step);
-    if (a == nullptr || a->kind != Action::Kind::kCommand) return false;
-    return executor_->AttemptAdoptable(t.id, t.attempts);
+    if (a == nullptr) return false;
+    const bool tree = a->kind == Action::Kind::kCommand ||
+                      (a->kind == Action::Kind::kPool && executor_->CanRun(*a));
+    return tree && executor_->AttemptAdoptable(t.id, t.attempts);
   };
   // Before an old run is archived, what its attempts left running ends.
   qo.end_orphan = [this](const Task& t) {

@@ -85,32 +85,11 @@ Status CommandExecutor::Start(const Attempt& a) {
   spec.attempt = a.number;
   spec.timeout_seconds = a.timeout_seconds;
   spec.max_stdout_bytes = a.max_response_bytes;
-  const uint64_t token = static_cast<uint64_t>(a.task_id);
   bool adopted = false;
-  // This attempt number ran before only if a dead worker started it (or
-  // this process was interrupted while it ran): adopt what it left. A
-  // task's first claim ever has nothing to look for (no file lookups).
-  spec.first_claim = a.number == 1 && !a.adopt_expected;
-  if (!spec.first_claim && (env_->FileExists(files.stdout_path()) ||
-                            env_->FileExists(files.stdin_path()))) {
-    WIZQ_RETURN_IF_ERROR(runner_.Adopt(spec, token, &adopted));
-    if (!adopted && a.adopt_expected &&
-        internal::AttemptBegan(env_, files.dir(), a.number)) {
-      // Refunded to be adopted, but its tree died since without an exit
-      // record: a lost attempt, charged like one (the reclaim could not
-      // know). An attempt that never began (wizq died between creating its
-      // files and handing them to the spawner, or while it waited in the
-      // spawner's queue; also put back as worker_lost) simply runs now.
-      runner_.ReportLost(spec, token);
-      adopted = true;
-    }
-  }
+  WIZQ_RETURN_IF_ERROR(runner_.StartOrAdopt(
+      spec, static_cast<uint64_t>(a.task_id), a.adopt_expected, &adopted));
   adoption_notes_.erase(a.task_id);
-  if (!adopted) {
-    WIZQ_RETURN_IF_ERROR(runner_.Start(spec, token));
-  } else {
-    NoteAdoptionWait(spec, a.task_id);
-  }
+  if (adopted) NoteAdoptionWait(spec, a.task_id);
   attempts_[a.task_id] = a.number;
   return Status::OK();
 }

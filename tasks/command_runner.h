@@ -138,6 +138,15 @@ class CommandRunner {
   // Reports attempt `spec.attempt` as lost (CommandResult::lost) at the
   // next Wait, after ending whatever is left of it.
   void ReportLost(const CommandSpec& spec, uint64_t token);
+  // What an executor does with a claimed attempt: Start, unless this very
+  // attempt number ran before (a dead worker started it, or this process
+  // was interrupted while it ran): then Adopt what it left, or, when the
+  // claim expected an adoption (`adopt_expected`: it was put back as
+  // worker_lost) but the attempt began and left no result since,
+  // ReportLost. *adopted: not started. Sets spec.first_claim for attempt 1
+  // of a task never claimed before (no file lookups then).
+  Status StartOrAdopt(CommandSpec spec, uint64_t token, bool adopt_expected,
+                      bool* adopted);
 
   // Waits up to timeout_ms (0 = just look, negative = no limit) until at
   // least one started command has finished, including its timeout

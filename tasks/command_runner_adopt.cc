@@ -81,6 +81,31 @@ Status CommandRunner::Adopt(const CommandSpec& spec, uint64_t token,
   return Status::OK();
 }
 
+Status CommandRunner::StartOrAdopt(CommandSpec spec, uint64_t token,
+                                   bool adopt_expected, bool* adopted) {
+  *adopted = false;
+  spec.first_claim = spec.attempt == 1 && !adopt_expected;
+  const AttemptFiles files =
+      AttemptFiles::InTaskDir(spec.output_dir, spec.attempt);
+  if (!spec.first_claim &&
+      (env_->FileExists(files.stdout_path()) ||
+       env_->FileExists(files.stdin_path()))) {  // the previous layout's
+    WIZQ_RETURN_IF_ERROR(Adopt(spec, token, adopted));
+    if (!*adopted && adopt_expected &&
+        internal::AttemptBegan(env_, spec.output_dir, spec.attempt)) {
+      // Refunded to be adopted, but its tree died since without an exit
+      // record: a lost attempt, charged like one (the reclaim could not
+      // know). An attempt that never began (wizq died between creating its
+      // files and handing them to the spawner, or while it waited in the
+      // spawner's queue; also put back as worker_lost) simply runs now.
+      ReportLost(spec, token);
+      *adopted = true;
+    }
+  }
+  if (*adopted) return Status::OK();
+  return Start(spec, token);
+}
+
 void CommandRunner::ReportLost(const CommandSpec& spec, uint64_t token) {
   ReapOrphans(spec.output_dir, 0, 5.0, env_).IgnoreError();
   CommandResult result;

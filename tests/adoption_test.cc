@@ -164,6 +164,26 @@ std::string OneStep(const std::string& script, const std::string& options) {
          script + "\"},\"next\":[]}]}";
 }
 
+TEST_F(AdoptionTest, TheAgentOfADeadRunAgentIsAdoptedNotAskedAgain) {
+  // `wizq run --agent CMD` runs the agent like a Command; max_retries 0.
+  const std::string wf = Workflow(
+      R"({"entrypoint": "Ask", "steps": [{"name": "Ask", "action":
+          {"kind": "Pool", "instructions": "Look."}}]})");
+  std::vector<std::string> args = Run(wf);
+  args.push_back("--agent");
+  args.push_back("cat > /dev/null; echo agent >> " + Log() +
+                 "; sleep 1.5; echo []");
+  {
+    WizqProcess p(args);
+    ASSERT_TRUE(KillWhen(&p, "agent"));
+  }
+  const WizqResult r = test::RunWizq(args);
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_EQ(Count("agent"), 1);
+  ASSERT_EQ(Events("task_adopted").size(), 1u);
+  EXPECT_EQ(Events("task_adopted")[0]["attempt"], 1);
+}
+
 TEST_F(AdoptionTest, AnOrphanThatOutlivesItsTimeoutIsEndedAndRetried) {
   const std::string wf =
       Workflow(OneStep("echo start-$WIZQ_ATTEMPT >> log; "
