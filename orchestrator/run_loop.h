@@ -151,7 +151,10 @@ class RunLoop {
   // ended tasks, tasks/spawner.h); none before a task has ended, nor for
   // tasks of kQueueTaskMs or more (queueing would gain them nothing, and
   // would announce their start, and hold their claims, that much earlier).
+  // Nor under --halt: a slot freed by a failure must not start a queued
+  // task before the failure is counted.
   int QueueAhead() const {
+    if (config_.halt.when != HaltPolicy::When::kNever) return 0;
     return task_ms_ > 0 && task_ms_ < kQueueTaskMs ? 4 * jobs_ : 0;
   }
   static constexpr double kQueueTaskMs = 50;
