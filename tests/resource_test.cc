@@ -45,6 +45,20 @@ int CountStarted(const std::string& dir) {
   return n;
 }
 
+// Attempts that ended in the run whose tasks directory is `dir`: the end
+// lines of its attempts.journal (tasks/attempt_journal.h). (A stdout file
+// exists as soon as wizq hands the attempt to its spawner, which may hold
+// it queued; its completion is committed a little after it ends.)
+int CountEnded(const std::string& dir) {
+  const std::string journal = test::ReadAll(dir + "/attempts.journal");
+  int n = 0;
+  for (size_t at = 0; (at = journal.find("\nend ", at)) != std::string::npos;
+       ++at) {
+    n++;
+  }
+  return n;
+}
+
 // Root spawns n Leaf tasks (n in its input); a Leaf does nothing.
 std::string WriteFanoutWorkflow(const ScratchDir& scratch, int leaf_sleep_ms) {
   const std::string leaf =
@@ -186,9 +200,13 @@ TEST_F(ResourceTest, HundredThousandTaskRunStaysWithinMemoryBudget) {
       {"wizq", "status", "--dir", dir}, nullptr, nullptr, test::seconds(120));
   ASSERT_TRUE(status_text.exited && status_text.code == 0)
       << Describe(status_text);
-  // 3. Resuming the run with ~n tasks pending.
-  const Measured resume =
-      RunMeasured(run, nullptr, after_started(5), test::seconds(300));
+  // 3. Resuming the run with ~n tasks pending, until 10 more have ended
+  // (then at least 5 of them are committed done).
+  const int ended = CountEnded(tasks_dir);
+  const Measured resume = RunMeasured(
+      run, nullptr,
+      [&tasks_dir, ended] { return CountEnded(tasks_dir) >= ended + 10; },
+      test::seconds(300));
   ASSERT_FALSE(resume.timed_out) << Describe(resume);
   ASSERT_EQ(resume.signal, SIGKILL) << Describe(resume);
   const Json after = test::StatusJson(dir);
