@@ -124,15 +124,15 @@ TEST_F(SpawnerTest, CommandsBeyondTheLimitWaitAndStartInOrder) {
 TEST_F(SpawnerTest, ATimeoutRunsFromTheRealStartNotFromTheQueue) {
   CommandRunner runner;
   runner.set_max_running(1);
-  ASSERT_TRUE(runner.Start(Spec("sleep 0.6", 1), 1).ok());
+  ASSERT_TRUE(runner.Start(Spec("sleep 1.5", 1), 1).ok());
   CommandSpec waits = Spec("sleep 0.1; echo '[]'", 2);
-  waits.timeout_seconds = 0.4;  // shorter than the wait in the queue
+  waits.timeout_seconds = 1.0;  // shorter than the wait in the queue
   ASSERT_TRUE(runner.Start(waits, 2).ok());
   const auto results = WaitAll(&runner);
   ASSERT_EQ(results.count(2), 1u);
   EXPECT_EQ(results.at(2).outcome, CommandResult::Outcome::kExited)
       << results.at(2).error;
-  EXPECT_LT(results.at(2).seconds, 0.4);  // its own run, not the wait
+  EXPECT_LT(results.at(2).seconds, 1.0);  // its own run, not the wait
 }
 
 TEST_F(SpawnerTest, ACancelledWaitingCommandNeverStarts) {
