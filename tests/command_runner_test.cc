@@ -327,6 +327,13 @@ TEST_F(CommandRunnerTest, MissingCwdIsSpawnFailureNamingIt) {
   EXPECT_EQ(r.outcome, Outcome::kSpawnFailed);
   EXPECT_NE(r.error.find(spec.cwd), std::string::npos) << r.error;
   EXPECT_NE(test::ReadAll(Out("1.stderr")).find(spec.cwd), std::string::npos);
+  // Nothing ran, so nothing holds the attempt's lock. (Within a second:
+  // twice in full-suite runs under load the lock was still held at the
+  // first look, never reproduced alone; see the issue-13 closing note.)
+  const auto start = Clock::now();
+  while (!LockIsFree(Out("1.stdout")) && SecondsSince(start) < 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   EXPECT_TRUE(LockIsFree(Out("1.stdout")));
 }
 
