@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# ab_bench.sh: A/B comparison of wizq builds on the process benchmark's
+# work (docs/BENCHMARKS.md, "Issue 13, finished").
+#
+#   bash bench/ab_bench.sh DIR WIZQ_BINARY... [N=2000 R=3 in the environment]
+#
+# Each binary runs the process benchmark's workflow (a root that fans out N
+# `cat >/dev/null; echo []` tasks, --jobs 2 --quiet), alternately with the
+# others and with plain `xargs -P2 -n1 sh -c 'cat >/dev/null; echo []'`, R
+# rounds, each in a fresh directory under DIR; nothing is deleted during
+# the series (a deletion slows every file creation after it on ext4 without
+# a journal for up to 6 minutes: see "the recently-deleted effect"). Use a
+# DIR on a filesystem nothing else deletes on, e.g. a loop-mounted ext4:
+#
+#   truncate -s 3G /tmp/bench.img && mkfs.ext4 -q -F -O ^has_journal /tmp/bench.img
+#   mkdir -p /mnt/bench && mount -o loop /tmp/bench.img /mnt/bench
+#
+# Prints each binary's median and its ratio to plain xargs's. DIR is left
+# for the caller to remove (later).
+set -euo pipefail
+
+DIR=${1:?usage: ab_bench.sh DIR WIZQ_BINARY...}
+shift
+[ $# -ge 1 ] || { echo "ab_bench: no binary given" >&2; exit 2; }
+N=${N:-2000}
+R=${R:-3}
+BINS=()
+for b in "$@"; do
+  [ -x "$b" ] || { echo "ab_bench: $b is not executable" >&2; exit 2; }
+  BINS+=("$(cd "$(dirname "$b")" && pwd)/$(basename "$b")")
+done
+set -- "${BINS[@]}"
+W=$(mktemp -d "$DIR/ab.XXXXXX")
+cd "$W"
+
+awk -v n="$N" 'BEGIN {
+  printf "[";
+  for (i = 1; i <= n; i++) printf "%s{\"kind\":\"Leaf\",\"value\":{\"i\":%d}}", (i > 1 ? "," : ""), i;
+  print "]" }' > children.json
+cat > workflow.json <<'EOF'
+{
+  "entrypoint": "Root",
+  "steps": [
+    { "name": "Root",
+      "action": { "kind": "Command", "script": "cat >/dev/null; cat children.json" },
+      "next": ["Leaf"] },
+    { "name": "Leaf",
+      "action": { "kind": "Command", "script": "cat >/dev/null; echo []" },
+      "next": [] }
+  ]
+}
+EOF
+seq 1 "$N" > ids
+
+now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+declare -A T
+for r in $(seq "$R"); do
+  for b in "$@"; do
+    d="$W/run-$r-$(basename "$b")"
+    mkdir "$d"
+    t0=$(now_ms)
+    "$b" run workflow.json --dir "$d" --jobs 2 --quiet
+    T[$b]+="$(($(now_ms) - t0)) "
+  done
+  t0=$(now_ms)
+  xargs -P 2 -n 1 sh -c 'cat >/dev/null; echo []' sh < ids | cat >/dev/null
+  T[plain]+="$(($(now_ms) - t0)) "
+done
+
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+plain=$(median "${T[plain]}")
+echo "plain xargs: ${T[plain]}ms, median $plain ms"
+for b in "$@"; do
+  m=$(median "${T[$b]}")
+  echo "$b: ${T[$b]}ms, median $m ms, ratio $(awk -v a="$m" -v b="$plain" 'BEGIN { printf "%.2f", a / b }')"
+done
+echo "ab_bench: runs left in $W"
