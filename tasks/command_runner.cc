@@ -207,8 +207,16 @@ Status CommandRunner::Start(const CommandSpec& spec, uint64_t token) {
   }
   const uint64_t serial = ++last_serial_;
   sent_limit_ = SpawnLimit();
-  WIZQ_RETURN_IF_ERROR(spawner_.Spawn(
-      internal::PlanOf(spec, fds, journal->fd.get(), serial), sent_limit_));
+  Status sent = spawner_.Spawn(
+      internal::PlanOf(spec, fds, journal->fd.get(), serial), sent_limit_);
+  if (!sent.ok() && spawner_.dead()) {
+    // It died before Wait noticed: its attempts are judged, and a new one
+    // is started for this one.
+    WIZQ_RETURN_IF_ERROR(ReadSpawnEvents());
+    sent = spawner_.Spawn(
+        internal::PlanOf(spec, fds, journal->fd.get(), serial), sent_limit_);
+  }
+  WIZQ_RETURN_IF_ERROR(sent);
   auto child = std::make_unique<Child>();
   child->token = token;
   child->serial = serial;
@@ -336,19 +344,30 @@ Status CommandRunner::ReadSpawnEvents() {
     }
   }
   if (!died) return Status::OK();
-  // Whatever it started is ended: nothing records it any more. What it
-  // had not started yet never began (given back, not failed).
+  // Its events may have been held back (tasks/spawner.h), so each attempt
+  // is judged by the journal: recorded ends stand; what began and has no
+  // end is ended (nothing records it any more); what never began is given
+  // back, not failed.
   for (const auto& c : children_) {
     if (c->adopted || c->exited) continue;
     c->exited = true;
-    if (c->pid <= 0) {
+    c->spawner_died = spawner;
+    AttemptRecord rec;
+    const OrphanState state =
+        ProbeOrphan(env_, c->output_dir, c->attempt, &rec);
+    if (state == OrphanState::kFinished) {
+      c->end = rec;
+      continue;
+    }
+    if (!internal::AttemptBegan(env_, c->output_dir, c->attempt)) {
       c->end.ended = true;
       c->end.end = AttemptRecord::End::kSpawn;
       c->end.value = ECANCELED;
+      c->pid = 0;
       continue;
     }
-    c->spawner_died = spawner;
     ReapOrphans(c->output_dir, 0, 5.0, env_).IgnoreError();
+    c->end = AttemptRecord();  // not ended: lost
   }
   return Status::OK();
 }
@@ -393,7 +412,7 @@ CommandResult CommandRunner::Reap(const Child& c) {
   spawner_.Release(c.serial);
   CommandResult result;
   result.seconds = NsToSeconds(NowNs() - c.start_ns);
-  if (c.spawner_died != 0 || !c.end.ended) {
+  if (!c.end.ended) {
     result.outcome = CommandResult::Outcome::kSignaled;
     result.signal = SIGKILL;
     result.error = c.spawner_died != 0

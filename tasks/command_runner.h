@@ -1,8 +1,9 @@
 // CommandRunner: starts the processes of Command tasks and waits for them.
 //
-// Each command runs as `/bin/sh -c <script>` under a supervisor that leads
-// its own process group (tasks/orphans_record.h: it records the exit status
-// even when wizq is gone, so that a later worker can adopt it), with
+// Each command runs as `/bin/sh -c <script>`, started by the runner's
+// spawner (tasks/spawner.h), leading its own process group; the spawner
+// records its exit status, also when wizq is gone, so that a later worker
+// can adopt it (tasks/orphans_record.h). It runs with
 // stdin from memory (a memfd) and stdout and stderr connected straight to
 // the attempt's two files (`<task>.<attempt>.stdout|.stderr`, named by
 // AttemptFiles in tasks/attempt_files.h), so no pipe has to be drained and
@@ -62,9 +63,11 @@ struct CommandSpec {
   // AttemptFiles::InTaskDir(output_dir, attempt).
   std::string output_dir;
   int attempt = 1;
-  // Attempt 1 of a task never claimed before (Attempt::adopt_expected
-  // false): no earlier tree of it can exist, so none is looked for (the
-  // attempt's own lock is still taken, and waited for if held).
+  // Attempt 1 whose claim expects no adoption (Attempt::adopt_expected
+  // false: never claimed before, or given back uncharged by this process,
+  // Ctrl+C, whose trees it ended): no earlier attempt is looked for or
+  // adopted (the attempt's own lock is still taken, and waited for if
+  // held, so an overlap cannot happen).
   bool first_claim = false;
   // Unset = no limit. The group gets SIGTERM when it elapses, then SIGKILL
   // after kill_grace_seconds.
@@ -140,7 +143,8 @@ class CommandRunner {
   void ReportLost(const CommandSpec& spec, uint64_t token);
   // What an executor does with a claimed attempt: Start, unless this very
   // attempt number ran before (a dead worker started it, or this process
-  // was interrupted while it ran): then Adopt what it left, or, when the
+  // was interrupted while it ran, except attempt 1: see first_claim): then
+  // Adopt what it left, or, when the
   // claim expected an adoption (`adopt_expected`: it was put back as
   // worker_lost) but the attempt began and left no result since,
   // ReportLost. *adopted: not started. Sets spec.first_claim for attempt 1

@@ -185,7 +185,8 @@ class Executor {
   // busy: it then waits in the executor and starts the moment one of its
   // running attempts ends, without a round trip through the run loop
   // (CommandExecutor: in its spawner, tasks/spawner.h). The run loop
-  // starts at most one such attempt per slot ahead. Default: no.
+  // starts at most RunLoop::QueueAhead() such attempts beyond the slots.
+  // Default: no.
   virtual bool Queues(const Action& action) const {
     (void)action;
     return false;

@@ -164,6 +164,7 @@ Status Spawner::Send(const void* msg, size_t size, const int* fds, int nfds) {
   for (;;) {
     if (sendmsg(sock_, &mh, MSG_NOSIGNAL) >= 0) return Status::OK();
     if (errno == EINTR) continue;
+    if (errno == EPIPE || errno == ECONNRESET) died_ = true;
     if (errno != EAGAIN) {
       return Status::IOErrorFromErrno("cannot write to", "the spawner", errno);
     }

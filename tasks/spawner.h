@@ -7,7 +7,9 @@
 // It is forked from wizq once, on the first spawn, and then runs only
 // async-signal-safe code (wizq has other threads): its own process group,
 // /dev/null as stdio, every inherited descriptor closed, SIGINT, SIGTERM,
-// SIGHUP, SIGQUIT and the terminal stop signals ignored. Each attempt costs
+// SIGHUP, SIGQUIT, SIGPIPE and the terminal stop signals blocked (its
+// shells get them unblocked, and wizq's descriptor limit: the spawner
+// raises its own). Each attempt costs
 // it one vfork+exec, instead of the full fork of wizq per attempt of
 // earlier versions (the per-attempt supervisor; docs/BENCHMARKS.md).
 //
@@ -138,6 +140,9 @@ class Spawner {
   // is gone (EOF); it is reaped, and the next Spawn starts another.
   Status Read(std::vector<SpawnEvent>* events, bool* died);
   pid_t pid() const { return pid_; }
+  // Whether the spawner is known to be gone (a send found its end closed);
+  // the next Read reports it.
+  bool dead() const { return died_; }
 
  private:
   Status Start();

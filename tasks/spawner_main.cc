@@ -39,10 +39,18 @@ int64_t MonoNs() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
+// A send that fails for want of memory is retried (for up to a second);
+// any other failure means wizq is gone (the loop then disconnects).
 void SendNow(State* st, const SpawnEvent& ev) {
-  while (st->connected) {
+  for (int tries = 0; st->connected;) {
     if (send(kSock, &ev, sizeof(ev), MSG_NOSIGNAL) >= 0) return;
-    if (errno != EINTR) st->connected = false;
+    if (errno == EINTR) continue;
+    if ((errno == ENOBUFS || errno == ENOMEM) && ++tries < 1000) {
+      const timespec ms = {0, 1'000'000};
+      nanosleep(&ms, nullptr);
+      continue;
+    }
+    st->connected = false;
   }
 }
 
@@ -87,7 +95,7 @@ void Handle(State* st, const SpawnRequest& req, const char* payload,
   if (req.kind == SpawnRequest::kSpawn && (nfds == 5 || inline_plan)) {
     st->limit = req.limit;
     Queue(st, req, payload, fds, nfds);
-    return StartQueued(st);
+    return StartQueued(st, /*orphan_ok=*/true);
   }
   for (int i = 0; i < nfds; i++) close(fds[i]);
   Slot* s = Find(st, req.serial);
@@ -112,8 +120,9 @@ void Handle(State* st, const SpawnRequest& req, const char* payload,
   }
 }
 
-// One message from wizq; false at EOF.
-bool Receive(State* st) {
+// One message from wizq, if one is there (`wait`: blocks for it). False
+// when there was none; at EOF or an error, also not connected any more.
+bool Receive(State* st, bool wait) {
   if (!st->recv.Reserve(sizeof(SpawnRequest) + kInlinePlanMax)) return false;
   iovec iov = {st->recv.data, sizeof(SpawnRequest) + kInlinePlanMax};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 5)];
@@ -125,9 +134,13 @@ bool Receive(State* st) {
   mh.msg_controllen = sizeof(control);
   ssize_t n;
   do {
-    n = recvmsg(kSock, &mh, MSG_CMSG_CLOEXEC);
+    n = recvmsg(kSock, &mh, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT));
   } while (n < 0 && errno == EINTR);
-  if (n <= 0) return false;
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+  if (n <= 0) {
+    st->connected = false;
+    return false;
+  }
   int fds[5];
   int nfds = 0;
   for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c != nullptr; c = CMSG_NXTHDR(&mh, c)) {
@@ -168,7 +181,8 @@ bool Receive(State* st) {
 // wizq is gone: what it queued never starts (its attempts never began),
 // what ended is reaped, what runs is waited for and recorded.
 void Disconnect(State* st) {
-  if (!st->connected) return;
+  if (st->disconnected) return;
+  st->disconnected = true;
   st->connected = false;
   close(kSock);
   for (size_t i = 0; i < st->nslots; i++) {
@@ -277,12 +291,13 @@ int PollTimeout(const State& st, bool fallback) {
 }
 
 void SpawnerMain(int sock, pid_t parent) {
-  Prepare(sock);
   State st;
   st.parent = parent;
+  getrlimit(RLIMIT_NOFILE, &st.nofile);  // before Prepare raises it
+  Prepare(sock);
   Buffer polls, index;
   for (;;) {
-    if (!st.connected && !Busy(st)) _exit(0);
+    if (st.disconnected && !Busy(st)) _exit(0);
     if (!polls.Reserve((st.nslots + 1) * sizeof(pollfd)) ||
         !index.Reserve((st.nslots + 1) * sizeof(uint32_t))) {
       _exit(1);  // wizq sees EOF: its attempts' results are lost
@@ -305,11 +320,21 @@ void SpawnerMain(int sock, pid_t parent) {
     const int r = poll(fds, n, PollTimeout(st, fallback));
     if (r < 0 && errno != EINTR) _exit(1);
     if (r > 0 || fallback) CheckChildren(&st, fds, slot_of, first, n);
-    if (first == 1 && r > 0 && fds[0].revents != 0 && !Receive(&st)) {
+    // wizq first: once it is gone, what it sent is taken (a request for a
+    // free slot still starts) and what waits is dropped at once, before
+    // the syncs of the shells that end (their locks are let go sooner).
+    if (first == 1 && r > 0 && fds[0].revents != 0) {
+      const bool gone = getppid() != parent;
+      while (st.connected && Receive(&st, /*wait=*/false)) {
+        if (!gone) break;  // one message a turn while wizq lives
+      }
+      if (gone || !st.connected) Disconnect(&st);
+    }
+    if (!st.disconnected && (!st.connected || getppid() != parent)) {
       Disconnect(&st);
     }
-    if (st.connected && getppid() != parent) Disconnect(&st);
-    if (st.connected) StartQueued(&st);
+    if (r > 0 || fallback) CheckChildren(&st, fds, slot_of, first, n);
+    if (st.connected) StartQueued(&st, /*orphan_ok=*/false);
     if (FlushDue(st, MonoNs())) Flush(&st);
   }
 }

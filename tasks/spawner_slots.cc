@@ -66,7 +66,8 @@ const char* Next(const char** p, const char* end) {
 
 // What the shell's process does between vfork and exec.
 [[noreturn]] void ExecShell(Slot* slot, const char* shell, char* const* argv,
-                            char* const* envp, const char* boot, int cwd) {
+                            char* const* envp, const char* boot, int cwd,
+                            const rlimit& nofile) {
   setpgid(0, 0);
   // Every disposition is the default (exec keeps that); the signals the
   // spawner blocks are let through again.
@@ -104,6 +105,8 @@ const char* Next(const char** p, const char* end) {
   {
     for (int fd = 4; fd < 65536; fd++) close(fd);
   }
+  // The task gets wizq's descriptor limit, not the spawner's raised one.
+  setrlimit(RLIMIT_NOFILE, &nofile);
   execve(shell, argv, envp);
   slot->spawn_errno = errno;
   _exit(127);
@@ -197,7 +200,9 @@ void Launch(State* st, Slot* s) {
   }
   s->spawn_errno = 0;
   s->pid = vfork();
-  if (s->pid == 0) ExecShell(s, shell, ptrs, ptrs + req.argc + 1, boot, cwd);
+  if (s->pid == 0) {
+    ExecShell(s, shell, ptrs, ptrs + req.argc + 1, boot, cwd, st->nofile);
+  }
   const int vfork_errno = errno;
   if (cwd >= 0) close(cwd);
   // The tree holds the lock now; the spawner must not (ReapOrphans ends
@@ -226,7 +231,8 @@ void Launch(State* st, Slot* s) {
 }
 
 // Starts queued attempts, first come first, while the limit allows.
-void StartQueued(State* st) {
+void StartQueued(State* st, bool orphan_ok) {
+  if (!orphan_ok && Orphaned(*st)) return;
   for (;;) {
     uint32_t running = 0;
     Slot* first = nullptr;

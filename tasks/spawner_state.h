@@ -8,6 +8,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -125,9 +126,11 @@ struct State {
   pid_t parent = 0;
   Buffer events;  // held back (see spawner.h)
   size_t nevents = 0;
-  int64_t oldest_ns = 0;  // of the held events
-  bool urgent = false;    // one of them may not wait
-  bool connected = true;  // wizq's end is open
+  int64_t oldest_ns = 0;      // of the held events
+  bool urgent = false;        // one of them may not wait
+  bool connected = true;      // wizq's end is open and answers
+  bool disconnected = false;  // Disconnect has run
+  rlimit nofile = {};         // RLIMIT_NOFILE as wizq had it (the shells')
   bool use_pidfd = true;
   uint32_t limit = SpawnRequest::kNoLimit;  // shells at once
   uint64_t seq = 0;
@@ -146,8 +149,10 @@ void SendEnded(State* st, const Slot& s, int end, int value);
 
 // --- spawner_slots.cc ---------------------------------------------------
 
-// Starts queued attempts, first come first, while the limit allows.
-void StartQueued(State* st);
+// Starts queued attempts, first come first, while the limit allows; once
+// wizq is gone only when `orphan_ok` (a request wizq sent before it died
+// starts if a slot is free; what waits in the queue never does).
+void StartQueued(State* st, bool orphan_ok);
 // Takes a kSpawn request into a slot (queued; StartQueued starts it).
 void Queue(State* st, const SpawnRequest& req, const char* inline_plan,
            const int* fds, int nfds);

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -177,6 +178,44 @@ TEST_F(SpawnerTest, ADeadSpawnerFailsItsAttemptsEndsTheirTreesAndIsReplaced) {
   const auto again = WaitAll(&runner);
   ASSERT_EQ(again.count(2), 1u);
   EXPECT_EQ(again.at(2).stdout_text, "again\n");
+}
+
+TEST_F(SpawnerTest, ASpawnerThatDiedWhileIdleIsReplacedByTheNextStart) {
+  CommandRunner runner;
+  ASSERT_TRUE(runner.Start(Spec("echo one", 1), 1).ok());
+  EXPECT_EQ(WaitAll(&runner).size(), 1u);
+  const std::vector<pid_t> spawners = Spawners(getpid());
+  ASSERT_EQ(spawners.size(), 1u);
+  ASSERT_EQ(kill(spawners[0], SIGKILL), 0);
+  ASSERT_TRUE(test::WaitFor([&] { return kill(spawners[0], 0) != 0; },
+                            std::chrono::seconds(5)));
+  // Nothing waited for it: Start is the first to find it gone.
+  ASSERT_TRUE(runner.Start(Spec("echo two", 2), 2).ok());
+  const auto results = WaitAll(&runner);
+  ASSERT_EQ(results.count(2), 1u);
+  EXPECT_EQ(results.at(2).stdout_text, "two\n");
+}
+
+TEST_F(SpawnerTest, ACommandGetsWizqsDescriptorLimitNotTheSpawners) {
+  rlimit saved;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max <= 512) {
+    GTEST_SKIP() << "hard limit too low to lower the soft one";
+  }
+  // The spawner raises its own soft limit to the hard one; the task must
+  // get wizq's (512 here).
+  rlimit low = saved;
+  low.rlim_cur = 512;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::map<uint64_t, CommandResult> results;
+  {
+    CommandRunner runner;
+    EXPECT_TRUE(runner.Start(Spec("ulimit -n", 1), 1).ok());
+    results = WaitAll(&runner);
+  }
+  setrlimit(RLIMIT_NOFILE, &saved);
+  ASSERT_EQ(results.count(1), 1u);
+  EXPECT_EQ(results.at(1).stdout_text, "512\n");
 }
 
 TEST_F(SpawnerTest, TheSpawnerHoldsNoneOfWizqsFilesNorARunningAttemptsLock) {
