@@ -48,7 +48,11 @@ Status CommandRunner::Adopt(const CommandSpec& spec, uint64_t token,
   auto child = std::make_unique<Child>();
   child->token = token;
   child->adopted = true;
-  child->pid = state == OrphanState::kRunning ? rec.pid : 0;
+  // The recorded leader only if the record is this attempt's (a held lock
+  // with an earlier attempt's record must not lead to that group).
+  child->pid = state == OrphanState::kRunning && rec.attempt == spec.attempt
+                   ? rec.pid
+                   : 0;
   child->attempt = spec.attempt;
   child->cwd = spec.cwd;
   child->output_dir = spec.output_dir;
@@ -136,7 +140,10 @@ void CommandRunner::ProbeAdopted(bool force) {
         break;
       case OrphanState::kLost:
         c->exited = true;
-        c->lost = true;
+        // A lock held without a start record (the attempt waited in a
+        // spawner whose wizq died) that is let go: it never began.
+        c->lost = internal::AttemptBegan(env_, c->output_dir, c->attempt);
+        c->never_began = !c->lost;
         break;
     }
   }
@@ -156,6 +163,13 @@ CommandResult CommandRunner::ReapAdopted(const Child& c) {
     result.outcome = CommandResult::Outcome::kTimedOut;
     result.error = "timed out after " + FormatSeconds(c.timeout_seconds) +
                    " (an adopted attempt of a worker that died)";
+    return result;
+  }
+  if (c.never_began) {
+    result.cancelled = true;  // given back, not charged
+    result.outcome = CommandResult::Outcome::kSpawnFailed;
+    result.error = "attempt " + std::to_string(c.attempt) +
+                   " of a worker that died never began";
     return result;
   }
   if (c.lost) {

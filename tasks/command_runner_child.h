@@ -41,7 +41,8 @@ struct CommandRunner::Child {
   bool timed_out = false;
   // Adoption (CommandRunner::Adopt).
   bool adopted = false;
-  bool lost = false;  // died without an exit record
+  bool lost = false;         // died without an exit record
+  bool never_began = false;  // no start record, and its lock let go
   int64_t next_probe_ns = 0;
   // How it ended: the spawner's kEnded, or an adopted attempt's record.
   internal::AttemptRecord end;
