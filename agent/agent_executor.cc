@@ -60,9 +60,8 @@ Status AgentExecutor::Start(const Attempt& a) {
 }
 
 bool AgentExecutor::AttemptAdoptable(int64_t task_id, int attempt) const {
-  return internal::ProbeOrphan(
-             env_, AttemptFiles::TaskDir(wizard_dir_, task_id), attempt,
-             nullptr) != internal::OrphanState::kLost;
+  return CommandRunner::Adoptable(
+      env_, AttemptFiles::TaskDir(wizard_dir_, task_id), attempt);
 }
 
 Status AgentExecutor::Wait(int timeout_ms, Done* done) {

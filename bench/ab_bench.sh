@@ -18,6 +18,7 @@
 # Prints each binary's median and its ratio to plain xargs's. DIR is left
 # for the caller to remove (later).
 set -euo pipefail
+BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 
 DIR=${1:?usage: ab_bench.sh DIR WIZQ_BINARY...}
 shift
@@ -33,24 +34,8 @@ set -- "${BINS[@]}"
 W=$(mktemp -d "$DIR/ab.XXXXXX")
 cd "$W"
 
-awk -v n="$N" 'BEGIN {
-  printf "[";
-  for (i = 1; i <= n; i++) printf "%s{\"kind\":\"Leaf\",\"value\":{\"i\":%d}}", (i > 1 ? "," : ""), i;
-  print "]" }' > children.json
-cat > workflow.json <<'EOF'
-{
-  "entrypoint": "Root",
-  "steps": [
-    { "name": "Root",
-      "action": { "kind": "Command", "script": "cat >/dev/null; cat children.json" },
-      "next": ["Leaf"] },
-    { "name": "Leaf",
-      "action": { "kind": "Command", "script": "cat >/dev/null; echo []" },
-      "next": [] }
-  ]
-}
-EOF
-seq 1 "$N" > ids
+# The workflow, the root's response and the ids (bench/fanout_inputs.sh).
+. "$BENCH_DIR/fanout_inputs.sh"
 
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 declare -A T

@@ -39,6 +39,7 @@
 # Last line: RESULT wizq_over_xargs=<ratio> parallel_over_wizq=<ratio>
 #            wizq_over_plain_xargs=<ratio>
 set -euo pipefail
+BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 
 WIZQ=${1:?usage: process_bench.sh WIZQ_BINARY [N] [REPEAT]}
 N=${2:-2000}
@@ -67,29 +68,12 @@ if [ "$(cat "/sys/fs/ext4/${dev#/dev/}/journal_task" 2>/dev/null)" = "<none>" ];
 fi
 
 # --- the inputs ---------------------------------------------------------------
-# The root task prints the N Leaf tasks (children.json, next to the workflow).
-awk -v n="$N" 'BEGIN {
-  printf "[";
-  for (i = 1; i <= n; i++) printf "%s{\"kind\":\"Leaf\",\"value\":{\"i\":%d}}", (i > 1 ? "," : ""), i;
-  print "]" }' > children.json
-cat > workflow.json <<'EOF'
-{
-  "entrypoint": "Root",
-  "steps": [
-    { "name": "Root",
-      "action": { "kind": "Command", "script": "cat >/dev/null; cat children.json" },
-      "next": ["Leaf"] },
-    { "name": "Leaf",
-      "action": { "kind": "Command", "script": "cat >/dev/null; echo []" },
-      "next": [] }
-  ]
-}
-EOF
+# The workflow, the root's response and the ids (bench/fanout_inputs.sh).
+. "$BENCH_DIR/fanout_inputs.sh"
 # The baselines' stdin files (wizq's tasks read theirs from a memfd).
 mkdir in
 awk -v n="$N" 'BEGIN {
   for (i = 1; i <= n; i++) printf "{\"kind\":\"Leaf\",\"value\":{\"i\":%d}}\n", i > ("in/" i) }'
-seq 1 "$N" > ids
 
 # One task of the baselines: exactly one `sh -c`, stdin from its file,
 # stdout and stderr to files of their own (in a fresh out directory per run,

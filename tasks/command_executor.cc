@@ -165,9 +165,8 @@ bool CommandExecutor::AttemptStarted(int64_t task_id, int attempt) const {
 }
 
 bool CommandExecutor::AttemptAdoptable(int64_t task_id, int attempt) const {
-  const internal::OrphanState s = internal::ProbeOrphan(
-      env_, AttemptFiles::TaskDir(wizard_dir_, task_id), attempt, nullptr);
-  return s != internal::OrphanState::kLost;
+  return CommandRunner::Adoptable(
+      env_, AttemptFiles::TaskDir(wizard_dir_, task_id), attempt);
 }
 
 Status CommandExecutor::ReapOrphans(int64_t task_id) {

@@ -3,21 +3,15 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <set>
-#include <string_view>
 
 #include "tasks/attempt_files.h"
-#include "tasks/attempt_journal.h"
 #include "tasks/command_runner_child.h"
 #include "tasks/orphans.h"
 #include "tasks/orphans_record.h"
@@ -38,8 +32,6 @@ using internal::ProbeOrphan;
 using internal::ScopedFd;
 using internal::SecondsToNs;
 using internal::SignalOrphans;
-using internal::SleepMs;
-using internal::TryLock;
 using internal::WriteFd;
 
 namespace {

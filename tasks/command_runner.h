@@ -151,6 +151,10 @@ class CommandRunner {
   // of a task never claimed before (no file lookups then).
   Status StartOrAdopt(CommandSpec spec, uint64_t token, bool adopt_expected,
                       bool* adopted);
+  // Whether attempt `attempt` of the task named `output_dir`, started by a
+  // worker that died, still runs or finished with a record: what Adopt
+  // would take over (Executor::AttemptAdoptable). Thread-safe.
+  static bool Adoptable(Env* env, const std::string& output_dir, int attempt);
 
   // Waits up to timeout_ms (0 = just look, negative = no limit) until at
   // least one started command has finished, including its timeout

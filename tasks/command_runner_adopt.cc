@@ -85,6 +85,11 @@ Status CommandRunner::Adopt(const CommandSpec& spec, uint64_t token,
   return Status::OK();
 }
 
+bool CommandRunner::Adoptable(Env* env, const std::string& output_dir,
+                              int attempt) {
+  return ProbeOrphan(env, output_dir, attempt, nullptr) != OrphanState::kLost;
+}
+
 Status CommandRunner::StartOrAdopt(CommandSpec spec, uint64_t token,
                                    bool adopt_expected, bool* adopted) {
   *adopted = false;
