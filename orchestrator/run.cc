@@ -202,7 +202,10 @@ int RunWorkflowWith(const RunOptions& options, const RunExtras& extras,
   std::unique_ptr<Workflow> workflow;
   std::string input;
   Status s = PrepareRun(options, extras, &workflow, &input, error);
-  if (!s.ok()) return Failed(s, error);
+  if (!s.ok()) {
+    error->message = s.message();
+    return kExitInvalid;  // an unreadable workflow too: nothing ran
+  }
   RunLoop::Config config;
   s = MakeConfig(options, extras, *workflow, input, &config);
   if (!s.ok()) return Failed(s, error);
