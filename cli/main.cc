@@ -53,26 +53,21 @@ Status ReadStdin(std::string* out) {
 struct RunArgs {
   RunOptions options;
   std::string input_file;
+  std::string resume_from;  // --resume-from: a Barnum state log
   bool json = false;
   bool quiet = false;
   std::vector<std::string> argv;  // the command line, for the pause lines
 };
 
-// The command line without its --answer arguments.
-std::vector<std::string> WithoutAnswers(int argc, char** argv) {
-  std::vector<std::string> out;
-  for (int i = 0; i < argc; i++) {
-    const std::string a = argv[i];
-    if (a == "--answer") {
-      i++;
-    } else if (a.rfind("--answer=", 0) != 0) {
-      out.push_back(a);
-    }
-  }
-  return out;
-}
-
 int DoRun(RunArgs& a) {
+  // A Barnum run continued is a run like any other, started from the log.
+  BarnumImport import;
+  RunExtras extras;
+  if (!a.resume_from.empty()) {
+    const int code = PrepareResumeFrom(a.resume_from, a.input_file, a.json,
+                                       a.quiet, &a.options, &import, &extras);
+    if (code != 0) return code;
+  }
   if (!a.input_file.empty()) {
     // Follows symlinks, unlike wizq's own files: the user named this file.
     // `-` is stdin.
@@ -86,7 +81,7 @@ int DoRun(RunArgs& a) {
           "cannot read --input-file " + a.input_file + ": " + s.message();
       e.file = a.input_file;
       e.field = "--input-file";
-      ReportRunError(e, "", a.json);
+      ReportRunError(e, a.json);
       return kExitInvalid;
     }
   }
@@ -104,15 +99,10 @@ int DoRun(RunArgs& a) {
       isatty(STDERR_FILENO) != 0 && tcgetpgrp(STDIN_FILENO) == getpgrp();
   auto printer = NewProgressPrinter(po);
   InstallSignalHandlers();
-  std::string error;
-  int code = RunWorkflow(a.options, printer.get(), &error);
+  RunError error;
+  int code = RunWorkflowWith(a.options, extras, printer.get(), &error);
   printer.reset();
-  if (!error.empty()) {
-    JsonError e;
-    e.code = code;
-    e.message = error;
-    ReportRunError(e, a.options.workflow_path, a.json);
-  }
+  if (!error.message.empty()) ReportRunError(code, error, a.json);
   return code;
 }
 
@@ -172,14 +162,13 @@ int Main(int argc, char** argv) {
   run_cmd->add_flag("--quiet,-q", run.quiet,
                     "No progress output (failures and warnings still show)");
   AddHaltOption(run_cmd, &run.options.halt);
-  std::string resume_from;
-  AddResumeFromOption(run_cmd, &resume_from);
+  AddResumeFromOption(run_cmd, &run.resume_from);
   run_cmd
       ->add_option("--answer", run.options.answers,
                    "TASK=VALUE: answer a human gate (task id or step "
                    "name; VALUE is JSON or text); repeatable")
       ->allow_extra_args(false);
-  run.argv = WithoutAnswers(argc, argv);
+  run.argv = ContinuingCommand(argc, argv);
 
   AnswerArgs answer;
   CLI::App* answer_cmd =
@@ -234,15 +223,12 @@ int Main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return ReportParseError(app, e, argc, argv);
   }
-  if (*run_cmd && !resume_from.empty()) {
-    return DoResumeFrom(resume_from, run.options, run.input_file, run.json,
-                        run.quiet, InstallSignalHandlers);
-  }
-  if (*run_cmd && run.options.workflow_path.empty()) {
+  if (*run_cmd && run.options.workflow_path.empty() &&
+      run.resume_from.empty()) {
     JsonError e;
     e.message = "WORKFLOW is required (or --resume-from BARNUM_LOG)";
     e.field = "WORKFLOW";
-    ReportRunError(e, "", run.json);
+    ReportRunError(e, run.json);
     return kExitInvalid;
   }
   if (*export_cmd) return DoExport(export_args);

@@ -92,6 +92,10 @@ class Printer : public RunObserver {
     switch (r.action) {
       case OpenAction::kStartedFresh:
         Plain("started run " + run_id);
+        if (r.tasks_retried > 0) {  // an import's failed tasks
+          Line(std::to_string(r.tasks_retried) +
+               " failed task(s) retried (--retry-failed)");
+        }
         break;
       case OpenAction::kResumed:
         Line("resuming run " + run_id + ": " + ResumeCounts(r));
@@ -102,7 +106,10 @@ class Printer : public RunObserver {
         break;
       case OpenAction::kFinished:
         Line("run " + run_id + " has already finished: " + ProgressCounts(p) +
-             "; nothing runs again (use --fresh to start over)");
+             "; nothing runs again (use " +
+             (p.failed > 0 ? "--retry-failed to run its failed tasks again, "
+                             "or --fresh to start over)"
+                           : "--fresh to start over)"));
         break;
       case OpenAction::kReadOnly:
       case OpenAction::kAttached:

@@ -58,6 +58,8 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
     qo.initial_tasks.push_back(RootTask(*workflow_, config_.input));
   }
   qo.retry_failed = config_.retry_failed;
+  qo.no_reuse = config_.no_reuse;
+  qo.from = config_.from;
   qo.retry_budget = [this](const Task& t) {
     const Step* step = workflow_->FindStep(t.type);
     return step ? step->options.max_attempts() : t.max_attempts;

@@ -91,16 +91,6 @@ struct CommitResult {
   int answers_bound = 0;  // --answer flags recorded by this commit
 };
 
-struct RunOptions;
-
-// Checks --answer arguments against the run they would resume in
-// `install_dir` (read-only; none when it would start fresh), before anything
-// is written (orchestrator/run_answers.cc). InvalidArgument: exit 2.
-Status CheckFlagAnswers(const RunOptions& options, const Workflow& workflow,
-                        const std::string& install_dir,
-                        const std::string& run_id,
-                        std::vector<FlagAnswer>* out);
-
 class RunLoop {
  public:
   struct Config {
@@ -110,7 +100,8 @@ class RunLoop {
     Env* env = nullptr;
     // Runs the attempts; required, must outlive the RunLoop.
     Executor* executor = nullptr;
-    // Incremental re-runs (orchestrator/reuse.h): --no-reuse, --from.
+    // Incremental re-runs (orchestrator/reuse.h): --no-reuse, --from; a
+    // fresh run records them, a resumed one adds what it recorded.
     bool no_reuse = false;
     std::vector<std::string> from;  // step names and previous task ids
     bool retry_failed = false;      // --retry-failed
@@ -238,6 +229,14 @@ class RunLoop {
   // Last: its thread, which uses the members above, ends first.
   CommitThread commits_;
 };
+
+// Checks the --answer arguments `args` against the run `config` would
+// resume (read-only), or against the tasks of the import it would start
+// with (none for a root task), before anything is written
+// (orchestrator/run_answers.cc). InvalidArgument: exit 2.
+Status CheckFlagAnswers(const RunLoop::Config& config, const Workflow& workflow,
+                        const std::vector<std::string>& args,
+                        std::vector<FlagAnswer>* out);
 
 }  // namespace wizq
 

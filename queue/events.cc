@@ -107,16 +107,25 @@ bool RunResumed::operator==(const RunResumed& o) const {
 void QueueArchived::EncodeTo(JsonWriter& w) const {
   w.Field("reason", reason);
   w.Field("path", path);
+  if (no_reuse) w.Key("no_reuse").Bool(true);
+  if (!from.empty()) {
+    w.Key("from").BeginArray();
+    for (const std::string& f : from) w.String(f);
+    w.EndArray();
+  }
 }
 
 EventError QueueArchived::DecodeField(std::string_view key, EventValue v) {
   if (key == "reason") return StringView(v, &reason);
   if (key == "path") return StringView(v, &path);
+  if (key == "no_reuse") return ReadBool(v, &no_reuse);
+  if (key == "from") return ReadStrings(v, &from);
   return SUCCESS;
 }
 
 bool QueueArchived::operator==(const QueueArchived& o) const {
-  return reason == o.reason && path == o.path;
+  return reason == o.reason && path == o.path && no_reuse == o.no_reuse &&
+         from == o.from;
 }
 
 // --- worker_joined, worker_left ----------------------------------------------

@@ -89,6 +89,11 @@ struct QueueArchived {
   static constexpr std::string_view kName = "queue_archived";
   std::string_view reason;
   std::string_view path;  // the archive directory
+  // What the new run may reuse of it (orchestrator/reuse.h), as chosen
+  // when it started: nothing (--no-reuse), and the steps and previous ids
+  // that run live (--from). Written only when set.
+  bool no_reuse = false;
+  std::vector<std::string> from;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const QueueArchived& o) const;

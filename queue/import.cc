@@ -126,6 +126,27 @@ Status ValidateImport(const RunImport& import) {
   return Status::OK();
 }
 
+Status ImportedState(const RunImport& import, QueueState* state) {
+  for (size_t i = 0; i < import.tasks.size(); i++) {
+    const ImportedTask& it = import.tasks[i];
+    Task t;
+    t.id = static_cast<int64_t>(i) + 1;
+    t.type = it.task.type;
+    t.inputs = it.task.inputs;
+    t.state = it.state;
+    t.attempts = static_cast<int>(it.failures.size()) +
+                 (it.state == TaskState::kDone ? 1 : 0);
+    t.max_attempts = it.task.max_attempts;
+    t.parent_id = it.task.parent_id;
+    t.origin = it.task.origin;
+    t.has_finally = it.task.has_finally;
+    t.finally_for = it.task.finally_for;
+    WIZQ_RETURN_IF_ERROR(state->AddStoredTask(std::move(t)));
+  }
+  state->Rebuild();
+  return Status::OK();
+}
+
 Status StageImport(DirQueue* q, const RunImport& import) {
   WIZQ_RETURN_IF_ERROR(ValidateImport(import));
   if (q->state().total() != 0) {

@@ -25,6 +25,7 @@
 namespace wizq {
 
 class DirQueue;
+class QueueState;
 
 // One failed attempt of an imported task.
 struct ImportedFailure {
@@ -60,6 +61,11 @@ struct RunImport {
 // a Finally task names its owner, at most one hook per owner, states and
 // attempts consistent, inputs are JSON). InvalidArgument naming the task.
 Status ValidateImport(const RunImport& import);
+
+// The tasks as the import would record them, into the empty *state (no
+// event is written): what checks made before a run starts (`--answer`)
+// read. REQUIRES: ValidateImport(import) is OK.
+Status ImportedState(const RunImport& import, QueueState* state);
 
 // Stages run_imported and the tasks' events on a fresh run (internal to
 // queue/: DirQueue::StartFresh calls it). REQUIRES: lock held, run_started

@@ -82,8 +82,14 @@ struct QueueOptions {
   // one), its failed tasks go back to pending (task_retried) with a fresh
   // budget of retry_budget(task) attempts (null: the task's max_attempts).
   // A completed run is left as it is.
+  // A fresh run (an import) starts with its failed tasks put back the same
+  // way.
   bool retry_failed = false;
   std::function<int(const Task&)> retry_budget;
+  // What a fresh run may reuse of the run it replaces (--no-reuse, --from):
+  // recorded with queue_archived (RunInfo::no_reuse, from).
+  bool no_reuse = false;
+  std::vector<std::string> from;
   // With OpenMode::kAttach: hold nothing but leases (one `wizq agent`
   // call). No worker is registered (no worker_joined/worker_left), claims
   // must be ClaimLeased, and Close writes nothing.

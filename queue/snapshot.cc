@@ -85,6 +85,12 @@ std::string EncodeSnapshot(const QueueState& state, uint64_t audit_offset) {
   w.Key("finished_ms").Int(run.finished_ms);
   w.Key("resumes").Int(run.resumes);
   if (!run.previous_run.empty()) w.Field("previous_run", run.previous_run);
+  if (run.no_reuse) w.Key("no_reuse").Bool(true);
+  if (!run.from.empty()) {
+    w.Key("from").BeginArray();
+    for (const std::string& f : run.from) w.String(f);
+    w.EndArray();
+  }
   if (run.adopted != 0) w.Key("adopted").Int(run.adopted);
   w.Key("input").RawValue(run.entry_input);
   w.Key("workflow").RawValue(run.workflow);

@@ -219,6 +219,10 @@ error_code SnapshotDecoder::ReadTop(std::string_view key, value v,
   } else if (key == "previous_run") {
     err = StringView(v, &s);
     run->previous_run = s;
+  } else if (key == "no_reuse") {
+    err = v.get_bool().get(run->no_reuse);
+  } else if (key == "from") {
+    err = ReadStrings(v, &run->from);
   } else if (key == "adopted") {
     err = v.get_int64().get(run->adopted);
   } else if (key == "input") {

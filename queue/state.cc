@@ -84,6 +84,8 @@ Status QueueState::ApplyEvent(std::string_view line) {
 Status QueueState::Apply(const UnknownEvent&, int64_t) { return Status::OK(); }
 Status QueueState::Apply(const QueueArchived& e, int64_t) {
   run_.previous_run = e.path;
+  run_.no_reuse = e.no_reuse;
+  run_.from = e.from;
   return Status::OK();
 }
 Status QueueState::Apply(const WorkerJoined&, int64_t) { return Status::OK(); }

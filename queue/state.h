@@ -66,6 +66,10 @@ struct RunInfo {
   // Where the run that this one replaced was archived (queue_archived), ""
   // if none: what reuse draws on (orchestrator/reuse.h).
   std::string previous_run;
+  // What this run may reuse of previous_run, as chosen when it started
+  // (queue_archived: --no-reuse, --from): a resumed run keeps it.
+  bool no_reuse = false;
+  std::vector<std::string> from;
   // task_adopted events so far.
   int64_t adopted = 0;
 };

@@ -70,10 +70,16 @@ TEST(QueueEventsTest, RunEventsEncodeToTheirGoldenLines) {
               std::string(kHead) +
                   "\"run_imported\",\"source\":\"barnum-v2:/x/state.ndjson\","
                   "\"tasks_pending\":2,\"tasks_waiting\":1,\"tasks_done\":5}");
-  ExpectCodec(QueueArchived{"--fresh", "/x/.wizard/archive/a"},
+  ExpectCodec(QueueArchived{"--fresh", "/x/.wizard/archive/a", false, {}},
               std::string(kHead) +
                   "\"queue_archived\",\"reason\":\"--fresh\","
                   "\"path\":\"/x/.wizard/archive/a\"}");
+  // What the new run reuses of the archived one (--no-reuse, --from).
+  ExpectCodec(QueueArchived{"--fresh", "/x/a", true, {"Ask", "7"}},
+              std::string(kHead) +
+                  "\"queue_archived\",\"reason\":\"--fresh\","
+                  "\"path\":\"/x/a\",\"no_reuse\":true,"
+                  "\"from\":[\"Ask\",\"7\"]}");
   ExpectCodec(
       WorkerJoined{"w1-ab", 9},
       std::string(kHead) + "\"worker_joined\",\"worker\":\"w1-ab\",\"pid\":9}");
