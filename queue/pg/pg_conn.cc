@@ -16,13 +16,15 @@ namespace {
 // host tried, a DETAIL): one line, "; " between them.
 std::string OneLine(std::string_view text) {
   std::string out;
+  bool line_start = false;
   for (char c : text) {
     if (c == '\n') {
-      if (!out.empty() && out.compare(out.size() - 2, 2, "; ") != 0) {
-        out += "; ";
-      }
+      if (!out.empty() && !line_start) out += "; ";
+      line_start = true;
       continue;
     }
+    if (line_start && (c == ' ' || c == '\t')) continue;  // an indent
+    line_start = false;
     out.push_back(c);
   }
   while (!out.empty() && (out.back() == ' ' || out.back() == ';')) {
@@ -265,11 +267,13 @@ Status PgConn::Commit() {
       return s;
     }
     last_error_.kind = PgErrorKind::kCommitUnknown;
+    std::string why = s.message();
+    const std::string_view prefix = "PostgreSQL: ";
+    if (why.compare(0, prefix.size(), prefix) == 0) why.erase(0, prefix.size());
     return Status::IOError(
-        "the session with the store was lost while COMMIT was in flight: "
-        "the transaction may or may not have committed; re-read before "
-        "acting (" +
-        s.message() + ")");
+        "COMMIT in flight: the transaction may or may not have committed "
+        "(re-read before acting): " +
+        why);
   }
   if (r.command() != "COMMIT") {
     last_error_ = {PgErrorKind::kOther, ""};
