@@ -168,7 +168,9 @@ Status PgConn::LostStatus(const char* what) {
 }
 
 Status PgConn::Fail(const char* what, PGresult* res) {
-  const bool gone = PQstatus(conn_) == CONNECTION_BAD;
+  // No result at all: the statement could not be sent, or the socket
+  // failed while waiting.
+  const bool gone = PQstatus(conn_) == CONNECTION_BAD || res == nullptr;
   const PgErrorKind kind = ClassifyPgError(res, gone);
   const char* state =
       res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;

@@ -171,6 +171,12 @@ TEST_F(PgDbCliTest, ThePasswordNeverShows) {
         << r.Describe();
     ExpectNoPassword(r);
   }
+  // A mistyped command line quotes the location back: without it.
+  r = Db({"migrate", url});
+  EXPECT_EQ(r.code, 2) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "not expected: " + shown)) << r.Describe();
+  ExpectNoPassword(r);
+
   // An unreachable host with the password written in the location.
   r = Db({"status", "--store",
           std::string("postgresql://cliuser:") + kPassword + "@127.0.0.1:1/x"});
