@@ -62,30 +62,30 @@ std::string ErrorText(const PGresult* res, PGconn* conn) {
 // not the user's business: libpq would print them on stderr.
 void DropNotice(void*, const char*) {}
 
-}  // namespace
-
-Status PgConn::Open(std::string_view location, const PgConnOptions& o,
-                    std::unique_ptr<PgConn>* out) {
-  out->reset();
-  std::vector<std::string> secrets = PgLocationSecrets(location);
-  const std::string display = RedactPgLocation(location);
-  const std::string loc(location);
-  char* parse_error = nullptr;
-  PQconninfoOption* parsed = PQconninfoParse(loc.c_str(), &parse_error);
-  if (parsed == nullptr) {
-    std::string why = parse_error != nullptr ? OneLine(parse_error)
-                                             : std::string("out of memory");
-    if (parse_error != nullptr) PQfreemem(parse_error);
-    return Status::InvalidArgument(ScrubPgSecrets(
-        "cannot read the store location \"" + display + "\": " + why +
-            " (expected a postgresql:// URL or a libpq keyword string such "
-            "as \"host=db dbname=runs\")",
-        secrets));
+// InvalidArgument unless libpq can read `location`.
+Status CheckLocation(const std::string& location, const std::string& display,
+                     const std::vector<std::string>& secrets) {
+  char* error = nullptr;
+  PQconninfoOption* parsed = PQconninfoParse(location.c_str(), &error);
+  if (parsed != nullptr) {
+    PQconninfoFree(parsed);
+    return Status::OK();
   }
-  PQconninfoFree(parsed);
+  const std::string why =
+      error != nullptr ? OneLine(error) : std::string("out of memory");
+  if (error != nullptr) PQfreemem(error);
+  // libpq's message may quote a part of the location: scrubbed.
+  return Status::InvalidArgument(ScrubPgSecrets(
+      "cannot read the store location \"" + display + "\": " + why +
+          " (expected a postgresql:// URL or a libpq keyword string such as "
+          "\"host=db dbname=runs\")",
+      secrets));
+}
 
-  // Ours first, so that the location (expanded from "dbname") overrides
-  // them; client_encoding last: JSON text is stored as UTF-8.
+// Connects (blocking) with wizq's connection settings: ours first, so that
+// the location (expanded from "dbname") overrides them; client_encoding
+// last: JSON text is stored as UTF-8. Null only when out of memory.
+PGconn* Connect(const std::string& location, const PgConnOptions& o) {
   const std::pair<const char*, std::string> params[] = {
       {"application_name", o.application_name},
       {"connect_timeout", std::to_string(o.connect_timeout_s)},
@@ -95,7 +95,7 @@ Status PgConn::Open(std::string_view location, const PgConnOptions& o,
       {"keepalives_count", std::to_string(o.keepalives_count)},
       {"tcp_user_timeout", std::to_string(o.tcp_user_timeout_ms)},
       {"target_session_attrs", o.target_session_attrs},
-      {"dbname", loc},
+      {"dbname", location},
       {"client_encoding", "UTF8"},
   };
   std::vector<const char*> keywords, values;
@@ -105,8 +105,20 @@ Status PgConn::Open(std::string_view location, const PgConnOptions& o,
   }
   keywords.push_back(nullptr);
   values.push_back(nullptr);
-  PGconn* conn = PQconnectdbParams(keywords.data(), values.data(),
-                                   /*expand_dbname=*/1);
+  return PQconnectdbParams(keywords.data(), values.data(),
+                           /*expand_dbname=*/1);
+}
+
+}  // namespace
+
+Status PgConn::Open(std::string_view location, const PgConnOptions& o,
+                    std::unique_ptr<PgConn>* out) {
+  out->reset();
+  const std::string loc(location);
+  const std::string display = RedactPgLocation(location);
+  std::vector<std::string> secrets = PgLocationSecrets(location);
+  WIZQ_RETURN_IF_ERROR(CheckLocation(loc, display, secrets));
+  PGconn* conn = Connect(loc, o);
   if (conn == nullptr) return Status::IOError("libpq: out of memory");
   // The password libpq used, wherever it came from (a password file too).
   if (const char* pass = PQpass(conn); pass != nullptr && *pass != '\0') {
@@ -118,8 +130,7 @@ Status PgConn::Open(std::string_view location, const PgConnOptions& o,
     return Status::IOError(ScrubPgSecrets(
         "cannot connect to the store " + display + ": " + why, secrets));
   }
-  if (PQserverVersion(conn) < 150000) {
-    const int v = PQserverVersion(conn);
+  if (const int v = PQserverVersion(conn); v < 150000) {
     PQfinish(conn);
     return Status::NotSupported("the store " + display + " runs PostgreSQL " +
                                 std::to_string(v / 10000) +

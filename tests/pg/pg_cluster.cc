@@ -270,6 +270,13 @@ Status PgCluster::Create() {
   if (pg != nullptr && chown(dir_.c_str(), pg->pw_uid, pg->pw_gid) != 0) {
     return Status::IOErrorFromErrno("chown", dir_, errno);
   }
+  WIZQ_RETURN_IF_ERROR(InitData());
+  return Configure();
+}
+
+// <dir>/data: a copy of the template, else initdb's output (then kept as
+// the template).
+Status PgCluster::InitData() {
   const std::string data = dir_ + "/data";
   const std::string& cache = options_.template_dir;
   std::string out;
@@ -297,7 +304,7 @@ Status PgCluster::Create() {
       }
     }
   }
-  return Configure();
+  return Status::OK();
 }
 
 Status PgCluster::Configure() {

@@ -92,6 +92,7 @@ class PgCluster {
 
  private:
   Status Create();
+  Status InitData();
   Status Configure();
   Status ReadPostmasterPid();
 

@@ -27,13 +27,15 @@ class PgConnTest : public PgTest {
   std::string T(const std::string& table) { return schema_ + "." + table; }
 
   // Waits until backend `pid` waits on `event` (pg_stat_activity's
-  // wait_event) and runs `query`.
+  // wait_event) and runs `query`. Asked on a session of its own: within a
+  // transaction pg_stat_activity does not change.
   void WaitForBackend(int pid, const std::string& event,
                       const std::string& query) {
+    auto watcher = Connect();
     const Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
     while (Clock::now() < deadline) {
       PgResult r;
-      ASSERT_OK(admin_->Exec(
+      ASSERT_OK(watcher->Exec(
           "SELECT count(*) AS n FROM pg_stat_activity WHERE pid = $1 AND "
           "wait_event = $2 AND query = $3",
           {pid, event, query}, &r));
@@ -121,6 +123,39 @@ TEST_F(PgConnTest, ErrorsAreMappedWithTheirSqlstate) {
   EXPECT_EQ(admin_->last_error().sqlstate, "55P03");
   ASSERT_OK(holder->Rollback());
 
+  // serialization_failure: a row changed under a REPEATABLE READ snapshot.
+  ASSERT_OK(holder->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ"));
+  ASSERT_OK(holder->Exec("SELECT k FROM " + T("u")));
+  ASSERT_OK(admin_->Exec("UPDATE " + T("u") + " SET k = 5 WHERE k = 2"));
+  s = holder->Exec("UPDATE " + T("u") + " SET k = 6 WHERE k = 2");
+  EXPECT_TRUE(s.IsBusy()) << s.ToString();
+  EXPECT_EQ(holder->last_error().kind, PgErrorKind::kRetryable);
+  EXPECT_EQ(holder->last_error().sqlstate, "40001");
+  ASSERT_OK(holder->Rollback());
+
+  // deadlock_detected: two sessions lock two rows in opposite orders; the
+  // one with the short deadlock_timeout is the one told.
+  ASSERT_OK(admin_->Exec("RESET lock_timeout"));
+  ASSERT_OK(holder->Begin());
+  ASSERT_OK(admin_->Begin());
+  ASSERT_OK(admin_->Exec("SET LOCAL deadlock_timeout = 10"));
+  ASSERT_OK(holder->Exec("UPDATE " + T("u") + " SET k = 7 WHERE k = 1"));
+  ASSERT_OK(admin_->Exec("UPDATE " + T("u") + " SET k = 8 WHERE k = 5"));
+  Status holder_s;
+  std::thread t([&] {
+    holder_s = holder->Exec("UPDATE " + T("u") + " SET k = 9 WHERE k = 5");
+  });
+  WaitForBackend(holder->backend_pid(), "transactionid",
+                 "UPDATE " + T("u") + " SET k = 9 WHERE k = 5");
+  s = admin_->Exec("UPDATE " + T("u") + " SET k = 10 WHERE k = 1");
+  EXPECT_TRUE(s.IsBusy()) << s.ToString();
+  EXPECT_EQ(admin_->last_error().kind, PgErrorKind::kRetryable);
+  EXPECT_EQ(admin_->last_error().sqlstate, "40P01");
+  ASSERT_OK(admin_->Rollback());
+  t.join();
+  EXPECT_OK(holder_s);
+  ASSERT_OK(holder->Rollback());
+
   // query_canceled: statement_timeout.
   ASSERT_OK(admin_->Exec("SET statement_timeout = 50"));
   s = admin_->Exec("SELECT pg_sleep(5)");
@@ -130,7 +165,7 @@ TEST_F(PgConnTest, ErrorsAreMappedWithTheirSqlstate) {
 
   // A COMMIT of a failed transaction is a rollback, not a success.
   ASSERT_OK(admin_->Begin());
-  EXPECT_FALSE(admin_->Exec("INSERT INTO " + T("u") + " VALUES (2)").ok());
+  EXPECT_FALSE(admin_->Exec("INSERT INTO " + T("u") + " VALUES (1)").ok());
   s = admin_->Commit();
   EXPECT_TRUE(s.IsConflict()) << s.ToString();
   EXPECT_FALSE(admin_->in_transaction());
