@@ -14,9 +14,9 @@ CMAKE_FLAGS ?=
 DEB_PACKAGES = cmake make g++ pkg-config git \
   libsimdjson-dev nlohmann-json3-dev libvalijson-dev libcli11-dev \
   zlib1g-dev libxxhash-dev libjemalloc-dev libgtest-dev libgmock-dev \
-  libsqlite3-dev
+  libsqlite3-dev libpq-dev
 DEB_TEST_PACKAGES = parallel jq tmux clang libclang-rt-14-dev \
-  nodejs npm chromium
+  nodejs npm chromium postgresql
 
 .PHONY: all build bin deps test-deps configure test asan tsan bench demo fuzz torture format clean
 

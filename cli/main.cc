@@ -14,6 +14,7 @@
 #include "cli/agent.h"
 #include "cli/answer.h"
 #include "cli/crashtest.h"
+#include "cli/db.h"
 #include "cli/inspect.h"
 #include "cli/interop.h"
 #include "cli/log_table.h"
@@ -208,6 +209,7 @@ int Main(int argc, char** argv) {
   CLI::App* export_cmd = AddExportCommand(app, &export_args);
 
   AgentCli agent(app);
+  DbCli db(app);  // cli/db.h
 
   CrashtestOptions crashtest;
   CLI::App* crashtest_cmd = AddCrashtestCommand(&app, &crashtest);
@@ -243,6 +245,7 @@ int Main(int argc, char** argv) {
   if (*answer_cmd) return DoAnswer(answer);
   if (*mcp_cmd) return RunMcpCommand(mcp, WIZQ_VERSION);
   if (agent.chosen()) return agent.Run();
+  if (db.chosen()) return db.Run();
   return kExitInvalid;
 }
 

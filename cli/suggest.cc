@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "cli/json_events.h"
+#include "queue/pg/pg_location.h"
 
 namespace wizq {
 
@@ -125,6 +126,12 @@ int ReportParseError(const CLI::App& app, const CLI::ParseError& e, int argc,
   const CLI::App* cmd = ChosenCommand(app, argc, argv, &name, &next);
   std::string message = e.what();
   while (!message.empty() && message.back() == '\n') message.pop_back();
+  // A stray argument is quoted back: a store location without its password.
+  for (int i = 1; i < argc; i++) {
+    if (PgLocationHasPassword(argv[i])) {
+      message = ScrubPgSecrets(message, PgLocationSecrets(argv[i]));
+    }
+  }
   Report(name.empty() ? "wizq" : "wizq " + name, message,
          Suggestion(*cmd, next, argc, argv), WantsJson(argc, argv));
   return 2;

@@ -47,9 +47,10 @@ set(WIZQ_SOVERSION 0)
 
 # What the library itself links (not the header-only nlohmann and valijson,
 # which no public header uses). Keep in step with target_link_libraries(wizq
-# ...) in CMakeLists.txt and Requires.private in cmake/wizq.pc.in.
+# ...) in CMakeLists.txt and Requires.private (libpq: Libs.private, see
+# docs/INSTALL.md) in cmake/wizq.pc.in.
 set(WIZQ_LINK_DEPS simdjson::simdjson ZLIB::ZLIB PkgConfig::XXHASH
-    Threads::Threads)
+    PkgConfig::LIBPQ Threads::Threads)
 
 set_target_properties(wizq PROPERTIES POSITION_INDEPENDENT_CODE ON)
 
