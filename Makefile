@@ -192,7 +192,7 @@ crashtest-example: bin
 # library into Debian's lib/x86_64-linux-gnu) and builds only what is
 # installed. `make install PREFIX=$$HOME/.local`.
 PREFIX ?= /usr/local
-WIZQ_INSTALL_TARGETS = wizq_cli wizq_shared wizq_static
+WIZQ_INSTALL_TARGETS = wizq_cli wizq_shared wizq_static wizq_docs
 .PHONY: install demo-embed
 
 install: deps
