@@ -39,6 +39,20 @@ if(NOT _wizq_header_version STREQUAL wizq_VERSION)
 endif()
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
              ${CMAKE_SOURCE_DIR}/include/wizq/version.h)
+# So must the Debian packages' version, the top entry of debian/changelog
+# (`make deb`).
+if(EXISTS ${CMAKE_SOURCE_DIR}/debian/changelog)
+  file(STRINGS ${CMAKE_SOURCE_DIR}/debian/changelog _wizq_deb_line LIMIT_COUNT 1)
+  string(REGEX REPLACE "^wizq \\(([^)-]*)[^)]*\\).*" "\\1" _wizq_deb_version
+         "${_wizq_deb_line}")
+  if(NOT _wizq_deb_version STREQUAL wizq_VERSION)
+    message(FATAL_ERROR "debian/changelog's top entry is version "
+      "${_wizq_deb_version} but CMakeLists.txt says project(wizq VERSION "
+      "${wizq_VERSION}): add an entry (dch -v ${wizq_VERSION})")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+               ${CMAKE_SOURCE_DIR}/debian/changelog)
+endif()
 
 # The ABI number: the SONAME is libwizq.so.${WIZQ_SOVERSION}. Bumped on
 # every release that breaks the ABI, independently of the project version

@@ -60,6 +60,7 @@ struct Walk {
   const OptionDoc* pending = nullptr;  // the option whose value comes next
   size_t positionals = 0;              // positionals given so far
   bool after_dashdash = false;
+  bool lost = false;  // a word named no subcommand of a command that has some
   CompletionContext ctx;
 
   explicit Walk(const CLI::App& root) : cmd(&root), options(Options(root)) {}
@@ -103,41 +104,50 @@ struct Walk {
       }
       return;
     }
-    if (positionals == 0) {
-      if (const CLI::App* sub = FindSubcommand(*cmd, w)) {
-        cmd = sub;
-        options = Options(*sub);
+    if (positionals == 0 && !Subcommands(*cmd).empty()) {
+      const CLI::App* sub = FindSubcommand(*cmd, w);
+      if (sub == nullptr) {
+        lost = true;
         return;
       }
+      cmd = sub;
+      options = Options(*sub);
+      return;
     }
     if (const OptionDoc* p = NextPositional()) Value(*p, w);
     positionals++;
   }
 };
 
-void AddWord(const std::string& value, const std::string& description,
-             const std::string& prefix, std::string* out) {
+// Adds `lead + value` when value starts with `prefix`.
+void AddWord(const std::string& lead, const std::string& value,
+             const std::string& description, const std::string& prefix,
+             std::string* out) {
   if (!StartsWith(value, prefix)) return;
-  *out += value;
+  *out += lead + value;
   if (!description.empty()) *out += "\t" + description;
   *out += "\n";
 }
 
+// The values that start with `prefix`, each after `lead` ("--format=" when
+// the word being completed is --format=VALUE).
 std::string Words(const std::vector<Candidate>& values,
-                  const std::string& prefix) {
+                  const std::string& prefix, const std::string& lead = "") {
   std::string out;
   for (const Candidate& c : values) {
-    AddWord(c.value, c.description, prefix, &out);
+    AddWord(lead, c.value, c.description, prefix, &out);
   }
   return out.empty() ? "" : "words\n" + out;
 }
 
+// What the value of `o` completes to: `cur` is what was typed of it.
 std::string ValueCompletion(const OptionDoc& o, const CompletionContext& ctx,
-                            const std::string& cur) {
+                            const std::string& cur,
+                            const std::string& lead = "") {
   if (!o.choices.empty()) {
     std::vector<Candidate> values;
     for (const std::string& c : o.choices) values.push_back({c, ""});
-    return Words(values, cur);
+    return Words(values, cur, lead);
   }
   switch (KindOf(o)) {
     case ValueKind::kFiles:
@@ -147,9 +157,9 @@ std::string ValueCompletion(const OptionDoc& o, const CompletionContext& ctx,
     case ValueKind::kWorkflow:
       return "workflow\n";
     case ValueKind::kSteps:
-      return Words(StepNames(ctx), cur);
+      return Words(StepNames(ctx), cur, lead);
     case ValueKind::kWaiting:
-      return Words(WaitingTasks(ctx), cur);
+      return Words(WaitingTasks(ctx), cur, lead);
     case ValueKind::kNone:
       break;
   }
@@ -161,7 +171,7 @@ std::string OptionNames(const std::vector<OptionDoc>& options,
   std::string out;
   for (const OptionDoc& o : options) {
     if (o.flags.empty()) continue;
-    AddWord(o.name(), o.description, cur, &out);
+    AddWord("", o.name(), o.description, cur, &out);
   }
   return out.empty() ? "" : "words\n" + out;
 }
@@ -173,6 +183,7 @@ std::string CompletionFor(const CLI::App& root,
   if (words.empty()) return "";
   Walk walk(root);
   for (size_t i = 0; i + 1 < words.size(); i++) walk.Word(words[i]);
+  if (walk.lost) return "";
   std::string cur = words.back();
   if (walk.pending != nullptr) {
     if (cur == "=") cur.clear();
@@ -183,7 +194,8 @@ std::string CompletionFor(const CLI::App& root,
     if (eq == std::string::npos) return OptionNames(walk.options, cur);
     const OptionDoc* o = FindFlag(walk.options, cur.substr(0, eq));
     if (o == nullptr || o->value.empty()) return "";
-    return ValueCompletion(*o, walk.ctx, cur.substr(eq + 1));
+    return ValueCompletion(*o, walk.ctx, cur.substr(eq + 1),
+                           cur.substr(0, eq + 1));
   }
   if (walk.positionals == 0 && !walk.after_dashdash) {
     std::vector<Candidate> subs;
