@@ -226,4 +226,22 @@ if(NOT WIZQ_SANITIZE)
   set_tests_properties(packaging_headers_alone packaging_headers_private
     ${_wizq_outside} PROPERTIES FIXTURES_REQUIRED wizq_installed
     ENVIRONMENT "${_wizq_env}")
+
+  # The Debian packages (`make deb`) checked by lintian, installed into a
+  # debootstrap'ed Debian 12, used (man pages and their examples, a
+  # find_package consumer, completion in real shells) and purged. It builds
+  # its own packages, so it starts first and runs beside the others.
+  add_test(NAME deb_test COMMAND bash
+    ${CMAKE_SOURCE_DIR}/tests/packaging/deb_test.sh ${CMAKE_SOURCE_DIR}
+    ${CMAKE_BINARY_DIR}/deb-test)
+  set_tests_properties(deb_test PROPERTIES TIMEOUT 1500 COST 100000
+    SKIP_RETURN_CODE 77)
 endif()
+
+# Completion in bash, zsh and fish through tmux, with this build's wizq
+# (deb_test does the same with the installed package).
+add_test(NAME completion_shells_test COMMAND sh
+  ${CMAKE_SOURCE_DIR}/tests/packaging/completion_shells.sh host
+  ${CMAKE_SOURCE_DIR}/examples)
+set_tests_properties(completion_shells_test PROPERTIES TIMEOUT 300
+  ENVIRONMENT "PATH=${CMAKE_BINARY_DIR}:$ENV{PATH}")
