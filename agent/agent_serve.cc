@@ -17,6 +17,7 @@
 #include "queue/queue.h"
 #include "tasks/attempt_files.h"
 #include "tasks/command_runner.h"
+#include "util/environment.h"
 #include "util/shell_quote.h"
 
 namespace wizq {
@@ -87,13 +88,13 @@ Status Server::Start(const std::string& payload) {
   CommandSpec spec;
   spec.script = ExecScript(o_.command);
   spec.stdin_data = payload + "\n";
-  spec.env = {{"WIZQ_RUN_ID", p["run_id"].get<std::string>()},
-              {"WIZQ_TASK_ID", std::to_string(job.task_id)},
-              {"WIZQ_ATTEMPT", std::to_string(attempt)},
-              {"WIZQ_INSTALL_DIR", o_.install_dir},
-              {"WIZQ_IDEMPOTENCY_KEY", p["idempotency_key"].get<std::string>()},
-              {"WIZQ_STEP", p["task"]["kind"].get<std::string>()},
-              {"WIZQ_LEASE", job.lease}};
+  spec.env = {{kEnvRunId, p["run_id"].get<std::string>()},
+              {kEnvTaskId, std::to_string(job.task_id)},
+              {kEnvAttempt, std::to_string(attempt)},
+              {kEnvInstallDir, o_.install_dir},
+              {kEnvIdempotencyKey, p["idempotency_key"].get<std::string>()},
+              {kEnvStep, p["task"]["kind"].get<std::string>()},
+              {kEnvLease, job.lease}};
   spec.output_dir = AttemptFiles::TaskDir(wizard_, job.task_id);
   spec.attempt = attempt;
   if (p["timeout_seconds"].is_number()) {

@@ -18,16 +18,18 @@
 #include "tasks/attempt_files.h"
 #include "tasks/command_runner.h"
 #include "tasks/response.h"
+#include "util/exit_code.h"
 #include "util/json_writer.h"
 
 namespace wizq {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitInvalidResponse = 1;
-constexpr int kExitBadArgs = 2;
-constexpr int kExitLost = 3;
-constexpr int kExitNothing = 5;
+// The agent commands' meanings of the exit codes (util/exit_code.h).
+constexpr int kExitOk = kExitCompleted;
+constexpr int kExitInvalidResponse = kExitTaskFailed;
+constexpr int kExitBadArgs = kExitInvalid;
+constexpr int kExitLost = kExitEnvironment;
+constexpr int kExitNothing = kExitNothingToTake;
 
 // How often `take --wait` looks for work (a Refresh: the log's tail only).
 constexpr int kWaitPollMs = 20;

@@ -18,6 +18,7 @@
 #include "orchestrator/run.h"
 #include "tasks/workflow.h"
 #include "util/crash_point.h"
+#include "util/environment.h"
 
 namespace wizq {
 namespace {
@@ -29,7 +30,6 @@ using crashtest::KillPoint;
 using crashtest::Report;
 using crashtest::Tree;
 
-constexpr char kCrashEnv[] = "WIZQ_CRASH_AT";
 // How many times a killed run is resumed before crashtest gives up on it.
 constexpr int kMaxResumes = 5;
 
@@ -108,7 +108,7 @@ int Crashtest::Prepare() {
   }
   char exe[4096];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  const char* tmp = getenv("TMPDIR");
+  const char* tmp = getenv(kEnvTmpdir);
   std::string dir =
       std::string(tmp && *tmp ? tmp : "/tmp") + "/wizq-crashtest-XXXXXX";
   if (n <= 0 || mkdtemp(dir.data()) == nullptr) {
@@ -134,9 +134,9 @@ ChildResult Crashtest::RunWizq(const std::string& crash_at,
     spec.argv.insert(spec.argv.end(), {"--jobs", std::to_string(o_.jobs)});
   }
   if (crash_at.empty()) {
-    spec.unset_env = {kCrashEnv};
+    spec.unset_env = {kEnvCrashAt};
   } else {
-    spec.env = {{kCrashEnv, crash_at}};
+    spec.env = {{kEnvCrashAt, crash_at}};
   }
   spec.stdout_path = scratch_ + "/wizq.out";
   spec.stderr_path = scratch_ + "/wizq.err";

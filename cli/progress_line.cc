@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "util/console.h"
+#include "util/environment.h"
 #include "util/utf8.h"
 
 namespace wizq {
@@ -155,7 +156,7 @@ std::string ShortDuration(int64_t ms) {
 }
 
 bool ColourAllowed() {
-  const char* no = std::getenv("NO_COLOR");
+  const char* no = std::getenv(kEnvNoColor);
   return no == nullptr || *no == '\0';
 }
 

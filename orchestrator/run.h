@@ -20,22 +20,13 @@
 
 #include "orchestrator/observer.h"
 #include "tasks/workflow.h"
+#include "util/exit_code.h"
 
 namespace wizq {
 
 class Env;
 class Executor;
 struct RunImport;
-
-// Exit codes of SPEC §7.
-enum ExitCode {
-  kExitCompleted = 0,
-  kExitTaskFailed = 1,
-  kExitInvalid = 2,
-  kExitEnvironment = 3,
-  kExitPaused = 4,
-  kExitInterrupted = 130,  // SIGINT/SIGTERM: tasks were stopped and put back
-};
 
 // --halt soon|now,fail=N (docs/CLI.md): after N tasks of this process
 // failed for good, start no new task (soon: the running ones finish; now:

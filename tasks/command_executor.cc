@@ -7,6 +7,7 @@
 #include "tasks/attempt_files.h"
 #include "tasks/orphans_record.h"
 #include "tasks/posix_util.h"
+#include "util/environment.h"
 #include "util/json_writer.h"
 
 namespace wizq {
@@ -74,13 +75,13 @@ Status CommandExecutor::Start(const Attempt& a) {
   spec.script = a.action->script;
   spec.cwd = a.base_dir;
   spec.stdin_data = StdinOf(a);
-  spec.env = {{"WIZQ_RUN_ID", a.run_id},
-              {"WIZQ_TASK_ID", std::to_string(a.task_id)},
-              {"WIZQ_ATTEMPT", std::to_string(a.number)},
-              {"WIZQ_INSTALL_DIR", a.install_dir},
-              {"WIZQ_IDEMPOTENCY_KEY", a.idempotency_key},
-              {"WIZQ_STEP", a.step},
-              {"WIZQ_ORIGIN", OriginName(a.origin)}};
+  spec.env = {{kEnvRunId, a.run_id},
+              {kEnvTaskId, std::to_string(a.task_id)},
+              {kEnvAttempt, std::to_string(a.number)},
+              {kEnvInstallDir, a.install_dir},
+              {kEnvIdempotencyKey, a.idempotency_key},
+              {kEnvStep, a.step},
+              {kEnvOrigin, OriginName(a.origin)}};
   spec.output_dir = files.dir();
   spec.attempt = a.number;
   spec.timeout_seconds = a.timeout_seconds;

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <string>
 
+#include "util/environment.h"
+
 namespace wizq::internal {
 namespace {
 
@@ -17,7 +19,7 @@ struct Target {
 
 Target ParseTarget() {
   Target t;
-  const char* spec = getenv("WIZQ_CRASH_AT");
+  const char* spec = getenv(kEnvCrashAt);
   if (spec == nullptr || *spec == '\0') return t;
   const char* colon = strrchr(spec, ':');
   t.name = colon ? std::string(spec, colon) : std::string(spec);
