@@ -69,6 +69,7 @@ class CliViewsTest : public ::testing::Test {
     }
     return out;
   }
+  std::string EventsReport(int64_t* bad, int64_t* flaky);
   // The first `<tag ...>` of `html` with `attr`, up to its text's end.
   static std::string Element(const std::string& html, const std::string& attr,
                              const std::string& end) {
@@ -125,22 +126,27 @@ TEST_F(CliViewsTest, LogTableStatusAndReportKeepLongValuesApart) {
   }
 }
 
-// The failed task first, with its stderr; a done task's earlier failure in
-// grey; failed and lost attempts in colours apart.
-TEST_F(CliViewsTest, ReportOpensWithFailuresAndGreysADoneTasksOldError) {
-  // Flaky fails its first attempt then succeeds; Bad fails for good,
-  // printing "bad" on stderr (tests/data/json/events.jsonc).
+// The first attempt of task Flaky fails, then it succeeds; task Bad fails
+// for good, printing "bad" on stderr (tests/data/json/events.jsonc). Runs
+// it and returns the report; *bad and *flaky get their ids.
+std::string CliViewsTest::EventsReport(int64_t* bad, int64_t* flaky) {
   const WizqResult run = Wizq({"run", test::DataFile("../json/events.jsonc"),
                                "--dir", dir_.path(), "--quiet"});
-  ASSERT_TRUE(run.exited && run.code == 1) << run.Describe();
+  EXPECT_TRUE(run.exited && run.code == 1) << run.Describe();
   const Json st = test::StatusJson(dir_.path());
-  int64_t bad = 0, flaky = 0;
   for (const Json& t : st["tasks"]) {
-    if (t["type"] == "Bad") bad = t["id"];
-    if (t["type"] == "Flaky") flaky = t["id"];
+    if (t["type"] == "Bad") *bad = t["id"];
+    if (t["type"] == "Flaky") *flaky = t["id"];
   }
-  ASSERT_TRUE(bad != 0 && flaky != 0) << st.dump();
-  const std::string page = Report(dir_.path());
+  EXPECT_TRUE(*bad != 0 && *flaky != 0) << st.dump();
+  return Report(dir_.path());
+}
+
+// What a person opens the page for comes first: the failed task, with its
+// reason, its stderr and that file.
+TEST_F(CliViewsTest, ReportOpensWithAFailuresSection) {
+  int64_t bad = 0, flaky = 0;
+  const std::string page = EventsReport(&bad, &flaky);
   const size_t failures = page.find("<section id=\"failures\">");
   ASSERT_NE(failures, std::string::npos) << page;
   EXPECT_LT(failures, page.find("<h2>Timeline")) << "the failures come first";
@@ -149,13 +155,19 @@ TEST_F(CliViewsTest, ReportOpensWithFailuresAndGreysADoneTasksOldError) {
   EXPECT_TRUE(Contains(section, "1 task(s) failed")) << section;
   EXPECT_TRUE(Contains(section, "href=\"#task-" + std::to_string(bad)))
       << section;
+  EXPECT_TRUE(Contains(page, "id=\"task-" + std::to_string(bad) + "\""));
   EXPECT_TRUE(Contains(section, "exit_code: exit code 1")) << section;
   EXPECT_TRUE(Contains(section, "<pre>bad\n</pre>")) << section;
   EXPECT_TRUE(Contains(section, "stderr: " + dir_.path() + "/.wizard/tasks/" +
                                     std::to_string(bad) + ".1.stderr"))
       << section;
-  EXPECT_FALSE(Contains(section, "Flaky")) << section;
-  // Flaky is done: its first attempt's error is kept, in grey.
+  EXPECT_FALSE(Contains(section, "Flaky")) << section;  // done in the end
+}
+
+// A done task's error is an earlier attempt's: kept, in grey, not red.
+TEST_F(CliViewsTest, ReportShowsADoneTasksEarlierErrorInGrey) {
+  int64_t bad = 0, flaky = 0;
+  const std::string page = EventsReport(&bad, &flaky);
   const std::string li =
       Element(page, "data-task-id=\"" + std::to_string(flaky) + "\" data-state",
               "</li>");
@@ -163,8 +175,18 @@ TEST_F(CliViewsTest, ReportOpensWithFailuresAndGreysADoneTasksOldError) {
   EXPECT_TRUE(Contains(li, "<span class=\"old-err\"")) << li;
   EXPECT_TRUE(Contains(li, "earlier: exit_code: exit code 3")) << li;
   EXPECT_FALSE(Contains(li, "class=\"err\"")) << li;
-  // Failed and lost attempts: colours far apart (not two reds), the same
-  // in the legend as on the bars.
+  EXPECT_TRUE(Contains(page, ".old-err{color:#8c959f}")) << "grey";
+  // The failed task's error stays red.
+  const std::string failed = Element(
+      page, "data-task-id=\"" + std::to_string(bad) + "\" data-state", "</li>");
+  EXPECT_TRUE(Contains(failed, "<span class=\"err\">exit_code")) << failed;
+}
+
+// Failed and lost attempts in colours far apart (not two reds), the same in
+// the legend as on the bars.
+TEST_F(CliViewsTest, ReportColoursFailedAndLostAttemptsApart) {
+  int64_t bad = 0, flaky = 0;
+  const std::string page = EventsReport(&bad, &flaky);
   auto fill = [&](const std::string& cls) -> std::vector<int> {
     std::smatch m;
     const std::regex re("rect\\.attempt\\." + cls +
@@ -179,12 +201,14 @@ TEST_F(CliViewsTest, ReportOpensWithFailuresAndGreysADoneTasksOldError) {
   double d = 0;
   for (int i = 0; i < 3; i++) d += std::pow(failed[i] - lost[i], 2);
   EXPECT_GT(std::sqrt(d), 150) << "failed and lost look alike";
-  char lost_hex[8];
-  std::snprintf(lost_hex, sizeof(lost_hex), "#%02x%02x%02x", lost[0], lost[1],
-                lost[2]);
-  EXPECT_TRUE(Contains(page, std::string("background:") + lost_hex +
-                                 "\"></i>lost with its worker"))
-      << "the legend's colour for lost";
+  for (const auto& [rgb, label] : std::map<std::vector<int>, std::string>{
+           {failed, "failed"}, {lost, "lost with its worker"}}) {
+    char hex[8];
+    std::snprintf(hex, sizeof(hex), "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+    EXPECT_TRUE(
+        Contains(page, std::string("background:") + hex + "\"></i>" + label))
+        << "the legend's colour for " << label;
+  }
 }
 
 TEST_F(CliViewsTest, ReportGivesEachAgentItsOwnLane) {

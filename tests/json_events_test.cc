@@ -198,15 +198,25 @@ TEST_F(JsonEventsTest, TaskEventsCarryValueFinallyAndTimestamps) {
   EXPECT_EQ(ev2[0]["tasks_done"], 4);
 }
 
+// run_finished names the run, as run_opened does: a consumer of several
+// runs' events ties the end to its run.
+TEST_F(JsonEventsTest, RunFinishedCarriesTheRunId) {
+  const WizqResult r = Run({DataFile("../json/events.jsonc"), "--dir",
+                            dir_.Join("d"), "--run-id", "my-run"});
+  ASSERT_TRUE(r.exited && r.code == 1) << r.Describe();
+  const std::vector<Json> ev = Check(r.out);
+  ASSERT_EQ(Named(ev, "run_finished").size(), 1u) << r.out;
+  EXPECT_EQ(Named(ev, "run_finished")[0]["run_id"], "my-run") << r.out;
+  EXPECT_EQ(ev.front()["run_id"], "my-run") << r.out;
+}
+
 // task_finished says how the attempt that ran ended: its exit code, how
-// long it took, its stderr file; run_finished names the run.
+// long it took, its stderr file.
 TEST_F(JsonEventsTest, TaskFinishedCarriesExitCodeDurationAndStderr) {
   const WizqResult r =
       Run({DataFile("../json/events.jsonc"), "--dir", dir_.Join("d")});
   ASSERT_TRUE(r.exited && r.code == 1) << r.Describe();
   const std::vector<Json> ev = Check(r.out);
-  ASSERT_EQ(Named(ev, "run_finished").size(), 1u) << r.out;
-  EXPECT_EQ(Named(ev, "run_finished")[0]["run_id"], ev.front()["run_id"]);
   const std::string tasks =
       std::filesystem::canonical(dir_.Join("d")).string() + "/.wizard/tasks/";
   // Step and state -> the exit code and stderr its attempt had.

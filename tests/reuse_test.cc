@@ -374,6 +374,55 @@ TEST_F(ReuseTest, ReusedStepThatListsADirectoryGetsOneNoteNamingReuseFiles) {
   EXPECT_TRUE(test::Contains(notes(r.err)[0], "step Work")) << r.err;
 }
 
+// The reuse_files pattern README and CLI.md give for what reuse does not
+// see (a helper the script runs, a directory's files, a glob), taken from
+// the docs as written: it is a valid step, and a change in any of those
+// files, a file added to the listed directory included, runs it again.
+TEST_F(ReuseTest, DocumentedReuseFilesPatternSeesWhatTheScriptReads) {
+  for (const char* doc : {"README.md", "docs/CLI.md"}) {
+    SCOPED_TRACE(doc);
+    const std::string text = test::ReadAll(test::SourceDir() + "/" + doc);
+    const size_t said = text.find("does **not** see") != std::string::npos
+                            ? text.find("does **not** see")
+                            : text.find("What reuse does not see");
+    ASSERT_NE(said, std::string::npos) << doc << " does not say it";
+    const size_t open = text.find("```jsonc\n", said);
+    ASSERT_NE(open, std::string::npos);
+    const size_t from = open + 9;
+    const std::string step = text.substr(from, text.find("```", from) - from);
+    ASSERT_TRUE(test::Contains(step, "reuse_files")) << step;
+    const ScratchDir wf, inst;
+    test::WriteAll(wf.Join("wf.json"),
+                   "{\"entrypoint\": \"Build\", \"steps\": [" + step + "]}");
+    test::WriteAll(wf.Join("build.sh"),
+                   "#!/bin/sh\necho build >>\"$WIZQ_INSTALL_DIR/ledger\"\n"
+                   ". lib/helpers.sh; cat src/* conf/*.yml >/dev/null; "
+                   "echo '[]'\n");
+    fs::permissions(wf.Join("build.sh"), fs::perms::owner_all);
+    for (const char* f : {"lib/helpers.sh", "src/a.c", "conf/app.yml"}) {
+      fs::create_directories(fs::path(wf.Join(f)).parent_path());
+      test::WriteAll(wf.Join(f), "1\n");
+    }
+    auto runs = [&] {  // whether Build ran, in a run --fresh
+      const WizqResult r = test::RunWizq(
+          {"wizq", "run", wf.Join("wf.json"), "--dir", inst.path(), "--fresh"});
+      EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
+      const bool ran = fs::exists(inst.Join("ledger"));
+      fs::remove(inst.Join("ledger"));
+      return ran;
+    };
+    EXPECT_TRUE(runs());
+    EXPECT_FALSE(runs());  // nothing changed: reused
+    test::WriteAll(wf.Join("src/b.c"), "new\n");
+    EXPECT_TRUE(runs()) << "a file added to a listed directory";
+    EXPECT_FALSE(runs());
+    test::WriteAll(wf.Join("lib/helpers.sh"), "2\n");
+    EXPECT_TRUE(runs()) << "a helper the script runs";
+    test::WriteAll(wf.Join("conf/app.yml"), "2\n");
+    EXPECT_TRUE(runs()) << "a file a glob lists";
+  }
+}
+
 TEST_F(ReuseTest, KillNineInAReusingRunThenResume) {
   ASSERT_EQ(Run({}).code, 0);
   TakeLedger();
