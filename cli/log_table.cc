@@ -46,12 +46,13 @@ void PrintRow(const AttemptRecord& a, int64_t last_ms) {
                               : FormatDuration(last_ms - a.start_ms) + "+";
   const std::string worker =
       a.agent.empty() ? a.worker : a.worker + ":" + a.agent;
-  std::printf("%5lld %-12s %-24s %3lld %-16s %s %8s  %s\n",
-              static_cast<long long>(a.task_id), Shorten(a.step, 12).c_str(),
-              Shorten(a.value, 24).c_str(), static_cast<long long>(a.attempt),
-              Shorten(worker.empty() ? "-" : worker, 16).c_str(),
-              FormatTime(a.start_ms).c_str(), dur.c_str(),
-              AttemptResultText(a).c_str());
+  std::printf(
+      "%5lld %-12s %-24s %3lld %-16s %s %8s  %s\n",
+      static_cast<long long>(a.task_id), ShortenMiddle(a.step, 12).c_str(),
+      ShortenMiddle(a.value, 24).c_str(), static_cast<long long>(a.attempt),
+      ShortenMiddle(worker.empty() ? "-" : worker, 16).c_str(),
+      FormatTime(a.start_ms).c_str(), dur.c_str(),
+      AttemptResultText(a).c_str());
 }
 
 }  // namespace

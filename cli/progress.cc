@@ -17,6 +17,10 @@
 
 namespace wizq {
 
+int64_t Ran(const Progress& p) {
+  return p.done + p.failed - p.reused - p.imported;
+}
+
 std::string ProgressCounts(const Progress& p) {
   char buf[160];
   std::snprintf(buf, sizeof(buf),
@@ -155,7 +159,10 @@ class Printer : public RunObserver {
     const std::string name = RunStatusName(status);
     Line("run " + (status == RunStatus::kFailed ? Red(name, colour_) : name) +
          ": " + ProgressCounts(p) + "; " + std::to_string(p.reused) +
-         " reused, " + std::to_string(p.done + p.failed - p.reused) + " ran");
+         " reused, " + std::to_string(Ran(p)) + " ran" +
+         (p.imported ? ", " + std::to_string(p.imported) +
+                           " finished before the import"
+                     : ""));
     KeptLine();
   }
 
@@ -326,6 +333,9 @@ class Printers : public RunObserver {
   }
   void OnDeduplicated(const Task& t, int count) override {
     for (auto& o : all_) o->OnDeduplicated(t, count);
+  }
+  void OnAttemptEnded(const Task& t, const AttemptEnd& end) override {
+    for (auto& o : all_) o->OnAttemptEnded(t, end);
   }
   void OnFailures(const std::vector<Task>& failed,
                   const std::string& wizard_dir) override {

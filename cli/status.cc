@@ -13,6 +13,7 @@
 #include "queue/queue.h"
 #include "queue/workers.h"
 #include "tasks/attempt_files.h"
+#include "tasks/function_executor.h"
 #include "tasks/prompt.h"
 #include "tasks/workflow.h"
 
@@ -27,7 +28,7 @@ void PrintTaskLine(const Task& t, int depth, int64_t now_ms,
   std::string line(static_cast<size_t>(depth) * 2, ' ');
   line += "#" + std::to_string(t.id) + " " + t.type;
   if (t.inputs != "{}" && t.inputs != "null")
-    line += " " + Shorten(t.inputs, 40);
+    line += " " + ShortenMiddle(t.inputs, 40);
   if (t.origin == Origin::kFinally) line += " (finally)";
   line += std::string("  ") + TaskStateName(t.state);
   if (t.reused_from != 0) {
@@ -113,16 +114,19 @@ RunStatusExtras LiveExtras(const QueueState& st, const std::string& dir) {
       st.count(TaskState::kPending) + st.count(TaskState::kInProgress);
   x.interrupted =
       !live && st.run().status == RunStatus::kRunning && unfinished > 0;
-  if (x.interrupted) {
-    x.resume_command = "wizq run WORKFLOW --dir " + ShellQuote(dir) +
-                       " --input " + ShellQuote(st.run().entry_input) +
-                       " --run-id " + ShellQuote(st.run().run_id);
-  }
   std::unique_ptr<Workflow> wf;
   if (Workflow::Parse(st.run().workflow, "workflow", &wf).ok()) {
     for (int64_t id : st.pending()) {
       if (WaitsForAnswer(*wf, *st.Find(id))) x.waiting_prompts.push_back(id);
     }
+    x.embedded = !FunctionHandlerNames(*wf).empty();
+  }
+  // `wizq run` has no handlers for Function steps: only the program that
+  // embeds wizq resumes such a run.
+  if (x.interrupted && !x.embedded) {
+    x.resume_command = "wizq run WORKFLOW --dir " + ShellQuote(dir) +
+                       " --input " + ShellQuote(st.run().entry_input) +
+                       " --run-id " + ShellQuote(st.run().run_id);
   }
   uint64_t bytes = 0;
   if (TaskFilesBytes(Env::Posix(), wizard, &bytes).ok()) {
@@ -168,7 +172,7 @@ void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
                       const std::string& archive) {
   const RunInfo& r = st.run();
   const int64_t now = WallNowMs();
-  const char* shown = x.interrupted ? "interrupted" : RunStatusName(r.status);
+  const char* shown = LiveStatus(st, x);
   // The summary line first: a script or a glance needs only it.
   int64_t leased = 0;
   for (int64_t id : st.in_progress())
@@ -184,7 +188,13 @@ void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
       static_cast<long long>(st.count(TaskState::kPending)), r.run_id.c_str());
   if (!archive.empty()) std::printf("archived in %s\n", archive.c_str());
   PrintWorkers(x, archive);
-  if (x.interrupted) {
+  if (x.interrupted && x.embedded) {
+    std::printf(
+        "interrupted: no process runs it; its unfinished tasks wait. Its "
+        "workflow has Function steps, so only the program that embeds wizq "
+        "and registers their handlers can resume it: run that program again "
+        "(wizq run cannot)\n");
+  } else if (x.interrupted) {
     std::printf(
         "interrupted: no wizq process runs it; its unfinished tasks wait. "
         "Resume it with\n  %s\n(WORKFLOW: the workflow file it was started "

@@ -20,6 +20,11 @@ std::string FormatBytes(uint64_t bytes);
 // `text` cut to at most `max` bytes (on a UTF-8 boundary) with "…" added
 // when cut; newlines and tabs become spaces.
 std::string Shorten(std::string_view text, size_t max);
+// `text` in at most `max` columns (ASCII; on UTF-8 boundaries) with its
+// middle cut out and "…" in its place, newlines and tabs as spaces: two
+// long values that share a prefix (`{"file":"src/…/a.c"}`, `…/b.c"}`)
+// stay apart. For values in tables and lists; max >= 3.
+std::string ShortenMiddle(std::string_view text, size_t max);
 // Wall clock now, in ms.
 int64_t WallNowMs();
 

@@ -199,6 +199,9 @@ if(NOT WIZQ_SANITIZE)
   add_test(NAME packaging_headers_private COMMAND sh
     ${CMAKE_SOURCE_DIR}/tests/packaging/headers.sh private ${_wizq_prefix}
     ${_wizq_tus})
+  add_test(NAME packaging_headers_names COMMAND sh
+    ${CMAKE_SOURCE_DIR}/tests/packaging/headers.sh names ${_wizq_prefix}
+    ${_wizq_tus})
 
   # tests/packaging/consumer with find_package (wizq::wizq shared, and
   # static with wizq_USE_STATIC_LIBS) and with pkg-config (shared, --static);
@@ -225,7 +228,8 @@ if(NOT WIZQ_SANITIZE)
   set_tests_properties(${_wizq_outside} PROPERTIES SKIP_RETURN_CODE 77
     TIMEOUT 300)
   set_tests_properties(packaging_headers_alone packaging_headers_private
-    ${_wizq_outside} PROPERTIES FIXTURES_REQUIRED wizq_installed
+    packaging_headers_names ${_wizq_outside} PROPERTIES FIXTURES_REQUIRED
+    wizq_installed
     ENVIRONMENT "${_wizq_env}")
 
   # The Debian packages (`make deb`) checked by lintian, installed into a

@@ -14,7 +14,20 @@ namespace wizq {
 struct Progress {
   int64_t pending = 0, running = 0, done = 0, failed = 0, total = 0;
   int64_t reused = 0;  // of `done`: completed from a previous run's result
+  // Of `done` and `failed`: finished before an import (QueueState::imported).
+  int64_t imported = 0;
   int64_t elapsed_ms = 0;
+};
+
+// How an attempt that ran ended (RunObserver::OnAttemptEnded).
+struct AttemptEnd {
+  int exit_code = -1;        // a process's exit status (a Command, a Pool
+                             // task's --agent); -1: none (a signal, a
+                             // timeout, not a process)
+  int64_t duration_ms = -1;  // from its start to its end; -1: unknown
+  // The process's stderr file (tasks/attempt_files.h); "" for an attempt
+  // that is no process.
+  std::string stderr_path;
 };
 
 // A task that waits for an answer (a human gate, SPEC §10).
@@ -57,6 +70,13 @@ class RunObserver {
   // Something the user must know even under --quiet (the workflow file
   // differs from the run's frozen copy). By default, a note.
   virtual void OnWarning(const std::string& message) { OnNote(message); }
+  // The attempt of `task` whose end OnTaskFinished reports next ran and
+  // ended so. Called just before that OnTaskFinished, for an attempt this
+  // process ran (or adopted); not for a reused task.
+  virtual void OnAttemptEnded(const Task& task, const AttemptEnd& end) {
+    (void)task;
+    (void)end;
+  }
   // The result of `task` submitted `count` children that already existed
   // (deduplicated, not spawned). Called just before its OnTaskFinished.
   virtual void OnDeduplicated(const Task& task, int count) {

@@ -49,7 +49,8 @@ Status RunLoop::Harvest(bool block) {
   for (const std::string& note : r.notes) observer_->OnNote(note);
   run_status_ = r.run_status;
   progress_ = r.progress;
-  for (const Task& t : r.finished) {
+  for (size_t i = 0; i < r.finished.size(); i++) {
+    const Task& t = r.finished[i];
     const bool done = t.state == TaskState::kDone;
     const int submitted = submitted_[t.id];
     submitted_.erase(t.id);
@@ -57,6 +58,7 @@ Status RunLoop::Harvest(bool block) {
       observer_->OnDeduplicated(
           t, submitted - static_cast<int>(t.children.size()));
     }
+    observer_->OnAttemptEnded(t, r.ends[i]);
     observer_->OnTaskFinished(t, done ? "" : t.error_reason, t.error_message,
                               t.state == TaskState::kPending,
                               done ? static_cast<int>(t.children.size()) : 0,
@@ -131,7 +133,9 @@ CommitResult RunLoop::Commit(std::vector<Outcome> outcomes, int want,
   const QueueState& s = queue_->state();
   for (int64_t id : r.reused_ids) r.reused.push_back(*s.Find(id));
   for (const Outcome& o : outcomes) {
-    if (!o.release) r.finished.push_back(*s.Find(o.id));
+    if (o.release) continue;
+    r.finished.push_back(*s.Find(o.id));
+    r.ends.push_back(o.end);
   }
   r.run_status = s.run().status;
   r.progress.pending = s.count(TaskState::kPending);
@@ -140,6 +144,7 @@ CommitResult RunLoop::Commit(std::vector<Outcome> outcomes, int want,
   r.progress.failed = s.count(TaskState::kFailed);
   r.progress.total = s.total();
   r.progress.reused = s.reused();
+  r.progress.imported = s.imported();
   return r;
 }
 

@@ -2,7 +2,9 @@
 // (with their idempotency key), collects the finished ones and judges their
 // results into Outcomes for the next commit, and has the executor reap what
 // dead workers' tasks left running.
+#include "fs/env.h"
 #include "orchestrator/run_loop.h"
+#include "tasks/attempt_files.h"
 #include "tasks/def_hash.h"
 #include "tasks/prompt.h"
 #include "tasks/response.h"
@@ -150,6 +152,27 @@ Outcome RunLoop::Judge(const Task& task, const AttemptResult& result) const {
     o.adopted_attempt = task.attempts;
     o.waited_ms = result.waited_ms;
   }
+  // An exit status and a stderr file are a process's: a Command's, or a
+  // Pool task's agent (a Prompt or a Function has none of its own).
+  const Step* step = nullptr;
+  const Action* action = ActionFor(task, &step);
+  if (action != nullptr && (action->kind == Action::Kind::kCommand ||
+                            action->kind == Action::Kind::kPool)) {
+    using Result = AttemptResult::Outcome;
+    if (!result.lost && (result.outcome == Result::kResponded ||
+                         result.outcome == Result::kExited)) {
+      o.end.exit_code = result.exit_code;
+    }
+    // An adopted attempt may be an older wizq's, in its layout.
+    o.end.stderr_path =
+        (result.adopted
+             ? AttemptFiles::Existing(config_.env ? config_.env : Env::Posix(),
+                                      queue_->wizard_dir(), task.id,
+                                      task.attempts)
+             : AttemptFiles(queue_->wizard_dir(), task.id, task.attempts))
+            .stderr_path();
+  }
+  o.end.duration_ms = static_cast<int64_t>(result.seconds * 1000 + 0.5);
   return o;
 }
 

@@ -145,6 +145,7 @@ Progress RunLoop::CurrentProgress() const {
     p.failed = s.count(TaskState::kFailed);
     p.total = s.total();
     p.reused = s.reused();
+    p.imported = s.imported();
   }
   p.elapsed_ms = ElapsedMs();
   return p;

@@ -74,14 +74,16 @@ struct Outcome {
   // The result is an adopted attempt's (task_adopted is recorded with it).
   int adopted_attempt = 0;  // 0: not adopted
   int64_t waited_ms = 0;
+  AttemptEnd end;  // for the observer
 };
 
 // What one commit did, for the main thread.
 struct CommitResult {
   Status status;
-  std::vector<Task> claimed;   // copies, in claim order
-  std::vector<Task> finished;  // the outcomes' tasks after the commit
-  std::vector<int64_t> lost;   // dead workers' tasks failed as worker_lost
+  std::vector<Task> claimed;     // copies, in claim order
+  std::vector<Task> finished;    // the outcomes' tasks after the commit
+  std::vector<AttemptEnd> ends;  // finished[i]'s attempt's
+  std::vector<int64_t> lost;     // dead workers' tasks failed as worker_lost
   std::vector<std::string> notes;
   std::vector<int64_t> reused_ids;        // completed from the previous run
   std::vector<Task> reused;               // their copies after the commit

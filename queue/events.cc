@@ -352,6 +352,7 @@ void RunFinished::EncodeTo(JsonWriter& w) const {
     w.Key("tasks_live").Int(tasks_live);
   }
   if (tasks_adopted != 0) w.Key("tasks_adopted").Int(tasks_adopted);
+  if (tasks_imported != 0) w.Key("tasks_imported").Int(tasks_imported);
 }
 
 EventError RunFinished::DecodeField(std::string_view key, EventValue v) {
@@ -367,6 +368,7 @@ EventError RunFinished::DecodeField(std::string_view key, EventValue v) {
   }
   if (key == "tasks_live") return ReadInt(v, &tasks_live);
   if (key == "tasks_adopted") return ReadInt(v, &tasks_adopted);
+  if (key == "tasks_imported") return ReadInt(v, &tasks_imported);
   return SUCCESS;
 }
 
@@ -376,7 +378,7 @@ bool RunFinished::operator==(const RunFinished& o) const {
          tasks_failed == o.tasks_failed && duration_ms == o.duration_ms &&
          has_reuse_counts == o.has_reuse_counts &&
          tasks_reused == o.tasks_reused && tasks_live == o.tasks_live &&
-         tasks_adopted == o.tasks_adopted;
+         tasks_adopted == o.tasks_adopted && tasks_imported == o.tasks_imported;
 }
 
 // --- task_retried ------------------------------------------------------------

@@ -231,6 +231,9 @@ struct RunFinished {
   // Attempts adopted over the run (task_adopted); written only when
   // non-zero.
   int64_t tasks_adopted = 0;
+  // Tasks that finished before an import (QueueState::imported), not in
+  // tasks_live; written only when non-zero.
+  int64_t tasks_imported = 0;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const RunFinished& o) const;

@@ -91,7 +91,7 @@ Status StageSubmit(DirQueue* q, const NewTask& t, int64_t id,
 
 // The attempts task `id` already had.
 Status StageAttempts(DirQueue* q, const ImportedTask& it, int64_t id) {
-  const std::string& worker = q->worker_id();
+  const std::string worker(kImportWorker);
   int64_t attempt = 0;
   for (size_t k = 0; k < it.failures.size(); k++) {
     WIZQ_RETURN_IF_ERROR(

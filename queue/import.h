@@ -4,7 +4,8 @@
 // wizq as a fresh run whose first batch records every task as it stood:
 // submitted, then, for each task that already ran, its attempts as
 // ordinary events (task_claimed + task_failed for each failed attempt,
-// task_claimed + task_completed for the one that succeeded). `wizq
+// task_claimed + task_completed for the one that succeeded), by the worker
+// kImportWorker ("import": no wizq worker ran them). `wizq
 // status`, `wizq log`, resume and export then need nothing special. The
 // batch is written with run_started and run_imported, in one commit: a
 // crash leaves either no run or the whole import. An import of no task

@@ -313,7 +313,18 @@ bool QueueState::AllSettled() const {
          settled_count_ == static_cast<int64_t>(tasks_.size());
 }
 
+namespace {
+
+bool Finished(TaskState s) {
+  return s == TaskState::kDone || s == TaskState::kFailed;
+}
+
+}  // namespace
+
 void QueueState::SetState(Task* t, TaskState s) {
+  if (t->claimed_by == kImportWorker) {  // finished, or retried, as imported
+    imported_count_ += Finished(s) - Finished(t->state);
+  }
   counts_[static_cast<int>(t->state)]--;
   counts_[static_cast<int>(s)]++;
   if (t->state == TaskState::kPending) RemovePending(*t);
@@ -399,6 +410,7 @@ void QueueState::Rebuild() {
   counts_.fill(0);
   settled_count_ = 0;
   reused_count_ = 0;
+  imported_count_ = 0;
   // children and finally_task are derived from parent_id and finally_for.
   for (Task& t : tasks_) {
     t.children.clear();
@@ -414,6 +426,7 @@ void QueueState::Rebuild() {
     if (!t.dedup_key.empty()) by_dedup_key_.emplace(t.dedup_key, t.id);
     counts_[static_cast<int>(t.state)]++;
     if (t.reused_from != 0 && t.state == TaskState::kDone) reused_count_++;
+    if (t.claimed_by == kImportWorker && Finished(t.state)) imported_count_++;
     if (t.state == TaskState::kPending) AddPending(t);
     if (t.state == TaskState::kInProgress) in_progress_.insert(t.id);
   }

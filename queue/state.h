@@ -112,6 +112,9 @@ class QueueState {
   int64_t total() const { return static_cast<int64_t>(tasks_.size()); }
   // Done tasks completed from a previous run's result (Task::reused_from).
   int64_t reused() const { return reused_count_; }
+  // Tasks (done or failed) that finished before an import, in the tool
+  // whose run this one continues (claimed_by kImportWorker): not run here.
+  int64_t imported() const { return imported_count_; }
   // All tasks settled (and at least one exists).
   bool AllSettled() const;
 
@@ -165,6 +168,7 @@ class QueueState {
   std::array<int64_t, 4> counts_{};
   int64_t settled_count_ = 0;
   int64_t reused_count_ = 0;
+  int64_t imported_count_ = 0;
 };
 
 }  // namespace wizq

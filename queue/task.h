@@ -36,6 +36,11 @@ inline constexpr std::string_view kReasonWorkerLost = "worker_lost";
 inline constexpr std::string_view kReasonLeaseExpired = "lease_expired";
 inline constexpr std::string_view kReasonAgentFailed = "agent_failed";
 
+// The `worker` of the attempts an import records (queue/import.h): they
+// ran in the tool whose run wizq continues, in no wizq worker. A task that
+// finished so keeps it as its last claimer (QueueState::imported).
+inline constexpr std::string_view kImportWorker = "import";
+
 struct Task {
   int64_t id = 0;
   std::string type;    // the step

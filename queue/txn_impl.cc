@@ -198,7 +198,9 @@ Status TxnImpl::FinishRun(RunStatus status, int64_t duration_ms) {
   e.duration_ms = duration_ms;
   e.has_reuse_counts = true;
   e.tasks_reused = s.reused();
-  e.tasks_live = e.tasks_done + e.tasks_failed - e.tasks_reused;
+  e.tasks_imported = s.imported();
+  e.tasks_live =
+      e.tasks_done + e.tasks_failed - e.tasks_reused - e.tasks_imported;
   e.tasks_adopted = s.run().adopted;
   return q_->Stage(e);
 }

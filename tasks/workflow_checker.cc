@@ -350,6 +350,14 @@ class WorkflowChecker {
               " bytes: put the commands in a file and run that file");
       return false;
     }
+    // exec passes C strings: sh would run only what comes before a NUL.
+    const size_t nul = out->script.find('\0');
+    if (nul != std::string::npos) {
+      Add(KeyPath(path, "script"),
+          "holds a NUL character (\\u0000) at byte " + std::to_string(nul) +
+              "; sh -c would run only the text before it: remove it");
+      return false;
+    }
     return true;
   }
 
