@@ -140,7 +140,7 @@ TEST_F(AgentServiceTest, LapsedLeaseGoesToASecondAgentAndTheFirstIsRefused) {
       << late.message;
   late = svc_->Heartbeat(1, stale);
   EXPECT_EQ(late.exit_code, 3);
-  late = svc_->Fail(1, stale, "give up");
+  late = svc_->Fail(1, stale, kReasonAgentFailed, "give up");
   EXPECT_EQ(late.exit_code, 3);
   EXPECT_EQ(Log(), before) << "a lapsed holder's calls recorded something";
   EXPECT_EQ(TaskOf(1)["lease"]["agent"], "second");
@@ -246,7 +246,8 @@ TEST_F(AgentServiceTest, InvalidResponseWithoutRetryFailsForGood) {
 TEST_F(AgentServiceTest, FailAppliesTheRetryPolicy) {
   StartRun();
   Json p = Take("a");
-  AgentReply r = svc_->Fail(1, p["lease"], "cannot review binary files");
+  AgentReply r = svc_->Fail(1, p["lease"], kReasonAgentFailed,
+                            "cannot review binary files");
   EXPECT_EQ(r.exit_code, 0) << r.message;
   EXPECT_EQ(Json::parse(r.json)["will_retry"], true);
   Json t = TaskOf(1);
@@ -254,7 +255,7 @@ TEST_F(AgentServiceTest, FailAppliesTheRetryPolicy) {
   EXPECT_EQ(t["error"]["message"], "cannot review binary files");
   env_.Advance(6);
   p = Take("a");
-  r = svc_->Fail(1, p["lease"], "");
+  r = svc_->Fail(1, p["lease"], kReasonAgentFailed, "");
   EXPECT_EQ(Json::parse(r.json)["will_retry"], false);
   EXPECT_EQ(TaskOf(1)["state"], "failed");
 }
