@@ -241,7 +241,7 @@ TEST(McpBinaryTest, ServesTheWorkingDirectoryWithAnEmptyEnvironment) {
       kInit + R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})" + "\n"));
   EXPECT_EQ(mcp.Answer()["id"], 0);
   Json list = mcp.Answer();
-  EXPECT_EQ(list["result"]["tools"].size(), 5u) << list.dump();
+  EXPECT_EQ(list["result"]["tools"].size(), 6u) << list.dump();
   EXPECT_EQ(mcp.CloseAndWait(), 0) << mcp.Stderr();
 }
 
