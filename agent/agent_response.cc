@@ -60,6 +60,11 @@ Status AgentResponseText(std::string_view raw, std::string* text) {
     *text = std::string(s);
     return Status::OK();
   }
+  // Other JSON (an object, a number) is the validator's to name.
+  if (Json::accept(s)) {
+    *text = std::string(raw);
+    return Status::OK();
+  }
   std::string_view body;
   if (FenceBody(s, &body) && IsArray(body)) {
     return Status::InvalidArgument(

@@ -16,9 +16,9 @@ using Json = nlohmann::json;
 constexpr const char* kInstructions =
     "Work the Pool tasks of a wizq run: call take_task, do what the "
     "payload's instructions say, then call submit_response with the array "
-    "of next tasks they ask for (or fail_task). Call heartbeat within "
-    "lease_seconds while you work. Repeat until take_task returns "
-    "{\"status\": \"finished\"}.";
+    "of next tasks they ask for (or fail_task; release_task gives a task "
+    "back untried). Call heartbeat within lease_seconds while you work. "
+    "Repeat until take_task returns {\"status\": \"finished\"}.";
 
 std::string Dump(const Json& j) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -297,8 +297,8 @@ void McpSession::EndSession() {
   for (const auto& [task_id, lease] : leases_) {
     const AgentReply r = service_->Fail(
         task_id, lease, kReasonAgentDisconnected,
-        "the MCP client " + agent_name_ +
-            " disconnected (its input ended) while holding the task");
+        "the MCP session of " + agent_name_ +
+            " ended (its client disconnected) while it held the task");
     log_("task " + std::to_string(task_id) + ": " +
          (r.exit_code == 0
               ? "handed back, charged (agent_disconnected): " + r.json

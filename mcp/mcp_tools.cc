@@ -43,8 +43,9 @@ const std::vector<ToolSpec>& Tools() {
        "steps, if given) under a lease and returns its payload: task "
        "{kind, value}, instructions (Markdown: what to do and which "
        "responses are valid), timeout_seconds, task_id, attempt, lease, "
-       "lease_seconds, run_id, idempotency_key. Keep task_id and lease for "
-       "heartbeat, submit_response and fail_task. With nothing to take it "
+       "lease_seconds, run_id, idempotency_key, install_dir (where the "
+       "run's files are). Keep task_id and lease for heartbeat, "
+       "submit_response, fail_task and release_task. With nothing to take it "
        "waits up to wait_seconds, then returns {\"status\": \"idle\"} (try "
        "again later) or {\"status\": \"finished\", \"run_status\": ...} "
        "(stop).",

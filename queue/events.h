@@ -189,7 +189,9 @@ struct TaskFailed {
   static constexpr std::string_view kName = "task_failed";
   int64_t id = 0;
   std::string_view worker;
-  std::string_view reason;  // exit_code, timeout, invalid_response, worker_lost
+  // exit_code, timeout, invalid_response, worker_lost, agent_failed,
+  // agent_disconnected
+  std::string_view reason;
   std::string_view message;
   int64_t attempt = 0;
   bool will_retry = false;

@@ -141,7 +141,8 @@ struct Reclaimed {
   std::vector<int64_t> lost;   // no attempt left: failed (worker_lost)
   std::vector<int64_t> adopt;  // of `reset`: refunded, to be adopted
   // Of `reset` and `lost`: leased attempts past their step's timeout,
-  // failed with reason timeout (task_failed; retried or failed for good).
+  // failed with reason timeout instead (task_failed; pending again for a
+  // retry, or failed for good).
   std::vector<int64_t> timed_out;
 };
 

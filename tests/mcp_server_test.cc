@@ -285,9 +285,8 @@ TEST(McpServerTest, LeasesStillHeldWhenTheInputEndsAreFailedDisconnected) {
       Session(&fake, {Call(2, "take_task", Json::object()),
                       Call(3, "heartbeat", {{"task_id", 7}, {"lease", "L"}})});
   ASSERT_EQ(s.answers.size(), 2u);
-  EXPECT_EQ(fake.calls.back().rfind("fail 7 L the MCP client mcp:test-client "
-                                    "disconnected",
-                                    0),
+  EXPECT_EQ(fake.calls.back().rfind(
+                "fail 7 L the MCP session of mcp:test-client ended", 0),
             0u)
       << fake.calls.back();
   EXPECT_EQ(fake.fail_reason, "agent_disconnected");
