@@ -39,6 +39,7 @@ Status AgentExecutor::Start(const Attempt& a) {
   PayloadInfo info;
   info.run_id = a.run_id;
   info.idempotency_key = a.idempotency_key;
+  info.install_dir = a.install_dir;
   const AttemptFiles files(wizard_dir_, a.task_id, a.number);
   CommandSpec spec;
   spec.script = command_;

@@ -163,9 +163,14 @@ void Server::Finish(uint64_t token, const CommandResult& r) {
   if (r.outcome == CommandResult::Outcome::kExited && r.exit_code == 0 &&
       !r.stdout_truncated) {
     reply = service_->Done(job.task_id, job.lease, r.stdout_text);
+  } else if (r.outcome == CommandResult::Outcome::kTimedOut) {
+    // Killed at the step's timeout, as `run --agent` kills it; the store
+    // has normally timed the attempt out already (this is then refused).
+    reply = service_->Fail(job.task_id, job.lease, kReasonTimeout,
+                           "the agent command " + r.error);
   } else {
     std::string why = r.stdout_truncated ? "its output was too large" : r.error;
-    reply = service_->Fail(job.task_id, job.lease,
+    reply = service_->Fail(job.task_id, job.lease, kReasonAgentFailed,
                            "the agent command failed: " + why);
   }
   Note("task " + std::to_string(job.task_id) + ": " +

@@ -155,7 +155,21 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
   // lost attempts' process trees are ended by the main thread (Harvest).
   const Reclaimed& reclaimed = txn.reclaimed();
   r->lost = reclaimed.lost;
-  const size_t reset = reclaimed.reset.size(), lost = reclaimed.lost.size();
+  const size_t timed_out = reclaimed.timed_out.size();
+  auto dead = [&](const std::vector<int64_t>& ids) {  // not timed out
+    size_t n = 0;
+    for (int64_t id : ids) {
+      n += std::count(reclaimed.timed_out.begin(), reclaimed.timed_out.end(),
+                      id) == 0;
+    }
+    return n;
+  };
+  const size_t reset = dead(reclaimed.reset), lost = dead(reclaimed.lost);
+  if (timed_out > 0) {
+    r->notes.push_back(std::to_string(timed_out) +
+                       " Pool task(s) timed out: their agents ran past the "
+                       "step's timeout (reason timeout)");
+  }
   if (reset + lost > 0) {
     r->notes.push_back("put back " + std::to_string(reset) +
                        " task(s) of a dead worker; " + std::to_string(lost) +

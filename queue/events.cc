@@ -221,6 +221,10 @@ void TaskClaimed::EncodeTo(JsonWriter& w) const {
     w.Field("lease", lease);
     w.Key("lease_expires_ms").Int(lease_expires_ms);
     if (!agent.empty()) w.Field("agent", agent);
+    if (timeout_ms > 0) {
+      w.Key("timeout_ms").Int(timeout_ms);
+      w.Field("retry_on_timeout", retry_on_timeout);
+    }
   }
 }
 
@@ -232,13 +236,16 @@ EventError TaskClaimed::DecodeField(std::string_view key, EventValue v) {
   if (key == "lease") return StringView(v, &lease);
   if (key == "lease_expires_ms") return ReadInt(v, &lease_expires_ms);
   if (key == "agent") return StringView(v, &agent);
+  if (key == "timeout_ms") return ReadInt(v, &timeout_ms);
+  if (key == "retry_on_timeout") return ReadBool(v, &retry_on_timeout);
   return SUCCESS;
 }
 
 bool TaskClaimed::operator==(const TaskClaimed& o) const {
   return id == o.id && type == o.type && worker == o.worker &&
          attempt == o.attempt && lease == o.lease &&
-         lease_expires_ms == o.lease_expires_ms && agent == o.agent;
+         lease_expires_ms == o.lease_expires_ms && agent == o.agent &&
+         timeout_ms == o.timeout_ms && retry_on_timeout == o.retry_on_timeout;
 }
 
 void TaskCompleted::EncodeTo(JsonWriter& w) const {

@@ -159,6 +159,11 @@ struct TaskClaimed {
   std::string_view lease;        // the token
   int64_t lease_expires_ms = 0;  // wall-clock ms
   std::string_view agent;        // the agent's name; written only if given
+  // The attempt's time limit, ms after the claim (the step's `timeout`),
+  // and whether a timed-out attempt is retried (the step's option); written
+  // only with a lease and a limit (timeout_ms > 0).
+  int64_t timeout_ms = 0;
+  bool retry_on_timeout = true;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const TaskClaimed& o) const;
@@ -189,7 +194,9 @@ struct TaskFailed {
   static constexpr std::string_view kName = "task_failed";
   int64_t id = 0;
   std::string_view worker;
-  std::string_view reason;  // exit_code, timeout, invalid_response, worker_lost
+  // exit_code, timeout, invalid_response, worker_lost, agent_failed,
+  // agent_disconnected
+  std::string_view reason;
   std::string_view message;
   int64_t attempt = 0;
   bool will_retry = false;
@@ -204,7 +211,7 @@ struct TaskReset {
   static constexpr std::string_view kName = "task_reset";
   int64_t id = 0;
   std::string_view worker;  // the one that held it
-  std::string_view reason;  // worker_lost, interrupted
+  std::string_view reason;  // worker_lost, interrupted, released, ...
   std::string_view message;
   int64_t attempt = 0;
   bool refund = false;  // the attempt does not count; written only when true

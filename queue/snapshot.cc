@@ -61,6 +61,13 @@ void EncodeTask(const Task& t, JsonWriter* w) {
     w->Key("expires_ms").Int(t.lease_expires_ms);
     w->Field("agent", t.agent).EndObject();
   }
+  // Only while a leased attempt with a time limit runs (SPEC §9).
+  if (t.timeout_ms > 0) {
+    w->Key("attempt_timeout").BeginObject();
+    w->Key("timeout_ms").Int(t.timeout_ms);
+    w->Key("deadline_ms").Int(t.deadline_ms);
+    w->Field("retry_on_timeout", t.retry_on_timeout).EndObject();
+  }
   w->EndObject();
 }
 

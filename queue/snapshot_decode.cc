@@ -373,6 +373,12 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
     if (!err) err = l["expires_ms"].get_int64().get(t->lease_expires_ms);
     if (!err) err = l["agent"].get_string().get(s);
     t->agent = s;
+  } else if (key == "attempt_timeout") {
+    object a;
+    err = v.get_object().get(a);
+    if (!err) err = a["timeout_ms"].get_int64().get(t->timeout_ms);
+    if (!err) err = a["deadline_ms"].get_int64().get(t->deadline_ms);
+    if (!err) err = a["retry_on_timeout"].get_bool().get(t->retry_on_timeout);
   }
   // children, finally_task: derived again by QueueState::Rebuild.
   return err;

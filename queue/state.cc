@@ -200,6 +200,12 @@ Status QueueState::Apply(const TaskClaimed& e, int64_t ts) {
   t->lease_token = e.lease;
   t->lease_expires_ms = e.lease.empty() ? 0 : e.lease_expires_ms;
   t->agent = e.agent;
+  if (!e.lease.empty() && e.timeout_ms > 0) {
+    t->timeout_ms = e.timeout_ms;
+    t->deadline_ms =
+        ts > 0 && e.timeout_ms > INT64_MAX - ts ? INT64_MAX : ts + e.timeout_ms;
+    t->retry_on_timeout = e.retry_on_timeout;
+  }
   return Status::OK();
 }
 
@@ -332,6 +338,8 @@ void QueueState::SetState(Task* t, TaskState s) {
     in_progress_.erase(t->id);
     t->lease_token.clear();  // a lease ends with its claim
     t->lease_expires_ms = 0;
+    t->timeout_ms = t->deadline_ms = 0;  // so does its time limit
+    t->retry_on_timeout = true;
   }
   if (s == TaskState::kPending) AddPending(*t);
   if (s == TaskState::kInProgress) in_progress_.insert(t->id);

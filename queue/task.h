@@ -35,6 +35,11 @@ inline constexpr std::string_view kReasonWorkerLost = "worker_lost";
 // called `fail` (task_failed).
 inline constexpr std::string_view kReasonLeaseExpired = "lease_expired";
 inline constexpr std::string_view kReasonAgentFailed = "agent_failed";
+// An agent gave its task back uncharged (`wizq agent release`, task_reset),
+// or its MCP client went away holding it (`wizq mcp`, task_failed).
+inline constexpr std::string_view kReasonReleased = "released";
+inline constexpr std::string_view kReasonAgentDisconnected =
+    "agent_disconnected";
 
 // The `worker` of the attempts an import records (queue/import.h): they
 // ran in the tool whose run wizq continues, in no wizq worker. A task that
@@ -65,6 +70,14 @@ struct Task {
   std::string lease_token;
   int64_t lease_expires_ms = 0;
   std::string agent;
+  // A leased attempt's time limit (its step's `timeout`, SPEC §9), set
+  // while the task is in_progress under a lease with one: the attempt
+  // times out once now_ms > deadline_ms (the claim's time + timeout_ms),
+  // heartbeats or not, and is retried only if retry_on_timeout (the step's
+  // option, recorded at claim) and attempts remain. 0: no limit.
+  int64_t timeout_ms = 0;
+  int64_t deadline_ms = 0;
+  bool retry_on_timeout = true;
   // Finally hooks (SPEC §2). `has_finally`: the step has a hook, so the
   // task is not settled until its hook task exists. `finally_task`: the id
   // of that hook task once submitted. `finally_for`: for a hook task, the

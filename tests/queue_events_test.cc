@@ -165,6 +165,15 @@ TEST(QueueEventsTest, TaskEventsEncodeToTheirGoldenLines) {
                   "\"task_claimed\",\"id\":4,\"type\":\"Review\","
                   "\"worker\":\"agent\",\"attempt\":1,\"lease\":\"0a1b\","
                   "\"lease_expires_ms\":99}");
+  // A leased claim of a step with a timeout (issue 21): its limit and
+  // whether a timeout is retried, for any process to enforce.
+  ExpectCodec(
+      TaskClaimed{4, "Review", "agent", 1, "0a1b", 99, "c", 600000, false},
+      std::string(kHead) +
+          "\"task_claimed\",\"id\":4,\"type\":\"Review\","
+          "\"worker\":\"agent\",\"attempt\":1,\"lease\":\"0a1b\","
+          "\"lease_expires_ms\":99,\"agent\":\"c\",\"timeout_ms\":600000,"
+          "\"retry_on_timeout\":false}");
   ExpectCodec(LeaseRenewed{4, 1700000090000},
               std::string(kHead) +
                   "\"lease_renewed\",\"id\":4,"
