@@ -19,7 +19,7 @@ DEB_TEST_PACKAGES = parallel jq tmux clang libclang-rt-14-dev \
   nodejs npm chromium postgresql \
   debhelper dpkg-dev lintian debootstrap man-db bash-completion zsh fish
 
-.PHONY: all build bin deps test-deps configure test asan tsan bench demo fuzz torture format clean deb
+.PHONY: all build bin deps test-deps configure test deb-test asan tsan bench demo fuzz torture format clean deb
 
 all: build
 
@@ -57,17 +57,23 @@ bin: configure
 	cmake --build $(BUILD) -j$(JOBS) --target wizq_cli
 
 test: test-deps build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600 -LE deb
+
+# The Debian packages built, checked by lintian, installed into a fresh
+# debootstrap'ed Debian 12, used and purged (tests/packaging/deb_test.sh;
+# ~20 minutes on 2 cores). .ci/run runs it after `make test`.
+deb-test: test-deps configure
+	cd $(BUILD) && ctest --output-on-failure -L deb --timeout 1800
 
 asan: test-deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIZQ_SANITIZE=address,undefined >/dev/null
 	cmake --build build-asan -j$(JOBS)
-	cd build-asan && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j$(JOBS) --timeout 900
+	cd build-asan && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j$(JOBS) --timeout 900 -LE deb
 
 tsan: test-deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIZQ_SANITIZE=thread >/dev/null
 	cmake --build build-tsan -j$(JOBS)
-	cd build-tsan && ctest --output-on-failure -j$(JOBS) --timeout 900
+	cd build-tsan && ctest --output-on-failure -j$(JOBS) --timeout 900 -LE deb
 
 bench: test-deps build
 	$(BUILD)/queue_bench

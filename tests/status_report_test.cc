@@ -470,8 +470,9 @@ TEST_F(StatusReportTest, ReportRendersInChromiumWithTheCrashMarkers) {
   const Json st = test::StatusJson(dir_.path());
   ASSERT_EQ(st["tasks"].size(), 5u);
   for (const Json& t : st["tasks"]) {
-    const std::string li = "class=\"task\" data-task-id=\"" +
-                           std::to_string(t["id"].get<int64_t>()) +
+    const std::string id = std::to_string(t["id"].get<int64_t>());
+    const std::string li = "class=\"task\" id=\"task-" + id +
+                           "\" data-task-id=\"" + id +
                            "\" data-state=\"" + t["state"].get<std::string>() +
                            "\"";
     EXPECT_TRUE(Contains(dom.out, li)) << li;

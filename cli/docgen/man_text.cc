@@ -205,6 +205,16 @@ std::vector<ManText> Texts() {
          kReviewTaken + "$ wizq agent fail --dir rev --task \"$id\" --lease "
                         "\"$lease\" --message 'cannot review this file'\n"},
         {kServeTheRestWhat, kServeTheRest}}},
+      {"agent release",
+       "Gives a taken task back without charging it: the task is pending "
+       "again and its attempt is refunded, so an agent that cannot do a "
+       "task now (it is shutting down, or the task is not for it) does not "
+       "use up the step's max_retries.",
+       {{"Take a task of the review example's run and give it back; another "
+         "agent takes it:",
+         kReviewTaken + "$ wizq agent release --dir rev --task \"$id\" "
+                        "--lease \"$lease\"\n"},
+        {kServeTheRestWhat, kServeTheRest}}},
       {"agent serve",
        "Takes the Pool tasks of the run in DIR (at most --jobs at once) and "
        "runs COMMAND for each, without a shell, with the payload on stdin, "

@@ -37,7 +37,9 @@ for tool in debootstrap lintian dpkg-buildpackage chroot; do
     { echo "deb_test: $tool is not installed (make test-deps)"; exit 1; }
 done
 version=$(sed -n 's/^project(wizq VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
-root=$work/root
+# The root lives outside the build directory: tests that walk the build
+# directory must not meet its /proc.
+root=/tmp/wizq-deb-test-root
 root_pid=
 
 phase_start=$(date +%s)
