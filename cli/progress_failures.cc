@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/progress_line.h"
+#include "cli/view_util.h"
 #include "fs/env.h"
 #include "tasks/attempt_files.h"
 
@@ -65,9 +66,8 @@ std::vector<std::string> FailureList(const std::vector<Task>& failed,
   for (const Task& t : failed) {
     const std::string value = ShortValue(t.inputs, 60);
     out.push_back("  task " + std::to_string(t.id) + " " + t.type +
-                  (value.empty() ? "" : " [" + value + "]") +
-                  (t.origin == Origin::kFinally ? " (finally)" : "") + ": " +
-                  t.error_reason + ": " +
+                  (value.empty() ? "" : " [" + value + "]") + HookLabel(t) +
+                  ": " + t.error_reason + ": " +
                   ShortText(MessageOnly(t.error_message), kLineColumns));
     if (t.attempts < 1) continue;
     const std::string path =

@@ -62,7 +62,7 @@ void TaskItem(const QueueState& st, const Task& t, std::string* out) {
     *out +=
         " <span class=\"val\">" + HtmlEscape(Shorten(t.inputs, 80)) + "</span>";
   }
-  if (t.origin == Origin::kFinally) *out += " (finally)";
+  *out += HookLabel(t);
   *out += " <span class=\"state " + std::string(state) + "\">" + state +
           "</span> attempts " + std::to_string(t.attempts) + "/" +
           std::to_string(t.max_attempts);
