@@ -180,6 +180,9 @@ std::ostream& operator<<(std::ostream& os, const End& e) {
 // Answers the Pool tasks of the run in `dir` with their value's children,
 // as an agent would, until `wizq agent take` says the run has finished.
 void DriveAgents(const std::string& dir) {
+  ASSERT_TRUE(test::WaitFor(  // the run in `dir` is being started
+      [&] { return fs::exists(dir + "/.wizard/queue.json"); },
+      std::chrono::seconds(30)));
   for (int i = 0; i < 200; i++) {
     const WizqResult t =
         RunWizq({"wizq", "agent", "take", "--dir", dir, "--wait", "1"});
@@ -235,7 +238,8 @@ class BarnumRoundTrip : public ::testing::TestWithParam<Case> {
       ASSERT_TRUE(test::WaitFor(
           [&] {
             const Json st = test::StatusJson(dir_.Join("orig"));
-            for (const Json& t : st.is_object() ? st["tasks"] : Json()) {
+            if (!st.is_object() || !st.contains("tasks")) return false;
+            for (const Json& t : st["tasks"]) {
               if (t["type"] == "Review" && t["state"] == "pending") {
                 return st["counts"]["in_progress"] == 0;
               }
@@ -254,16 +258,20 @@ class BarnumRoundTrip : public ::testing::TestWithParam<Case> {
     r = RunWizq(RunArgs({"--retry-failed"}));
     ASSERT_EQ(r.code, c.code) << r.Describe() << r.err;
   }
-  // Runs a run (the original or an import) from its export point to the
-  // end; `args` continues it.
-  WizqResult RunToEnd(const std::vector<std::string>& args,
-                      const std::string& dir, const test::SpawnOptions& opts) {
-    if (GetParam().drive == Drive::kGate) {
-      const WizqResult a =
-          RunWizq({"wizq", "answer", "--dir", dir, "Confirm=true"});
-      EXPECT_EQ(a.code, 0) << a.Describe() << a.err;
-    }
-    return Finish(args, dir, opts);
+  // Answers the gate of the paused run in `dir` (`wizq answer`) and runs it
+  // to its end with `wizq run WORKFLOW --run-id <its id>`, which resumes
+  // it with the workflow frozen in it (an import's: the Config), tasks in
+  // the data folder. For an import, `wizq run --resume-from` again would
+  // resume it too, but that entry point runs no Prompt task (issue 21,
+  // item 3, fixed apart).
+  WizqResult AnswerAndFinish(const std::string& dir) {
+    const WizqResult a =
+        RunWizq({"wizq", "answer", "--dir", dir, "Confirm=true"});
+    EXPECT_EQ(a.code, 0) << a.Describe() << a.err;
+    const std::string run_id =
+        test::StatusJson(dir).value("run_id", std::string());
+    return RunWizq({"wizq", "run", Data("cases.jsonc"), "--dir", dir, "--input",
+                    GetParam().input.dump(), "--run-id", run_id});
   }
 
   ScratchDir dir_;
@@ -290,7 +298,7 @@ TEST_P(BarnumRoundTrip, ExportImportAndRunToTheEnd) {
     const WizqResult r = pool_run_->Wait(std::chrono::seconds(60));
     ASSERT_EQ(r.code, c.code) << r.Describe() << r.err;
   } else if (c.drive == Drive::kGate) {
-    const WizqResult r = RunToEnd(RunArgs(), orig, {});
+    const WizqResult r = AnswerAndFinish(orig);
     ASSERT_EQ(r.code, c.code) << r.Describe() << r.err;
   }
   const End end = EndOf(orig);
@@ -306,7 +314,7 @@ TEST_P(BarnumRoundTrip, ExportImportAndRunToTheEnd) {
         << test::ReadAll(logs[v]);
     if (c.drive == Drive::kGate) {
       ASSERT_EQ(r.code, 4) << r.Describe() << r.err;
-      r = RunToEnd(args, inst, InData());
+      r = AnswerAndFinish(inst);
     }
     EXPECT_EQ(r.code, c.code) << r.Describe() << r.err;
     EXPECT_EQ(EndOf(inst), end) << test::ReadAll(logs[v]);
