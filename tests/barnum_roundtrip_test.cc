@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "interop/barnum_import.h"
+#include "interop/barnum_log.h"
 #include "queue/queue.h"
 #include "tests/barnum_test_util.h"
 #include "tests/integration_util.h"
@@ -310,6 +312,8 @@ TEST_P(BarnumRoundTrip, ExportImportAndRunToTheEnd) {
     WizqResult r = c.drive == Drive::kGate ? RunWizq(args, InData())
                                            : Finish(args, inst, InData());
     ASSERT_TRUE(r.exited) << r.Describe();
+    ASSERT_TRUE(fs::exists(inst + "/.wizard/queue.json"))
+        << "not imported: " << r.err;
     EXPECT_EQ(SplitAfterImport(inst, v == 1), want[v])
         << test::ReadAll(logs[v]);
     if (c.drive == Drive::kGate) {
@@ -318,6 +322,64 @@ TEST_P(BarnumRoundTrip, ExportImportAndRunToTheEnd) {
     }
     EXPECT_EQ(r.code, c.code) << r.Describe() << r.err;
     EXPECT_EQ(EndOf(inst), end) << test::ReadAll(logs[v]);
+  }
+}
+
+// The shape of the export of a repaired run: the failure for good that
+// --retry-failed put back is written as a retry (`Retry {replaces}`), as
+// Barnum writes one, not as a dropped task that later succeeds; Root's
+// hook, which ran twice, is two Finally tasks in v1 and one FinallyRun in
+// v2 (the re-run is the import's to make).
+TEST(BarnumExport, ARepairedFailureIsWrittenAsARetry) {
+  test::BecomeSubreaper();
+  ScratchDir dir;
+  const Json input = {{"children", {Work(1, {{"fail_times", 2}}), Work(2)}}};
+  const std::vector<std::string> run = {
+      "wizq",     "run",     Data("cases.jsonc"), "--dir",
+      dir.path(), "--input", input.dump()};
+  ASSERT_EQ(RunWizq(run).code, 1);
+  std::vector<std::string> retry = run;
+  retry.push_back("--retry-failed");
+  ASSERT_EQ(RunWizq(retry).code, 0);
+  for (const char* fmt : {"barnum", "barnum-v1"}) {
+    SCOPED_TRACE(fmt);
+    const WizqResult e =
+        RunWizq({"wizq", "export", "--format", fmt, "--dir", dir.path()});
+    ASSERT_EQ(e.code, 0) << e.Describe() << e.err;
+    BarnumLog log;
+    BarnumImport imp;
+    Status s = ReadBarnumLog("export", e.out, &log);
+    if (s.ok()) s = ImportBarnumLog(log, "export", &imp);
+    ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << e.out;
+    // Work 1's chain: submitted, then retried twice (its budget's retry
+    // and --retry-failed's), each failure naming its retry; the last one
+    // succeeded.
+    std::vector<uint32_t> chain;
+    for (const auto& [id, t] : log.tasks) {
+      if (t.value == Json{{"fail_times", 2}, {"w", 1}}) chain.push_back(id);
+    }
+    ASSERT_EQ(chain.size(), 3u) << e.out;
+    for (size_t i = 0; i < chain.size(); i++) {
+      const BarnumCompletion& c = log.completions.at(chain[i]);
+      if (i + 1 == chain.size()) {
+        EXPECT_TRUE(c.success) << e.out;
+        continue;
+      }
+      EXPECT_FALSE(c.success);
+      ASSERT_TRUE(c.retry.has_value()) << "failure " << i << "\n" << e.out;
+      EXPECT_EQ(*c.retry, chain[i + 1]);
+      EXPECT_EQ(log.tasks.at(chain[i + 1]).origin, BarnumTask::Origin::kRetry);
+      EXPECT_EQ(log.tasks.at(chain[i + 1]).replaces, chain[i]);
+    }
+    for (const auto& [id, c] : imp.classes) {
+      EXPECT_EQ(c, BarnumClass::kDone) << "Barnum task " << id << "\n" << e.out;
+    }
+    int hooks = 0;
+    for (const auto& [id, t] : log.tasks) {
+      hooks += t.origin == BarnumTask::Origin::kFinally;
+    }
+    EXPECT_EQ(hooks, std::string(fmt) == "barnum" ? 0 : 2) << e.out;
+    EXPECT_EQ(log.finally_runs.size(), std::string(fmt) == "barnum" ? 1u : 0u);
   }
 }
 

@@ -314,6 +314,7 @@ TEST_F(FinallyRerunTest, AnInterruptedRepairKeepsTheStaleHookInTheSnapshot) {
 TEST_F(FinallyRerunTest, AFreshRunReusesTheLatestGeneration) {
   FailChild2ThenFix();
   ASSERT_EQ(Run({"--retry-failed"}).code, 0);
+  ASSERT_EQ(Hooks("Fan").submitted.size(), 2u);
   const int64_t gen2 = Hooks("Fan").submitted[1]["id"];
   const std::string keys = test::ReadAll(dir_ + "/hooks");
   const WizqResult r = Run({"--fresh"});
