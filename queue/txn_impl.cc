@@ -15,10 +15,12 @@ Status TxnImpl::Submit(const NewTask& task, int64_t* id, bool* deduplicated) {
   std::string key;
   int generation = 1;
   if (task.origin == Origin::kFinally) {
-    // The owner's next hook: generation 1, or the one after its stale hook.
+    // The owner's first hook, or the one after its stale hook; a hook that
+    // is not stale has the key of the hook it has, and is deduplicated.
     const Task* owner = state().Find(task.finally_for);
     if (owner != nullptr && owner->finally_task != 0) {
-      generation = state().Find(owner->finally_task)->generation + 1;
+      generation = state().Find(owner->finally_task)->generation +
+                   (owner->hook_stale ? 1 : 0);
     }
     key = FinallyDedupKey(task.finally_for, generation);
   } else {

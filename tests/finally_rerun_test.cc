@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tests/integration_util.h"
+#include "tests/queue_fixture.h"
 #include "tests/test_util.h"
 #include "util/crash_point.h"
 
@@ -330,6 +331,68 @@ TEST_F(FinallyRerunTest, AFreshRunReusesTheLatestGeneration) {
     }
   }
   EXPECT_TRUE(reused);
+}
+
+// The store itself (queue/state.cc, queue/txn_impl.cc): a retried task that
+// completes under a hook that ran makes its owner due again; the next hook
+// is generation 2 with its own key, a second submission of it is
+// deduplicated, and the mark and the generation read back the same from
+// queue.json and from the log.
+class HookGenerationTest : public queue_fixture::QueueTest {};
+
+TEST_F(HookGenerationTest, AStaleHookIsDueAgainAndItsNextGenerationDedups) {
+  QueueOptions o = Options();
+  o.initial_tasks = {test::MakeTask("R", "{}", 0, 1, Origin::kInitial, true)};
+  auto q = OpenOk(o);
+  ASSERT_EQ(Claim(q.get()), 1);
+  Complete(q.get(), 1,
+           {test::MakeTask("C", "{\"i\":1}", 1),
+            test::MakeTask("C", "{\"i\":2}", 1)});
+  ASSERT_EQ(Claim(q.get()), 2);
+  Complete(q.get(), 2);
+  ASSERT_EQ(Claim(q.get()), 3);
+  EXPECT_FALSE(Fail(q.get(), 3, false));
+  const int64_t h1 = Submit(q.get(), queue_fixture::Hook(*q->state().Find(1)));
+  ASSERT_EQ(Claim(q.get()), h1);
+  Complete(q.get(), h1);
+  ASSERT_TRUE(q->state().AllSettled());
+  ASSERT_TRUE(q->Close().ok());
+  // --retry-failed: task 3 is back; nothing is due while it runs.
+  o.retry_failed = true;
+  q = OpenOk(o);
+  EXPECT_TRUE(q->state().hooks_due().empty());
+  ASSERT_EQ(Claim(q.get()), 3);
+  Complete(q.get(), 3);
+  EXPECT_TRUE(q->state().Find(1)->hook_stale);
+  EXPECT_EQ(q->state().hooks_due(), std::set<int64_t>{1});
+  ExpectDiskMatches(q.get());
+  // At rest in queue.json, and back.
+  ASSERT_TRUE(q->Close().ok());
+  o.retry_failed = false;
+  q = OpenOk(o);
+  EXPECT_EQ(q->state().hooks_due(), std::set<int64_t>{1});
+  bool dup = true;
+  const int64_t h2 =
+      Submit(q.get(), queue_fixture::Hook(*q->state().Find(1)), &dup);
+  EXPECT_FALSE(dup);
+  const Task& hook = *q->state().Find(h2);
+  EXPECT_EQ(hook.generation, 2);
+  EXPECT_EQ(hook.dedup_key, "finally:1:2");
+  EXPECT_EQ(q->state().Find(h1)->dedup_key, "finally:1");
+  EXPECT_EQ(q->state().Find(1)->finally_task, h2);
+  EXPECT_FALSE(q->state().Find(1)->hook_stale);
+  EXPECT_TRUE(q->state().hooks_due().empty());
+  EXPECT_EQ(Submit(q.get(), queue_fixture::Hook(*q->state().Find(1)), &dup),
+            h2);
+  EXPECT_TRUE(dup);
+  ExpectDiskMatches(q.get());
+  ASSERT_EQ(Claim(q.get()), h2);
+  Complete(q.get(), h2);
+  EXPECT_TRUE(q->state().AllSettled());
+  ASSERT_TRUE(q->Close().ok());
+  q = OpenOk(o);
+  EXPECT_TRUE(q->state().AllSettled());
+  ExpectDiskMatches(q.get());
 }
 
 }  // namespace
