@@ -19,6 +19,10 @@ void TaskJson(const Task& t, int64_t now_ms, JsonWriter& w) {
     w.Int(t.parent_id);
   }
   w.Field("origin", OriginName(t.origin));
+  if (t.origin == Origin::kFinally) {  // whose hook, and which run of it
+    w.Key("finally_for").Int(t.finally_for);
+    if (t.generation > 1) w.Key("generation").Int(t.generation);
+  }
   w.Key("inputs").RawValue(t.inputs);
   if (t.reused_from != 0) w.Key("reused_from").Int(t.reused_from);
   if (!t.error_reason.empty()) {

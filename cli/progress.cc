@@ -9,6 +9,7 @@
 
 #include "cli/progress_internal.h"
 #include "cli/progress_line.h"
+#include "cli/view_util.h"
 #include "fs/env.h"
 #include "queue/queue.h"
 #include "tasks/attempt_files.h"
@@ -226,8 +227,7 @@ class Printer : public RunObserver {
  private:
   // "task 3 Item (finally)".
   static std::string TaskName(const Task& t) {
-    return "task " + std::to_string(t.id) + " " + t.type +
-           (t.origin == Origin::kFinally ? " (finally)" : "");
+    return "task " + std::to_string(t.id) + " " + t.type + HookLabel(t);
   }
   // " [a.txt]": the value in short (like GNU parallel's --tag); "" for {}.
   static std::string Tag(const Task& t) {
@@ -237,7 +237,7 @@ class Printer : public RunObserver {
   // "task 3 Item [a.txt] (finally)": failure lines name the value first.
   static std::string TaskLabel(const Task& t) {
     return "task " + std::to_string(t.id) + " " + t.type + Tag(t) +
-           (t.origin == Origin::kFinally ? " (finally)" : "");
+           HookLabel(t);
   }
   // " (+3 tasks, 1 deduplicated)", " (+3 tasks)" or "".
   static std::string Added(int spawned, int dedup) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/progress_line.h"
+#include "cli/view_util.h"
 #include "fs/env.h"
 #include "tasks/attempt_files.h"
 
@@ -72,8 +73,7 @@ std::vector<std::string> FailureList(const std::vector<Task>& failed,
     const std::string value = ShortValue(t.inputs, 60);
     out.push_back("  task " + std::to_string(t.id) + " " + t.type +
                   (value.empty() ? "" : " [" + value + "]") +
-                  (t.origin == Origin::kFinally ? " (finally)" : "") + ": " +
-                  t.error_reason + ": " +
+                  HookLabel(t) + ": " + t.error_reason + ": " +
                   ShortText(FailureMessage(t.error_message), kLineColumns));
     std::string path;
     std::vector<std::string> tail;

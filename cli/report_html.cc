@@ -77,7 +77,7 @@ std::string TaskHead(const Task& t) {
   if (t.inputs != "{}" && t.inputs != "null") {
     s += " " + Value(t.inputs, 80, "span");
   }
-  if (t.origin == Origin::kFinally) s += " (finally)";
+  s += HookLabel(t);
   return s;
 }
 

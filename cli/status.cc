@@ -29,7 +29,7 @@ void PrintTaskLine(const Task& t, int depth, int64_t now_ms,
   line += "#" + std::to_string(t.id) + " " + t.type;
   if (t.inputs != "{}" && t.inputs != "null")
     line += " " + ShortenMiddle(t.inputs, 40);
-  if (t.origin == Origin::kFinally) line += " (finally)";
+  line += HookLabel(t);
   line += std::string("  ") + TaskStateName(t.state);
   if (t.reused_from != 0) {
     line += " (reused: task " + std::to_string(t.reused_from) +

@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "fs/env.h"
+#include "queue/task.h"
 
 namespace wizq {
 
@@ -89,6 +90,12 @@ std::string ShortenMiddle(std::string_view text, size_t max) {
 
 int64_t WallNowMs() {
   return static_cast<int64_t>(Env::Posix()->NowMicros() / 1000);
+}
+
+std::string HookLabel(const Task& t) {
+  if (t.origin != Origin::kFinally) return "";
+  if (t.generation <= 1) return " (finally)";
+  return " (finally, run " + std::to_string(t.generation) + ")";
 }
 
 }  // namespace wizq

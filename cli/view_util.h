@@ -11,6 +11,8 @@
 
 namespace wizq {
 
+struct Task;
+
 // Local time "YYYY-MM-DD HH:MM:SS.mmm" of a wall-clock ms.
 std::string FormatTime(int64_t ms);
 // "1.5s", "2m03s", "1h02m": a duration for people.
@@ -27,6 +29,10 @@ std::string Shorten(std::string_view text, size_t max);
 std::string ShortenMiddle(std::string_view text, size_t max);
 // Wall clock now, in ms.
 int64_t WallNowMs();
+// How a task's line names a finally hook: " (finally)", " (finally, run N)"
+// for the hook that re-runs it the N-th time (Task::generation), "" for a
+// task that is no hook.
+std::string HookLabel(const Task& t);
 
 }  // namespace wizq
 

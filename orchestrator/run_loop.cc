@@ -208,7 +208,9 @@ Status RunLoop::CheckSomethingCanRun() {
   int64_t waiting = 0;
   for (int64_t id : s.pending()) {
     const Step* step = nullptr;
-    const Action* a = ActionFor(*s.Find(id), &step);
+    const Task& t = *s.Find(id);
+    if (s.HookWaits(t)) continue;  // runs after the tasks beneath its owner
+    const Action* a = ActionFor(t, &step);
     if (a == nullptr || executor_->CanRun(*a)) return Status::OK();
     waiting++;
   }

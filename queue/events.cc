@@ -168,6 +168,7 @@ void TaskSubmitted::EncodeTo(JsonWriter& w) const {
   w.Key("max_attempts").Int(max_attempts);
   w.Field("has_finally", has_finally);
   WriteId(w, "finally_for", finally_for);
+  if (generation > 1) w.Key("generation").Int(generation);
 }
 
 EventError TaskSubmitted::DecodeField(std::string_view key, EventValue v) {
@@ -180,6 +181,7 @@ EventError TaskSubmitted::DecodeField(std::string_view key, EventValue v) {
   if (key == "max_attempts") return ReadInt(v, &max_attempts);
   if (key == "has_finally") return ReadBool(v, &has_finally);
   if (key == "finally_for") return IntOrNull(v, &finally_for);
+  if (key == "generation") return ReadInt(v, &generation);
   return SUCCESS;
 }
 
@@ -187,7 +189,8 @@ bool TaskSubmitted::operator==(const TaskSubmitted& o) const {
   return id == o.id && type == o.type && inputs == o.inputs &&
          parent_id == o.parent_id && origin == o.origin &&
          dedup_key == o.dedup_key && max_attempts == o.max_attempts &&
-         has_finally == o.has_finally && finally_for == o.finally_for;
+         has_finally == o.has_finally && finally_for == o.finally_for &&
+         generation == o.generation;
 }
 
 void TaskDeduplicated::EncodeTo(JsonWriter& w) const {

@@ -130,6 +130,9 @@ struct TaskSubmitted {
   int64_t max_attempts = 0;
   bool has_finally = false;
   int64_t finally_for = 0;  // the owner of a finally hook, 0 (null) if none
+  // A hook's generation (Task::generation); written only when above 1, so
+  // a first hook's line is what it was before generations existed.
+  int64_t generation = 1;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const TaskSubmitted& o) const;

@@ -40,6 +40,9 @@ void EncodeTask(const Task& t, JsonWriter* w) {
   w->Field("has_finally", t.has_finally);
   WriteNullableId(w, "finally_for", t.finally_for);
   WriteNullableId(w, "finally_task", t.finally_task);
+  // Only when set, so a run without re-run hooks writes what it did before.
+  if (t.generation > 1) w->Key("generation").Int(t.generation);
+  if (t.hook_stale) w->Field("hook_stale", true);
   w->Key("error");
   if (t.error_reason.empty()) {
     w->Null();

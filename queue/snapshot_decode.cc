@@ -336,6 +336,15 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
     err = v.get_bool().get(t->has_finally);
   } else if (key == "finally_for") {
     err = IntOrNull(v, &t->finally_for);
+  } else if (key == "generation") {
+    err = v.get_int64().get(n);
+    if (!err && (n < 1 || n >= std::numeric_limits<int>::max())) {
+      problem_ = "generation " + std::to_string(n) + " is out of range";
+      return simdjson::INCORRECT_TYPE;
+    }
+    t->generation = static_cast<int>(n);
+  } else if (key == "hook_stale") {
+    err = v.get_bool().get(t->hook_stale);
   } else if (key == "error") {
     bool is_null = false;
     err = v.is_null().get(is_null);

@@ -36,6 +36,11 @@ const char* OriginName(Origin o) { return kOriginNames[static_cast<int>(o)]; }
 bool ParseOrigin(std::string_view n, Origin* o) {
   return ParseName(kOriginNames, n, o);
 }
+std::string FinallyDedupKey(int64_t owner, int generation) {
+  std::string key = "finally:" + std::to_string(owner);
+  if (generation > 1) key += ":" + std::to_string(generation);
+  return key;
+}
 const char* RunStatusName(RunStatus s) {
   return kRunStatusNames[static_cast<int>(s)];
 }
@@ -154,6 +159,12 @@ Status QueueState::Apply(const TaskSubmitted& e, int64_t ts) {
   t.dedup_key = e.dedup_key;
   t.has_finally = e.has_finally;
   t.finally_for = e.finally_for;
+  if (e.generation < 1 || !AttemptsInRange(e.generation) ||
+      (e.generation > 1 && e.finally_for == 0)) {
+    return Status::Corruption("generation " + std::to_string(e.generation) +
+                              " is out of range or not of a finally hook");
+  }
+  t.generation = static_cast<int>(e.generation);
   t.created_ms = t.updated_ms = ts;
   if (!ParseOrigin(e.origin, &t.origin)) {
     return Status::Corruption("unknown origin '" + std::string(e.origin) + "'");
@@ -237,6 +248,7 @@ Status QueueState::Apply(const TaskCompleted& e, int64_t ts) {
     reused_count_++;
   }
   t->updated_ms = ts;
+  MarkHooksStale(t->parent_id);
   SetState(t, TaskState::kDone);
   Settle(t);
   return Status::OK();
@@ -286,14 +298,23 @@ Status QueueState::AddLiveTask(Task t) {
     parent->children.push_back(id);
     parent->open_children++;
     UpdateHookDue(*parent);  // a task due for its hook now waits again
+    MarkHooksStale(parent->id);
   }
   if (task.finally_for != 0) {
     Task* owner = MutableFind(task.finally_for);
-    if (owner->finally_task != 0) {
-      return Status::Corruption("a second finally hook for task " +
-                                std::to_string(owner->id));
+    const Task* prev =
+        owner->finally_task != 0 ? Find(owner->finally_task) : nullptr;
+    const int next = prev != nullptr ? prev->generation + 1 : 1;
+    if (task.generation != next) {
+      return Status::Corruption("finally hook " + std::to_string(id) +
+                                " of task " + std::to_string(owner->id) +
+                                " has generation " +
+                                std::to_string(task.generation) + " where " +
+                                std::to_string(next) + " was next");
     }
+    if (prev == nullptr && !owner->settled_counted) hooks_reopened_++;
     owner->finally_task = id;
+    owner->hook_stale = false;
     Settle(owner);
   }
   return Status::OK();
@@ -359,9 +380,34 @@ void QueueState::RemovePending(const Task& t) {
   if (it->second.empty()) pending_by_type_.erase(it);
 }
 
+bool QueueState::HookWaits(const Task& t) const {
+  if (t.origin != Origin::kFinally || t.state != TaskState::kPending) {
+    return false;
+  }
+  const Task* owner = Find(t.finally_for);
+  return owner != nullptr && owner->open_children > 0;
+}
+
+// A task was attached beneath `from` or completed beneath it: every hook
+// above that ran or runs (is not pending) no longer saw the whole subtree.
+// Only a run with a hook over an unsettled subtree can have one (after
+// --retry-failed, or in an import), so other runs skip the walk.
+void QueueState::MarkHooksStale(int64_t from) {
+  if (hooks_reopened_ == 0) return;
+  for (Task* a = MutableFind(from); a != nullptr;
+       a = MutableFind(a->parent_id)) {
+    if (a->finally_task == 0 || a->hook_stale ||
+        Find(a->finally_task)->state == TaskState::kPending) {
+      continue;
+    }
+    a->hook_stale = true;
+    UpdateHookDue(*a);
+  }
+}
+
 void QueueState::UpdateHookDue(const Task& t) {
   bool due = t.state == TaskState::kDone && t.has_finally &&
-             t.finally_task == 0 && t.open_children == 0;
+             (t.finally_task == 0 || t.hook_stale) && t.open_children == 0;
   if (due) {
     hooks_due_.insert(t.id);
   } else {
@@ -375,6 +421,7 @@ void QueueState::Settle(Task* t) {
     if (t->settled_counted || !t->settled()) return;
     t->settled_counted = true;
     settled_count_++;
+    if (t->finally_task != 0) hooks_reopened_--;
     t = t->parent_id != 0 ? MutableFind(t->parent_id) : nullptr;
     if (t != nullptr) t->open_children--;
   }
@@ -419,6 +466,7 @@ void QueueState::Rebuild() {
   settled_count_ = 0;
   reused_count_ = 0;
   imported_count_ = 0;
+  hooks_reopened_ = 0;
   // children and finally_task are derived from parent_id and finally_for.
   for (Task& t : tasks_) {
     t.children.clear();
@@ -445,6 +493,8 @@ void QueueState::Rebuild() {
       it->settled_counted = true;
       settled_count_++;
       if (it->parent_id != 0) tasks_[it->parent_id - 1].open_children--;
+    } else if (it->finally_task != 0) {
+      hooks_reopened_++;
     }
   }
 }

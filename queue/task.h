@@ -85,6 +85,14 @@ struct Task {
   bool has_finally = false;
   int64_t finally_task = 0;
   int64_t finally_for = 0;
+  // A hook task's generation: 1 for the first hook of its owner, N + 1 for
+  // the hook that re-runs generation N (see hook_stale).
+  int generation = 1;
+  // The owner's hook (finally_task) ran, or was running, when a task in its
+  // subtree that had failed completed, or a task was attached beneath it
+  // (after --retry-failed): a hook of the next generation is due once the
+  // subtree settles again. Cleared when that hook is submitted.
+  bool hook_stale = false;
   // The id, in the previous run (RunInfo::previous_run), of the task whose
   // recorded result completed this one without running; 0 if it ran (or
   // has not finished). See orchestrator/reuse.h.
@@ -102,12 +110,19 @@ struct Task {
     return state == TaskState::kDone || state == TaskState::kFailed;
   }
   // A task is settled when it and everything attached below it has
-  // finished, and its finally hook (if it succeeded and has one) exists.
+  // finished, and its finally hook (if it succeeded and has one) exists
+  // and is not stale.
   bool settled() const {
     return terminal() && open_children == 0 &&
-           (state == TaskState::kFailed || !has_finally || finally_task != 0);
+           (state == TaskState::kFailed || !has_finally ||
+            (finally_task != 0 && !hook_stale));
   }
 };
+
+// The dedup key of the finally hook of generation `generation` of task
+// `owner`: "finally:<owner>" for the first (as before generations existed),
+// "finally:<owner>:<generation>" for a later one (docs/FORMAT.md).
+std::string FinallyDedupKey(int64_t owner, int generation);
 
 // What a caller asks the store to submit.
 struct NewTask {

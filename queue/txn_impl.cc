@@ -13,8 +13,16 @@ int64_t TxnImpl::now_ms() const { return q_->NowMs(); }
 
 Status TxnImpl::Submit(const NewTask& task, int64_t* id, bool* deduplicated) {
   std::string key;
+  int generation = 1;
   if (task.origin == Origin::kFinally) {
-    key = "finally:" + std::to_string(task.finally_for);
+    // The owner's first hook, or the one after its stale hook; a hook that
+    // is not stale has the key of the hook it has, and is deduplicated.
+    const Task* owner = state().Find(task.finally_for);
+    if (owner != nullptr && owner->finally_task != 0) {
+      generation = state().Find(owner->finally_task)->generation +
+                   (owner->hook_stale ? 1 : 0);
+    }
+    key = FinallyDedupKey(task.finally_for, generation);
   } else {
     Status s = DedupKey(task.type, task.inputs, &key);
     if (!s.ok()) return s.Annotate("inputs of a " + task.type + " task");
@@ -41,14 +49,20 @@ Status TxnImpl::Submit(const NewTask& task, int64_t* id, bool* deduplicated) {
   e.max_attempts = task.max_attempts;
   e.has_finally = task.has_finally;
   e.finally_for = task.finally_for;
+  e.generation = generation;
   return q_->Stage(e);
+}
+
+// Not before its retry time, nor a hook before its owner's subtree settled.
+bool TxnImpl::Ready(const Task& t, int64_t now) const {
+  return t.retry_at_ms <= now && !state().HookWaits(t);
 }
 
 int64_t TxnImpl::NextReady(const std::function<bool(const Task&)>& accept,
                            int64_t now) const {
   for (int64_t pid : state().pending()) {
     const Task* t = state().Find(pid);
-    if (t->retry_at_ms > now || (accept && !accept(*t))) continue;
+    if (!Ready(*t, now) || (accept && !accept(*t))) continue;
     return pid;
   }
   return 0;
@@ -63,7 +77,7 @@ int64_t TxnImpl::NextReadyOfSteps(
     for (int64_t pid : ids) {
       if (best != 0 && pid > best) break;  // cannot beat the best so far
       const Task* t = state().Find(pid);
-      if (t->retry_at_ms > now || (accept && !accept(*t))) continue;
+      if (!Ready(*t, now) || (accept && !accept(*t))) continue;
       best = pid;
       break;
     }

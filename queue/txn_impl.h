@@ -51,6 +51,7 @@ class TxnImpl : public Txn {
  private:
   Status RequireHeld(int64_t id, const Task** task) const;
   std::string_view Actor() const;
+  bool Ready(const Task& t, int64_t now) const;
   // The lowest-id pending task ready at `now` that `accept` takes (0: none).
   int64_t NextReady(const std::function<bool(const Task&)>& accept,
                     int64_t now) const;

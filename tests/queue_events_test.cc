@@ -145,6 +145,15 @@ TEST(QueueEventsTest, TaskEventsEncodeToTheirGoldenLines) {
                        "\"origin\":\"Finally\",\"dedup_key\":\"finally:2\","
                        "\"max_attempts\":2,\"has_finally\":false,"
                        "\"finally_for\":2}");
+  // A hook that re-runs a stale one (after --retry-failed): its generation.
+  sub.dedup_key = "finally:2:2";
+  sub.generation = 2;
+  ExpectCodec(sub, std::string(kHead) +
+                       "\"task_submitted\",\"id\":3,\"type\":\"Step\","
+                       "\"inputs\":{\"n\":1},\"parent_id\":null,"
+                       "\"origin\":\"Finally\",\"dedup_key\":\"finally:2:2\","
+                       "\"max_attempts\":2,\"has_finally\":false,"
+                       "\"finally_for\":2,\"generation\":2}");
   ExpectCodec(TaskDeduplicated{"Step", "abc", 3, 1},
               std::string(kHead) +
                   "\"task_deduplicated\",\"type\":\"Step\","
