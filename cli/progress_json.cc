@@ -125,6 +125,14 @@ class JsonPrinter : public RunObserver {
     });
   }
 
+  void OnTaskQueued(const Task& t, int attempt, const Progress& p) override {
+    EmitJsonEvent("task_queued", [&](JsonWriter& w) {
+      TaskFields(w, t);
+      w.Key("attempt").Int(attempt);
+      w.Key("queued").Int(p.queued);
+    });
+  }
+
   // Called just before the task's OnTaskFinished (observer.h).
   void OnDeduplicated(const Task& t, int count) override {
     dedup_task_ = t.id;

@@ -144,6 +144,8 @@ Progress RunLoop::CurrentProgress() const {
     p.total = s.total();
     p.reused = s.reused();
   }
+  p.queued = static_cast<int64_t>(queued_.size() + ready_.size());
+  p.running = std::max<int64_t>(0, p.running - p.queued);
   p.elapsed_ms = ElapsedMs();
   return p;
 }

@@ -275,6 +275,7 @@ bool CommandRunner::NeverStarted(const Child& c) {
 
 void CommandRunner::Started(Child* c, pid_t pid, int64_t at_ns) {
   c->pid = pid;
+  begun_.push_back(c->token);
   const int64_t now = NowNs();
   // The spawner may have held the event back a little (tasks/spawner.h).
   c->start_ns = at_ns > 0 && at_ns <= now ? at_ns : now;
@@ -303,6 +304,11 @@ void CommandRunner::UpdateLimit() {
   if (limit == sent_limit_) return;
   sent_limit_ = limit;
   spawner_.SetLimit(limit);  // nothing to tell when none runs yet
+}
+
+void CommandRunner::TakeBegun(std::vector<uint64_t>* tokens) {
+  tokens->insert(tokens->end(), begun_.begin(), begun_.end());
+  begun_.clear();
 }
 
 void CommandRunner::CancelWaiting() {
@@ -468,7 +474,10 @@ Status CommandRunner::Wait(int timeout_ms, Done* done) {
         PollChildren(have_some ? 0 : MillisToNextEvent(deadline)));
     EnforceTimeouts();
     CollectExited(done);
-    if (done->size() > before || NowNs() >= deadline || woken_) break;
+    if (done->size() > before || !begun_.empty() || NowNs() >= deadline ||
+        woken_) {
+      break;
+    }
   }
   return Status::OK();
 }
@@ -526,6 +535,7 @@ void CommandRunner::TerminateAll(double grace_seconds) {
     ReapOrphans(dir, 0.2, 5.0, env_).IgnoreError();
   }
   spawner_.FlushReleases();
+  begun_.clear();  // none of them is reported any more
 }
 
 }  // namespace wizq

@@ -158,9 +158,10 @@ class CommandRunner {
 
   // Waits up to timeout_ms (0 = just look, negative = no limit) until at
   // least one started command has finished, including its timeout
-  // handling, and appends every finished one to *done. Returns at once when
-  // nothing is running. Timeouts are only enforced while the caller is in
-  // Wait (or TerminateAll), so call it at least every few hundred ms.
+  // handling, or one has begun (TakeBegun), and appends every finished one
+  // to *done. Returns at once when nothing is running. Timeouts are only
+  // enforced while the caller is in Wait (or TerminateAll), so call it at least
+  // every few hundred ms.
   Status Wait(int timeout_ms, Done* done);
 
   // Commands started and not yet returned by Wait.
@@ -174,6 +175,10 @@ class CommandRunner {
   // Gives back every command that waits and has not started: the next Wait
   // reports each with CommandResult::cancelled (it never began).
   void CancelWaiting();
+  // Appends the tokens of the commands whose shell the spawner started
+  // since the last call (Wait returns when one has); an adopted attempt,
+  // already running, is not among them.
+  void TakeBegun(std::vector<uint64_t>* tokens);
 
   // Wait also returns (without reading it) when `fd` is readable; -1: none.
   void set_wake_fd(int fd) { wake_fd_ = fd; }
@@ -229,7 +234,8 @@ class CommandRunner {
   uint32_t SpawnLimit() const;
   void UpdateLimit();
   int wake_fd_ = -1;
-  bool woken_ = false;  // the wake fd was readable in the last poll
+  bool woken_ = false;           // the wake fd was readable in the last poll
+  std::vector<uint64_t> begun_;  // started since the last TakeBegun
 };
 
 // Before a task runs again: ends or awaits the process tree that an earlier
