@@ -163,7 +163,7 @@ TEST_F(CrashtestTest, OrchestratorOnlyAdoptsInsteadOfReRunning) {
     int adopted = 0;
     for (const Json& c : j["results"]) {
       EXPECT_TRUE(c["crashed"].get<bool>()) << c.dump();
-      adopted += static_cast<int>(c["adopted"].size());
+      adopted += static_cast<int>(c.value("adopted", Json::array()).size());
     }
     EXPECT_GE(adopted, 1) << "no resume adopted a task: " << r.out;
   }
