@@ -60,7 +60,9 @@ AttemptResult AttemptResultOf(CommandResult c) {
 CommandExecutor::CommandExecutor(Env* env, std::string wizard_dir)
     : env_(env != nullptr ? env : Env::Posix()),
       wizard_dir_(std::move(wizard_dir)),
-      runner_(env_) {}
+      runner_(env_) {
+  runner_.set_report_begun(true);  // TakeBegun
+}
 
 CommandExecutor::~CommandExecutor() = default;
 

@@ -275,7 +275,7 @@ bool CommandRunner::NeverStarted(const Child& c) {
 
 void CommandRunner::Started(Child* c, pid_t pid, int64_t at_ns) {
   c->pid = pid;
-  begun_.push_back(c->token);
+  if (report_begun_) begun_.push_back(c->token);
   const int64_t now = NowNs();
   // The spawner may have held the event back a little (tasks/spawner.h).
   c->start_ns = at_ns > 0 && at_ns <= now ? at_ns : now;
@@ -330,6 +330,9 @@ Status CommandRunner::ReadSpawnEvents() {
       if (c->adopted || c->serial != ev.serial) continue;
       if (ev.pid > 0 && c->pid <= 0) Started(c.get(), ev.pid, ev.at_ns);
       if (ev.kind == internal::SpawnEvent::kEnded) {
+        // The spawner may have held the event back (tasks/spawner.h).
+        const int64_t now = NowNs();
+        c->end_ns = ev.at_ns > 0 && ev.at_ns <= now ? ev.at_ns : now;
         c->exited = true;
         c->end.ended = true;
         c->end.end = static_cast<AttemptRecord::End>(ev.end);
@@ -409,7 +412,8 @@ CommandResult CommandRunner::Reap(const Child& c) {
   }
   spawner_.Release(c.serial);
   CommandResult result;
-  result.seconds = NsToSeconds(NowNs() - c.start_ns);
+  result.seconds =
+      NsToSeconds((c.end_ns > 0 ? c.end_ns : NowNs()) - c.start_ns);
   if (!c.end.ended) {
     result.outcome = CommandResult::Outcome::kSignaled;
     result.signal = SIGKILL;

@@ -86,7 +86,7 @@ struct AttemptResult {
   // For failures: the last non-empty line the body wrote to its stderr,
   // for the failure message. May be empty.
   std::string stderr_tail;
-  double seconds = 0;  // from Start to the end of the attempt
+  double seconds = 0;  // from the attempt's start (when it began) to its end
   // A Prompt's answer (JSON text): the run loop turns it into the response
   // (tasks/prompt.h). `answer_source` (terminal, default) is set when the
   // answer is new and must be recorded (task_answered) with the result;
