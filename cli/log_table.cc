@@ -35,6 +35,7 @@ void RowJson(const AttemptRecord& a, std::string* out) {
     w.Null();
   }
   w.Key("will_retry").Bool(a.will_retry).Key("refunded").Bool(a.refunded);
+  w.Key("never_started").Bool(a.never_started);
   w.Key("adopted").Bool(a.adopted).Key("reused").Bool(a.reused);
   w.Key("claim_seq").Int(a.claim_seq).Key("end_seq").Int(a.end_seq);
   w.EndObject();
@@ -80,6 +81,7 @@ std::string AttemptResultText(const AttemptRecord& a) {
     }
   }
   if (a.outcome == "failed") text += a.will_retry ? ", retried" : ", failed";
+  if (a.never_started) return "never started (not charged)";
   if (a.outcome == "reset") text += a.refunded ? " (not charged)" : "";
   if (a.adopted) {
     text += " (adopted after " + FormatDuration(a.adopted_waited_ms) + ")";

@@ -23,14 +23,13 @@ int64_t Ran(const Progress& p) {
 }
 
 std::string ProgressCounts(const Progress& p) {
-  char buf[160];
-  std::snprintf(buf, sizeof(buf),
-                "%lld done, %lld running, %lld pending, %lld failed (%.1fs)",
-                static_cast<long long>(p.done),
-                static_cast<long long>(p.running),
-                static_cast<long long>(p.pending),
-                static_cast<long long>(p.failed), p.elapsed_ms / 1000.0);
-  return buf;
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%.1fs", p.elapsed_ms / 1000.0);
+  std::string out = std::to_string(p.done) + " done, " +
+                    std::to_string(p.running) + " running, ";
+  if (p.queued > 0) out += std::to_string(p.queued) + " queued, ";
+  return out + std::to_string(p.pending) + " pending, " +
+         std::to_string(p.failed) + " failed (" + seconds + ")";
 }
 
 namespace {
@@ -126,6 +125,12 @@ class Printer : public RunObserver {
     Plain(TaskName(t) + " started (attempt " + std::to_string(attempt) + ")" +
           Tag(t));
     if (LiveShown()) live_.TaskStarted(t, p);  // (parses the value)
+    Live();
+  }
+
+  // Counted apart on the live line; no line of its own (its start has one).
+  void OnTaskQueued(const Task&, int, const Progress& p) override {
+    live_.Update(p);
     Live();
   }
 
@@ -306,6 +311,9 @@ class Printers : public RunObserver {
   }
   void OnTaskStarted(const Task& t, int attempt, const Progress& p) override {
     for (auto& o : all_) o->OnTaskStarted(t, attempt, p);
+  }
+  void OnTaskQueued(const Task& t, int attempt, const Progress& p) override {
+    for (auto& o : all_) o->OnTaskQueued(t, attempt, p);
   }
   void OnTaskFinished(const Task& t, const std::string& reason,
                       const std::string& message, bool will_retry, int spawned,

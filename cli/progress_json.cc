@@ -133,6 +133,14 @@ class JsonPrinter : public RunObserver {
     end_ = end;
   }
 
+  void OnTaskQueued(const Task& t, int attempt, const Progress& p) override {
+    EmitJsonEvent("task_queued", [&](JsonWriter& w) {
+      TaskFields(w, t);
+      w.Key("attempt").Int(attempt);
+      w.Key("queued").Int(p.queued);
+    });
+  }
+
   void OnDeduplicated(const Task& t, int count) override {
     dedup_task_ = t.id;
     dedup_count_ = count;

@@ -33,6 +33,7 @@ svg text{font:11px sans-serif;fill:#333}
 rect.attempt{stroke:#0003}rect.attempt.completed{fill:#4ac26b}
 rect.attempt.failed{fill:#ff8182}rect.attempt.reset{fill:#f0b72f}
 rect.attempt.lost{fill:#57606a}rect.attempt.running{fill:#54aeff}
+rect.attempt.unstarted{fill:#fff;stroke:#8c959f;stroke-dasharray:3 2}
 rect.attempt.adopted{stroke:#6639ba;stroke-width:2}
 rect.attempt.hl{stroke:#000;stroke-width:3}
 .marker.crash path{stroke:#cf222e;stroke-width:3}
@@ -192,7 +193,9 @@ const char kLegend[] =
     "completed</span><span><i style=\"background:#ff8182\"></i>failed</span>"
     "<span><i style=\"background:#57606a\"></i>lost with its worker</span>"
     "<span><i style=\"background:#f0b72f\"></i>put back</span><span><i "
-    "style=\"background:#54aeff\"></i>running</span><span><i style=\"border:"
+    "style=\"border:1px dashed #8c959f\"></i>claimed, never started</span>"
+    "<span><i style=\"background:#54aeff\"></i>running</span><span><i "
+    "style=\"border:"
     "2px solid #6639ba\"></i>adopted (purple bar: the wait)</span><span "
     "style=\"color:#cf222e\">&#x2715; crash</span><span style=\"color:"
     "#cf222e\">&#x25CB; retried</span><span style=\"color:#0969da\">&#x2506; "

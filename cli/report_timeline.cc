@@ -163,7 +163,8 @@ class Timeline {
   // it died), not when the loss was found.
   int64_t BarEnd(const AttemptRecord& a) const {
     const WorkerRecord* w = h_.FindWorker(a.worker);
-    if (a.reason == "worker_lost" && w != nullptr && w->lost) {
+    if (a.reason == "worker_lost" && w != nullptr && w->lost &&
+        !a.never_started) {
       return std::max(a.start_ms, std::min(EndOf(a), w->last_seen_ms));
     }
     return EndOf(a);
@@ -173,7 +174,12 @@ class Timeline {
     const double x = X(a.start_ms);
     const double w = std::max(3.0, X(BarEnd(a)) - x);
     std::string cls = a.outcome;
-    if (a.outcome == "reset" && a.reason == "worker_lost") cls += " lost";
+    // A claim its dead worker never began lost no work: drawn hollow.
+    if (a.never_started) {
+      cls += " unstarted";
+    } else if (a.outcome == "reset" && a.reason == "worker_lost") {
+      cls += " lost";
+    }
     if (a.adopted) cls += " adopted";
     const std::string tip = "#" + std::to_string(a.task_id) + " " + a.step +
                             " " + ShortenMiddle(a.value, 60) + ", attempt " +

@@ -14,6 +14,7 @@
 #include "queue/workers.h"
 #include "tasks/attempt_files.h"
 #include "tasks/function_executor.h"
+#include "tasks/orphans_record.h"
 #include "tasks/prompt.h"
 #include "tasks/workflow.h"
 
@@ -22,9 +23,16 @@ namespace {
 
 const char* const kStates[] = {"pending", "in_progress", "done", "failed"};
 
-// `dead`: the holders known dead (null: unknown).
+// The holders of in_progress tasks known dead, and of their tasks those
+// whose attempt never began (claimed ahead, or queued in the spawner).
+struct DeadHolders {
+  std::set<std::string> workers;
+  std::set<int64_t> unstarted;
+};
+
+// `dead`: null when unknown.
 void PrintTaskLine(const Task& t, int depth, int64_t now_ms,
-                   const std::set<std::string>* dead) {
+                   const DeadHolders* dead) {
   std::string line(static_cast<size_t>(depth) * 2, ' ');
   line += "#" + std::to_string(t.id) + " " + t.type;
   if (t.inputs != "{}" && t.inputs != "null")
@@ -46,7 +54,11 @@ void PrintTaskLine(const Task& t, int depth, int64_t now_ms,
                          "s ago (put back at the next transaction)");
   } else if (t.state == TaskState::kInProgress) {
     line += "  held by " + t.claimed_by;
-    if (dead != nullptr && dead->count(t.claimed_by)) {
+    if (dead != nullptr && dead->unstarted.count(t.id)) {
+      line +=
+          " (dead; its attempt never started: given back, not charged, "
+          "when the run resumes)";
+    } else if (dead != nullptr && dead->workers.count(t.claimed_by)) {
       line += " (dead: put back when the run resumes)";
     }
   }
@@ -60,7 +72,7 @@ void PrintTaskLine(const Task& t, int depth, int64_t now_ms,
 }
 
 void PrintTree(const QueueState& s, const Task& t, int depth, int64_t now,
-               const std::set<std::string>* dead) {
+               const DeadHolders* dead) {
   PrintTaskLine(t, depth, now, dead);
   for (int64_t c : t.children) PrintTree(s, *s.Find(c), depth + 1, now, dead);
 }
@@ -226,17 +238,23 @@ void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
   std::printf("\n");
   // A holder is dead when the registry does not show it alive (the live
   // run only: an archived run's holders are all gone).
-  std::set<std::string> dead_set;
-  const std::set<std::string>* dead = nullptr;
+  DeadHolders dead_set;
+  const DeadHolders* dead = nullptr;
   if (archive.empty()) {
     std::set<std::string> alive;
     for (const WorkerEntry& w : x.workers) {
       if (w.alive) alive.insert(w.id);
     }
+    const std::string wizard = WizardDir(args.dir);
     for (int64_t id : st.in_progress()) {
       const Task& t = *st.Find(id);
       if (t.lease_token.empty() && !alive.count(t.claimed_by)) {
-        dead_set.insert(t.claimed_by);
+        dead_set.workers.insert(t.claimed_by);
+        if (!internal::AttemptBegan(Env::Posix(),
+                                    AttemptFiles::TaskDir(wizard, t.id),
+                                    t.attempts)) {
+          dead_set.unstarted.insert(t.id);
+        }
       }
     }
     dead = &dead_set;

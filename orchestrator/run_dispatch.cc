@@ -28,9 +28,10 @@ void RunLoop::ReapLostOrphans(const std::vector<int64_t>& ids) {
 
 // Starts claimed tasks while slots are free, in claim order, skipping those
 // whose step is at its max_concurrency (they start when one of its tasks
-// ends). Short tasks that the executor can queue (Commands) are started
-// up to QueueAhead() beyond the slots: each waits in the executor and
-// starts the moment a running one ends (Executor::Queues).
+// ends). Tasks of fast steps (FastSteps) that the executor can queue
+// (Commands) are started up to QueueAhead() beyond the slots: each waits
+// in the executor and starts the moment a running one ends
+// (Executor::Queues).
 Status RunLoop::StartReady() {
   std::map<std::string, int> per_step;
   int others = 0;  // running tasks of executors that do not queue
@@ -52,9 +53,13 @@ Status RunLoop::StartReady() {
       ++it;
       continue;
     }
-    // A task that cannot wait in its executor waits for a free slot, and
-    // nothing after it is queued meanwhile (it would never get one).
-    if (!queues && static_cast<int>(running_.size()) >= jobs_) break;
+    // A task that cannot wait in its executor, or is not short enough to
+    // be queued, waits for a free slot, and nothing after it is queued
+    // meanwhile (it would never get one).
+    if ((!queues || !Fast(it->type)) &&
+        static_cast<int>(running_.size()) >= jobs_) {
+      break;
+    }
     WIZQ_RETURN_IF_ERROR(StartTask(*it));  // on error it stays ready
     per_step[it->type]++;
     if (!queues) executor_->SetQueueSlots(std::max(0, jobs_ - ++others));
@@ -79,16 +84,23 @@ Status RunLoop::CollectResults() {
     if (want && commits_.landed()) wait_ms = 0;
   }
   WIZQ_RETURN_IF_ERROR(executor_->Wait(wait_ms, &done));
+  std::vector<int64_t> begun;
+  executor_->TakeBegun(&begun);
+  for (int64_t id : begun) Began(id);
   for (auto& [id, result] : done) {
     auto it = running_.find(id);
     if (it == running_.end()) continue;
     if (result.never_started) {  // still claimed: it starts again later
+      queued_.erase(id);
       ready_.push_front(it->second);
       running_.erase(it);
       continue;
     }
-    const double ms = result.seconds * 1000;
-    task_ms_ = task_ms_ == 0 ? ms : 0.8 * task_ms_ + 0.2 * ms;
+    Began(id);  // if its start was not told yet
+    using Result = AttemptResult::Outcome;
+    if (!result.adopted && result.outcome != Result::kSpawnFailed) {
+      NoteDuration(it->second.type, result.seconds * 1000);
+    }
     outcomes_.push_back(Judge(it->second, result));
     submitted_[id] = static_cast<int>(outcomes_.back().children.size());
     CountFailure(it->second, outcomes_.back());  // --halt
@@ -139,15 +151,54 @@ Status RunLoop::StartTask(const Task& task) {
   a.adopt_expected = task.error_reason == kReasonWorkerLost;
   Status s = executor_->Start(a);
   if (!s.ok()) return s.Annotate("starting task " + std::to_string(task.id));
+  // Handed over while every slot is busy: it waits in the executor.
+  const bool waits = static_cast<int>(running_.size()) >= jobs_;
   running_[task.id] = task;
   const std::string waiting = executor_->AdoptionNote(task.id);
   if (!waiting.empty()) {
     observer_->OnNote("task " + std::to_string(task.id) + " (" + task.type +
                       "): " + waiting);
   }
-  CrashPoint("run.after_spawn");
-  observer_->OnTaskStarted(task, task.attempts, CurrentProgress());
+  // An executor that queues tells when the attempt begins; others begin it
+  // now.
+  queued_.insert(task.id);
+  if (!executor_->Queues(*action)) {
+    Began(task.id);
+  } else if (waits) {
+    observer_->OnTaskQueued(task, task.attempts, CurrentProgress());
+  }
   return Status::OK();
+}
+
+void RunLoop::Began(int64_t id) {
+  auto it = running_.find(id);
+  if (it == running_.end() || queued_.erase(id) == 0) return;
+  CrashPoint("run.after_spawn");
+  observer_->OnTaskStarted(it->second, it->second.attempts, CurrentProgress());
+}
+
+std::set<std::string> RunLoop::FastSteps() const {
+  std::set<std::string> out;
+  for (const auto& [step, ms] : step_ms_) {
+    if (Fast(step)) out.insert(step);
+  }
+  return out;
+}
+
+bool RunLoop::Fast(const std::string& step) const {
+  auto it = step_ms_.find(step);
+  if (it == step_ms_.end() || it->second.size() < kQueueHistory) return false;
+  double sum = 0;
+  for (double ms : it->second) sum += ms;
+  return sum < kQueueTaskMs * static_cast<double>(kQueueHistory);
+}
+
+void RunLoop::NoteDuration(const std::string& step, double ms) {
+  std::deque<double>& last = step_ms_[step];
+  last.push_back(ms);
+  if (last.size() > kQueueHistory) last.pop_front();
+  // The look-ahead is sized for the tasks it claims: the fast steps'.
+  if (Fast(step)) task_ms_ = task_ms_ == 0 ? ms : 0.8 * task_ms_ + 0.2 * ms;
 }
 
 Outcome RunLoop::Judge(const Task& task, const AttemptResult& result) const {

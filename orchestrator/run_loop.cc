@@ -147,6 +147,8 @@ Progress RunLoop::CurrentProgress() const {
     p.reused = s.reused();
     p.imported = s.imported();
   }
+  p.queued = static_cast<int64_t>(queued_.size() + ready_.size());
+  p.running = std::max<int64_t>(0, p.running - p.queued);
   p.elapsed_ms = ElapsedMs();
   return p;
 }

@@ -331,6 +331,7 @@ void TaskReset::EncodeTo(JsonWriter& w) const {
   w.Field("message", message);
   w.Key("attempt").Int(attempt);
   if (refund) w.Field("refund", true);
+  if (never_started) w.Field("never_started", true);
 }
 
 EventError TaskReset::DecodeField(std::string_view key, EventValue v) {
@@ -340,12 +341,14 @@ EventError TaskReset::DecodeField(std::string_view key, EventValue v) {
   if (key == "message") return StringView(v, &message);
   if (key == "attempt") return ReadInt(v, &attempt);
   if (key == "refund") return ReadBool(v, &refund);
+  if (key == "never_started") return ReadBool(v, &never_started);
   return SUCCESS;
 }
 
 bool TaskReset::operator==(const TaskReset& o) const {
   return id == o.id && worker == o.worker && reason == o.reason &&
-         message == o.message && attempt == o.attempt && refund == o.refund;
+         message == o.message && attempt == o.attempt && refund == o.refund &&
+         never_started == o.never_started;
 }
 
 // --- run_finished ------------------------------------------------------------

@@ -218,6 +218,9 @@ struct TaskReset {
   std::string_view message;
   int64_t attempt = 0;
   bool refund = false;  // the attempt does not count; written only when true
+  // The attempt never began (claimed ahead, or waiting in the spawner, when
+  // its worker died): no work was lost. Written only when true.
+  bool never_started = false;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const TaskReset& o) const;

@@ -68,6 +68,7 @@ Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
     fill(&e);
     if (leased) e.reason = kReasonLeaseExpired;
     e.refund = !ran || adoptable;
+    e.never_started = !ran;
     return Stage(e);
   }
   out->lost.push_back(t.id);

@@ -61,7 +61,9 @@ AttemptResult AttemptResultOf(CommandResult c) {
 CommandExecutor::CommandExecutor(Env* env, std::string wizard_dir)
     : env_(env != nullptr ? env : Env::Posix()),
       wizard_dir_(std::move(wizard_dir)),
-      runner_(env_) {}
+      runner_(env_) {
+  runner_.set_report_begun(true);  // TakeBegun
+}
 
 CommandExecutor::~CommandExecutor() = default;
 
@@ -90,7 +92,10 @@ Status CommandExecutor::Start(const Attempt& a) {
   WIZQ_RETURN_IF_ERROR(runner_.StartOrAdopt(
       spec, static_cast<uint64_t>(a.task_id), a.adopt_expected, &adopted));
   adoption_notes_.erase(a.task_id);
-  if (adopted) NoteAdoptionWait(spec, a.task_id);
+  if (adopted) {
+    NoteAdoptionWait(spec, a.task_id);
+    adopted_begun_.push_back(a.task_id);  // it runs (or ran) already
+  }
   attempts_[a.task_id] = a.number;
   return Status::OK();
 }
@@ -114,6 +119,15 @@ Status CommandExecutor::Wait(int timeout_ms, Done* done) {
   return Status::OK();
 }
 
+void CommandExecutor::TakeBegun(std::vector<int64_t>* task_ids) {
+  task_ids->insert(task_ids->end(), adopted_begun_.begin(),
+                   adopted_begun_.end());
+  adopted_begun_.clear();
+  std::vector<uint64_t> tokens;
+  runner_.TakeBegun(&tokens);
+  for (uint64_t t : tokens) task_ids->push_back(static_cast<int64_t>(t));
+}
+
 size_t CommandExecutor::running() const { return runner_.running(); }
 
 bool CommandExecutor::FindByProcess(int pid, int64_t* task_id) const {
@@ -126,6 +140,7 @@ bool CommandExecutor::FindByProcess(int pid, int64_t* task_id) const {
 void CommandExecutor::TerminateAll(double grace_seconds) {
   runner_.TerminateAll(grace_seconds);
   attempts_.clear();
+  adopted_begun_.clear();
 }
 
 void CommandExecutor::NoteAdoptionWait(const CommandSpec& spec,

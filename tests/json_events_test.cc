@@ -377,6 +377,9 @@ TEST_F(JsonEventsTest, EveryDocumentedEventIsProduced) {
             .out);
   Check(Run({DataFile("../json/prompt.jsonc"), "--dir", dir_.Join("p")}).out);
   Check(Run({DataFile("invalid_workflow.jsonc"), "--dir", dir_.Join("w")}).out);
+  Check(Run({DataFile("../json/queued.jsonc"), "--dir", dir_.Join("q"), "-j",
+             "1"})
+            .out);
   const std::string wf = dir_.Join("wf.json");
   test::WriteAll(wf, test::ReadAll(DataFile("../json/prompt.jsonc")));
   Run({wf, "--dir", dir_.Join("f"), "--run-id", "x"});

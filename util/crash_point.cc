@@ -15,6 +15,7 @@ namespace {
 struct Target {
   std::string name;
   long n = 0;
+  std::string text;  // WIZQ_CRASH_IF; empty: every pass counts
 };
 
 Target ParseTarget() {
@@ -25,6 +26,8 @@ Target ParseTarget() {
   t.name = colon ? std::string(spec, colon) : std::string(spec);
   t.n = colon ? atol(colon + 1) : 1;
   if (t.n < 1) t.n = 1;
+  const char* text = getenv(kEnvCrashIf);
+  if (text != nullptr) t.text = text;
   return t;
 }
 
@@ -39,9 +42,13 @@ std::atomic<long> g_passes{0};
 
 bool g_crash_points_armed = !GetTarget().name.empty();
 
-void CrashPointSlow(const char* name) {
+void CrashPointSlow(const char* name, std::string_view text, bool has_text) {
   const Target& t = GetTarget();
   if (t.name != name) return;
+  if (!t.text.empty() &&
+      (!has_text || text.find(t.text) == std::string_view::npos)) {
+    return;
+  }
   if (g_passes.fetch_add(1) + 1 == t.n) _exit(kCrashExitCode);
 }
 
