@@ -1,0 +1,678 @@
+#!/usr/bin/env bash
+# machines.sh: "machines" on one box, the test bed of wizq's multi-machine
+# torture (docs/RELIABILITY.md, "Machines on one box"). Needs root.
+#
+# A machine is its own network, UTS, IPC, mount and PID namespace: its own
+# loopback, a veth pair (eth0 inside, v-NAME at the other end) to the
+# database's machine "db", hostname NAME, /mnt its own directory (kept
+# across reboots), its own /dev/shm and /sys, and a file of its own bind-
+# mounted over /proc/sys/kernel/random/boot_id, new at each reboot (wizq
+# tells hosts apart by boot id and PID namespace). Its init, pid 1 inside,
+# is this script; what `exec` starts joins all its namespaces and its
+# freezer cgroup. A keeper process on the host (`sleep`, named
+# wizq-machines:OWNER:START:NAME) holds its network namespace, so that the
+# link outlives a reboot.
+#
+# Addresses (10.213.0.0/16, inside these namespaces only): machine number i
+# (1..254) is 10.213.i.2/24 on eth0, the db end of its link 10.213.i.1/24,
+# and the database's address 10.213.0.1 is on db's loopback. A machine's
+# only routes are its /24 and 10.213.0.1: it reaches the db side and
+# nothing else (no other machine, no default route; IPv6 off).
+#
+# A setup belongs to its owner, a live process: $WIZQ_MACHINES_OWNER, else
+# the caller (the parent process; a caller that runs this script through a
+# short-lived `sh -c` must set it). Its state is in /run/wizq-machines/OWNER
+# ($WIZQ_MACHINES_ROOT). `up` and `cleanup` first remove all that owners no
+# longer running left (a run killed with -9): every process of their
+# namespaces, their cgroups, cluster directory and state.
+#
+#   up NAME...          start machines (db first, if not up); NAME matches
+#                       [a-z][a-z0-9]{0,9}
+#   down [NAME...]      stop and remove machines; none named: everything of
+#                       this owner, the cluster too
+#   exec NAME CMD...    run CMD in machine NAME (working directory and
+#                       environment kept, its clock offset applied); CMD's
+#                       exit status
+#   reboot NAME         kill -9 every process of NAME, new boot id, new init
+#   kill-all NAME       kill -9 every process of NAME but its init (it stays up)
+#   freeze NAME, thaw NAME       stop, continue the whole machine
+#   stop NAME PID, cont NAME PID SIGSTOP, SIGCONT one process (PID as seen
+#                                in the machine)
+#   link-down NAME, link-up NAME take NAME's link to db down (its packets
+#                                are then lost, silently), up
+#   clock NAME SECONDS  wall-clock offset (-3600..3600, 0 removes it) of what
+#                       `exec` starts from then on: libfaketime with
+#                       DONT_FAKE_MONOTONIC=1, preloaded after the gate
+#                       $WIZQ_FAKETIME_GATE (default build/
+#                       libwizq_faketime_gate.so) that lets it work under
+#                       jemalloc
+#   db-up DIR PORT      a throwaway PostgreSQL cluster in DIR (absent or
+#                       empty) on 10.213.0.1:PORT, trust for 10.213.0.0/16
+#                       and the Unix socket in DIR ($WIZQ_PG_BIN: the server
+#                       binaries, default /usr/lib/postgresql/15/bin)
+#   db-down             stop it and remove DIR
+#   db-crash            pg_ctl stop -m immediate, then start again
+#   psql NAME ARGS...   psql in machine NAME to the cluster, sslmode=disable
+#   info                machines, addresses, init pids, boot ids, clocks
+#   cleanup             remove what owners no longer running left
+#
+# Freezing uses the cgroup v2 freezer, else v1's, else SIGSTOP to every
+# process of the machine's PID namespace ($WIZQ_MACHINES_FREEZER=cgroup2,
+# freezer or signals picks one). Exit status: 0 ok, 2 bad arguments, 3 the
+# environment (not root, a tool or machine missing), else CMD's.
+set -euo pipefail
+
+SELF=${BASH_SOURCE[0]}
+[[ $SELF == /* ]] || SELF=$PWD/$SELF
+ROOT=${WIZQ_MACHINES_ROOT:-/run/wizq-machines}
+export WIZQ_MACHINES_OWNER=${WIZQ_MACHINES_OWNER:-$PPID}
+OWNER=$WIZQ_MACHINES_OWNER
+STATE=$ROOT/$OWNER
+DB_ADDR=10.213.0.1
+PG_BIN=${WIZQ_PG_BIN:-/usr/lib/postgresql/15/bin}
+FREEZER=signals FREEZER_DIR=''
+
+usage() { echo "machines.sh: $*" >&2; exit 2; }
+fail() { echo "machines.sh: $*" >&2; exit 3; }
+
+# Sleeps $1 seconds without starting a process (a read that times out).
+nap() {
+  [[ -n ${NAP_FD:-} ]] || exec {NAP_FD}<> <(:)
+  read -rt "$1" -u "$NAP_FD" _ || true
+}
+
+# Sets START to the start time of process $1 (field 22 of its stat), empty
+# if it is gone.
+get_start() {
+  START=''
+  local s
+  read -r s 2>/dev/null <"/proc/$1/stat" || return 0
+  s=${s##*) }
+  # shellcheck disable=SC2086
+  set -- $s
+  START=${20}
+}
+
+# Whether process $1 still is the one that started at $2.
+alive() { get_start "$1" && [[ -n $START && $START == "$2" ]]; }
+
+# Sets PID to machine $1's keeper or init ($2) if it runs, else empty.
+get_pid() {
+  PID=''
+  local p s
+  read -r p s 2>/dev/null <"$STATE/m/$1/$2" || return 0
+  if alive "$p" "$s"; then PID=$p; fi
+}
+
+# Sets PIDS to every process sharing namespace $1 (net, pid) with one of
+# the processes that follow.
+get_members() {
+  local kind=$1 p r
+  shift
+  PIDS=()
+  for p in /proc/[0-9]*; do
+    for r; do
+      if [[ $p/ns/$kind -ef /proc/$r/ns/$kind ]]; then
+        PIDS+=("${p#/proc/}")
+        break
+      fi
+    done
+  done
+}
+
+mdir() { echo "$STATE/m/$1"; }
+
+need_machine() {
+  [[ -d $STATE/m/$1 ]] || fail "no machine $1 (machines.sh up $1)"
+}
+
+need_running() {
+  need_machine "$1"
+  get_pid "$1" init
+  [[ -n $PID ]] || fail "machine $1 is not running"
+}
+
+# --- freezer -------------------------------------------------------------
+
+# Prints how this owner's machines are frozen: "cgroup2 DIR", "freezer DIR"
+# (v1) or "signals".
+pick_freezer() {
+  local want=${WIZQ_MACHINES_FREEZER:-} kind dir probe
+  for kind in cgroup2 freezer; do
+    [[ -z $want || $want == "$kind" ]] || continue
+    if [[ $kind == cgroup2 ]]; then
+      dir=$(awk '/ - cgroup2 / { print $5; exit }' /proc/self/mountinfo)
+      probe=cgroup.freeze
+    else
+      dir=$(awk '/ - cgroup .*[ ,]freezer/ { print $5; exit }' /proc/self/mountinfo)
+      probe=freezer.state
+    fi
+    if [[ -n $dir ]] && mkdir -p "$dir/wizq-machines" 2>/dev/null &&
+      [[ -e $dir/wizq-machines/$probe ]]; then
+      echo "$kind $dir/wizq-machines/$OWNER"
+      return
+    fi
+  done
+  [[ -z $want || $want == signals ]] || fail "no $want freezer here"
+  echo signals
+}
+
+# Moves process $2 into machine $1's cgroup.
+join_cgroup() {
+  [[ $FREEZER == signals ]] || echo "$2" >"$FREEZER_DIR/$1/cgroup.procs"
+}
+
+# Freezes ($2 = 1) or thaws ($2 = 0) machine $1, and waits until it is so.
+set_frozen() {
+  local name=$1 on=$2 cg=$FREEZER_DIR/$1 state p i stopped
+  local want=THAWED sig=CONT
+  ((on)) && want=FROZEN sig=STOP
+  for ((i = 0; i < 1000; i++)); do
+    case $FREEZER in
+      cgroup2)
+        echo "$on" >"$cg/cgroup.freeze"
+        state=''
+        while read -r p state; do [[ $p == frozen ]] && break; done <"$cg/cgroup.events"
+        [[ $state != "$on" ]] || break ;;
+      freezer)
+        echo "$want" >"$cg/freezer.state"
+        read -r state <"$cg/freezer.state"
+        [[ $state == "$want" ]] && break ;;
+      signals)  # until every process is stopped (new ones too)
+        get_pid "$name" init
+        PIDS=()
+        [[ -z $PID ]] || get_members pid "$PID"
+        stopped=1
+        for p in "${PIDS[@]}"; do
+          kill -s "$sig" "$p" 2>/dev/null || true
+          read -r state 2>/dev/null <"/proc/$p/stat" || continue
+          state=${state##*) }
+          ((!on)) || [[ ${state:0:1} == [tT] ]] || stopped=0
+        done
+        ((!stopped)) || break ;;
+    esac
+    nap 0.01
+  done
+  ((i < 1000)) || fail "machine $name did not become $want"
+  if ((on)); then : >"$STATE/m/$name/frozen"; else rm -f "$STATE/m/$name/frozen"; fi
+}
+
+# --- owners and cleanup --------------------------------------------------
+
+# Takes the lock of all owners: the root directory itself, checked to be
+# the current one after the wait (a holder that finished may remove it).
+lock_root() {
+  local a b
+  while :; do
+    mkdir -p "$ROOT"
+    exec 8<"$ROOT"
+    flock 8
+    a=$(stat -L -c %i /dev/fd/8)
+    b=$(stat -c %i "$ROOT" 2>/dev/null) || true
+    [[ $a == "$b" ]] && return
+    exec 8<&-
+  done
+}
+
+# Removes the root directory and the shared cgroup directories when no
+# owner uses them any more.
+remove_root() {
+  local dir
+  for dir in $(awk '/ - cgroup2? / { print $5 }' /proc/self/mountinfo); do
+    rmdir "$dir/wizq-machines" 2>/dev/null || true
+  done
+  rmdir "$ROOT" 2>/dev/null || true
+}
+
+# Creates this owner's state directory (under the root lock, so that one
+# without its owner file is a setup killed right then).
+ensure_owner() {
+  [[ ! -d $STATE ]] || return 0
+  get_start "$OWNER"
+  [[ -n $START ]] || usage "owner $OWNER is not a running process (WIZQ_MACHINES_OWNER)"
+  mkdir -p "$STATE/m"
+  echo "$OWNER $START" >"$STATE/owner.new"
+  mv "$STATE/owner.new" "$STATE/owner"
+  pick_freezer >"$STATE/freezer.new"
+  mv "$STATE/freezer.new" "$STATE/freezer"
+  read -r FREEZER FREEZER_DIR <"$STATE/freezer"
+}
+
+# Prints "pid owner start" for every keeper: named wizq-machines:OWNER:
+# START:NAME from its exec of sleep on, that name its last argument before
+# (while setsid, unshare and bash run).
+scan_keepers() {
+  local f a owner start
+  for f in /proc/[0-9]*/cmdline; do
+    mapfile -d '' -t a 2>/dev/null <"$f" || continue
+    ((${#a[@]} > 0)) || continue
+    if [[ ${a[0]} == wizq-machines:* ]]; then
+      a=("${a[0]}")
+    elif [[ ${a[-1]} != wizq-machines:* || ! ${a[0]##*/} =~ ^(setsid|unshare|bash)$ ]]; then
+      continue
+    fi
+    IFS=: read -r _ owner start _ <<<"${a[-1]}"
+    f=${f#/proc/}
+    echo "${f%/cmdline} $owner $start"
+  done
+}
+
+# Whether owner $1 runs: as its owner file says, or (none written yet) as
+# its keepers' names say.
+owner_alive() {
+  local pid start
+  if read -r pid start 2>/dev/null <"$ROOT/$1/owner"; then
+    alive "$pid" "$start"
+    return
+  fi
+  start=$(scan_keepers | awk -v o="$1" '$2 == o { print $3; exit }')
+  [[ -n $start ]] && alive "$1" "$start"
+}
+
+# Removes everything of owner $1: every process of its network namespaces
+# (keepers found by name, so also those of a setup killed before it wrote
+# them down; keepers last, as they hold the namespaces), its cgroups, its
+# cluster directory, its state.
+teardown_owner() {
+  local owner=$1 st=$ROOT/$1 keepers=() kind='' dir='' p i victims
+  if read -r kind dir 2>/dev/null <"$st/freezer" && [[ $kind != signals ]]; then
+    for p in "$dir"/*/; do  # thawed, frozen processes can die
+      [[ $kind == cgroup2 ]] && echo 0 >"$p/cgroup.freeze"
+      [[ $kind != freezer ]] || echo THAWED >"$p/freezer.state"
+    done 2>/dev/null
+  fi
+  read -ra keepers < <(scan_keepers | awk -v o="$owner" '$2 == o { printf "%s ", $1 }') || true
+  for ((i = 0; i < 1000; i++)); do
+    PIDS=()
+    ((${#keepers[@]} == 0)) || get_members net "${keepers[@]}"
+    victims=()
+    for p in "${PIDS[@]}"; do [[ " ${keepers[*]} " == *" $p "* ]] || victims+=("$p"); done
+    ((${#victims[@]} > 0)) || break
+    kill -9 "${victims[@]}" 2>/dev/null || true
+    nap 0.01
+  done
+  ((i < 1000)) || fail "processes of owner $owner would not die"
+  ((${#keepers[@]} == 0)) || kill -9 "${keepers[@]}" 2>/dev/null || true
+  for p in "${keepers[@]}"; do while [[ -e /proc/$p ]]; do nap 0.01; done; done
+  if [[ -n $dir ]]; then
+    for p in "$dir"/*/; do [[ ! -d $p ]] || rmdir "$p"; done
+    rmdir "$dir" 2>/dev/null || true
+  fi
+  if read -r dir _ 2>/dev/null <"$st/m/db/cluster"; then rm -rf "$dir"; fi
+  rm -rf "$st"
+}
+
+cleanup_dead() {
+  local o
+  for o in $( (ls "$ROOT" 2>/dev/null; scan_keepers | cut -d' ' -f2) | grep -xE '[0-9]+' | sort -u); do
+    owner_alive "$o" || teardown_owner "$o"
+  done
+}
+
+# Takes this owner's lock for the rest of the command.
+lock_owner() {
+  exec 9>"$STATE/lock"
+  flock 9
+}
+
+# --- machines ------------------------------------------------------------
+
+# Runs "$@" in machine $1's network namespace (through its keeper).
+in_net() {
+  get_pid "$1" keeper
+  shift
+  nsenter --net="/proc/$PID/ns/net" "$@"
+}
+
+start_keeper() {
+  local name=$1 dir=$STATE/m/$1 pid a=()
+  get_start "$OWNER"
+  # Named from setsid's exec on, so that a cleanup finds it even if this
+  # script dies right now.
+  setsid unshare --net -- bash -c 'exec -a "$0" sleep infinity' \
+    "wizq-machines:$OWNER:$START:$name" </dev/null >/dev/null 2>&1 8<&- 9>&- &
+  pid=$!
+  get_start "$pid"
+  echo "$pid $START" >"$dir/keeper"
+  until [[ ! /proc/$pid/ns/net -ef /proc/$$/ns/net ]] &&
+    mapfile -d '' -t a 2>/dev/null <"/proc/$pid/cmdline" && [[ ${a[0]} == wizq-* ]]; do
+    [[ -e /proc/$pid ]] || fail "the keeper of $name died"
+    nap 0.01
+  done
+}
+
+# Loopback up; for a machine, its veth to db with addresses and routes.
+configure_net() {
+  local name=$1 i keeper
+  if [[ $name == db ]]; then
+    printf 'link set lo up\naddr add %s/32 dev lo\n' "$DB_ADDR" | in_net db ip -batch -
+    return
+  fi
+  read -r i <"$STATE/m/$name/index"
+  get_pid "$name" keeper
+  keeper=$PID
+  in_net db ip -batch - <<EOF
+link add v-$name type veth peer name eth0 netns /proc/$keeper/ns/net
+addr add 10.213.$i.1/24 dev v-$name
+link set v-$name up
+EOF
+  in_net "$name" ip -batch - <<EOF
+link set lo up
+addr add 10.213.$i.2/24 dev eth0
+link set eth0 up
+route add $DB_ADDR/32 dev eth0 src 10.213.$i.2
+EOF
+}
+
+# Starts machine $1's init (new PID, mount, UTS and IPC namespaces, in its
+# network namespace and cgroup) and waits until it is ready.
+start_init() {
+  local name=$1 dir=$STATE/m/$1 u i init
+  get_pid "$name" keeper
+  rm -f "$dir/ready"
+  (
+    join_cgroup "$name" "$BASHPID"
+    exec 8<&- 9>&-  # the locks stay with this script
+    exec setsid nsenter --net="/proc/$PID/ns/net" unshare --fork --pid \
+      --mount-proc --uts --ipc --mount --propagation private -- \
+      bash "$SELF" __init "$STATE" "$name"
+  ) </dev/null >>"$dir/log" 2>&1 &
+  u=$!
+  for ((i = 0; i < 2000; i++)); do
+    [[ ! -e $dir/ready ]] || break
+    [[ -e /proc/$u ]] || fail "machine $name did not start: $(tail -3 "$dir/log")"
+    nap 0.01
+  done
+  [[ -e $dir/ready ]] || fail "machine $name did not start in 20 s"
+  read -r init _ <"/proc/$u/task/$u/children" || true  # no newline
+  get_start "$init"
+  echo "$init $START" >"$dir/init"
+}
+
+# pid 1 of a machine: hostname, IPv6 off, mounts; then it waits forever
+# with no child (so kill-all leaves it with nothing to restart), bash
+# reaping the orphans it inherits.
+machine_init() {
+  local dir=$1/m/$2
+  echo "$2" >/proc/sys/kernel/hostname
+  echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6
+  echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6
+  mount --bind "$dir/boot_id" /proc/sys/kernel/random/boot_id
+  mount --bind "$dir/disk" /mnt
+  mount -t tmpfs -o size=64m,mode=1777 tmpfs /dev/shm
+  mount -t sysfs sysfs /sys
+  exec 3<> <(:)
+  : >"$dir/ready"
+  trap 'exit 0' TERM
+  while :; do read -r -u 3 _ || true; done
+}
+
+new_boot_id() { cat /proc/sys/kernel/random/uuid >"$STATE/m/$1/boot_id"; }
+
+make_machine() {
+  local name=$1 dir=$STATE/m/$1 i=0
+  mkdir -p "$dir/disk"
+  if [[ $name != db ]]; then
+    for ((i = 1; i < 255; i++)); do
+      grep -qsx "$i" "$STATE"/m/*/index || break
+    done
+    ((i < 255)) || fail "all 254 machine numbers are taken"
+  fi
+  echo "$i" >"$dir/index"
+  new_boot_id "$name"
+  [[ $FREEZER == signals ]] || mkdir -p "$FREEZER_DIR/$name"
+  start_keeper "$name"
+  configure_net "$name"
+  start_init "$name"
+}
+
+# Kills every process of machine $1 but its init ($2 = all) or with it and
+# the host-side processes in its network namespace but the keeper ($2 =
+# init), waits until they are gone, and leaves the machine thawed.
+kill_machine() {
+  local name=$1 mode=$2 init keeper i p victims
+  get_pid "$name" keeper
+  keeper=$PID
+  for ((i = 0; i < 1000; i++)); do
+    get_pid "$name" init
+    init=$PID
+    PIDS=()
+    if [[ $mode == init ]]; then
+      get_members net "$keeper"
+    elif [[ -n $init ]]; then
+      get_members pid "$init"
+    fi
+    victims=()
+    for p in "${PIDS[@]}"; do
+      [[ $p == "$keeper" || ($mode == all && $p == "$init") ]] || victims+=("$p")
+    done
+    ((${#victims[@]} > 0)) || break
+    kill -9 "${victims[@]}" 2>/dev/null || true
+    # A v1-frozen process dies only once thawed (its kill comes first).
+    [[ ! -e $STATE/m/$name/frozen ]] || set_frozen "$name" 0
+    nap 0.01
+  done
+  ((i < 1000)) || fail "processes of $name would not die"
+  [[ ! -e $STATE/m/$name/frozen ]] || set_frozen "$name" 0
+}
+
+remove_machine() {
+  local name=$1
+  kill_machine "$name" init
+  get_pid "$name" keeper
+  if [[ -n $PID ]]; then
+    kill -9 "$PID"
+    while [[ -e /proc/$PID ]]; do nap 0.01; done
+  fi
+  [[ $FREEZER == signals || ! -d $FREEZER_DIR/$name ]] || rmdir "$FREEZER_DIR/$name"
+  rm -rf "${STATE:?}/m/$name"
+}
+
+# --- PostgreSQL ----------------------------------------------------------
+
+# Sets DIR and PORT to the cluster's.
+get_cluster() {
+  read -r DIR PORT 2>/dev/null <"$STATE/m/db/cluster" ||
+    fail "no cluster (machines.sh db-up DIR PORT)"
+}
+
+# Runs "$@" as user postgres in machine db.
+as_postgres() { bash "$SELF" exec db runuser -u postgres -- "$@"; }
+
+db_up() {
+  (($# == 2)) || usage "db-up DIR PORT"
+  local dir=$1 port=$2
+  [[ $dir == /* ]] || usage "db-up: DIR must be absolute, not $dir"
+  [[ $port =~ ^[0-9]+$ ]] || usage "db-up: bad PORT $port"
+  [[ -x $PG_BIN/initdb ]] ||
+    fail "no PostgreSQL in $PG_BIN (apt-get install postgresql, or set WIZQ_PG_BIN)"
+  [[ ! -e $STATE/m/db/cluster ]] || fail "a cluster is up already (machines.sh db-down)"
+  [[ ! -e $dir || -z $(ls -A "$dir") ]] || usage "db-up: $dir is not empty"
+  mkdir -p "$dir"
+  echo "$dir $port" >"$STATE/m/db/cluster"  # first: a teardown removes DIR
+  chown postgres: "$dir"
+  chmod 700 "$dir"
+  runuser -u postgres -- test -w "$dir" ||
+    fail "user postgres cannot write $dir (a parent directory not searchable?)"
+  as_postgres "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust --no-sync \
+    -E UTF8 --locale=C >"$dir/initdb.log" || fail "initdb failed: see $dir/initdb.log"
+  cat >>"$dir/data/postgresql.conf" <<EOF
+listen_addresses = '$DB_ADDR'
+port = $port
+unix_socket_directories = '$dir'
+max_connections = 200
+EOF
+  printf 'local all all trust\nhost all all 10.213.0.0/16 trust\n' >"$dir/data/pg_hba.conf"
+  pg_start
+}
+
+pg_start() {
+  get_cluster
+  as_postgres "$PG_BIN/pg_ctl" -D "$DIR/data" -l "$DIR/postgres.log" -w -t 60 \
+    start >/dev/null || fail "PostgreSQL did not start: see $DIR/postgres.log"
+}
+
+# pg_ctl stop in mode $1; failing that, kill -9 the server's processes.
+pg_stop() {
+  local p owner
+  get_cluster
+  as_postgres "$PG_BIN/pg_ctl" -D "$DIR/data" -m "$1" -w -t 60 stop \
+    >/dev/null 2>&1 && return
+  get_pid db init
+  PIDS=()
+  [[ -z $PID ]] || get_members pid "$PID"
+  for p in "${PIDS[@]}"; do
+    owner=$(stat -c %U "/proc/$p" 2>/dev/null) || continue
+    [[ $owner != postgres ]] || kill -9 "$p" 2>/dev/null || true
+  done
+}
+
+db_down() {
+  get_cluster
+  pg_stop fast
+  rm -rf "$DIR"
+  rm -f "$STATE/m/db/cluster"
+}
+
+# --- commands ------------------------------------------------------------
+
+cmd_up() {
+  (($# > 0)) || usage "up NAME..."
+  local name
+  for name; do
+    [[ $name =~ ^[a-z][a-z0-9]{0,9}$ ]] || usage "bad machine name '$name' ([a-z][a-z0-9]{0,9})"
+    [[ $name != db ]] || usage "db is the database's machine, started by up"
+  done
+  lock_root
+  cleanup_dead
+  ensure_owner
+  exec 8<&-
+  lock_owner
+  [[ -d $STATE/m/db ]] || make_machine db
+  for name; do
+    [[ ! -d $STATE/m/$name ]] || usage "machine $name is up already"
+    make_machine "$name"
+  done
+}
+
+cmd_down() {
+  [[ -d $STATE ]] || return 0
+  lock_owner
+  local name
+  if (($# == 0)); then
+    [[ ! -e $STATE/m/db/cluster ]] || db_down
+    exec 9>&-
+    lock_root
+    teardown_owner "$OWNER"
+    remove_root
+    return
+  fi
+  for name; do
+    [[ $name != db ]] || usage "db goes last, with everything: machines.sh down"
+    need_machine "$name"
+    remove_machine "$name"
+  done
+}
+
+cmd_exec() {
+  (($# >= 2)) || usage "exec NAME CMD..."
+  local name=$1 offset=0 lib gate env=()
+  shift
+  need_running "$name"
+  read -r offset 2>/dev/null <"$STATE/m/$name/clock" || true
+  if ((offset != 0)); then
+    lib=${WIZQ_LIBFAKETIME:-$(echo /usr/lib/*/faketime/libfaketime.so.1)}
+    gate=${WIZQ_FAKETIME_GATE:-${SELF%/*}/../../build/libwizq_faketime_gate.so}
+    [[ -f $lib ]] || fail "no libfaketime (apt-get install faketime)"
+    [[ -f $gate ]] || fail "no $gate (build the wizq_faketime_gate target, or set WIZQ_FAKETIME_GATE)"
+    env=(env "LD_PRELOAD=$gate $lib${LD_PRELOAD:+ $LD_PRELOAD}"
+      "FAKETIME=$( ((offset < 0)) || echo +)$offset" DONT_FAKE_MONOTONIC=1)
+  fi
+  join_cgroup "$name" $$
+  exec 8<&- 9>&-
+  exec nsenter --target "$PID" --net --uts --ipc --mount --pid --wd="$PWD" \
+    -- "${env[@]}" "$@"
+}
+
+cmd_info() {
+  [[ -d $STATE ]] || return 0
+  local dir name i boot clock addr
+  echo "owner $OWNER state $STATE freezer $FREEZER"
+  for dir in "$STATE"/m/*/; do
+    name=${dir%/}
+    name=${name##*/}
+    read -r i <"$dir/index"
+    read -r boot <"$dir/boot_id"
+    clock=0
+    read -r clock 2>/dev/null <"$dir/clock" || true
+    addr=10.213.$i.2
+    [[ $name != db ]] || addr=$DB_ADDR
+    get_pid "$name" init
+    echo "$name address $addr init ${PID:--} boot_id $boot clock $clock$([[ ! -e $dir/frozen ]] || echo ' frozen')"
+  done
+  [[ ! -e $STATE/m/db/cluster ]] || { get_cluster && echo "cluster $DIR port $PORT"; }
+}
+
+cmd_machine() {
+  local cmd=$1 name=$2
+  need_machine "$name"
+  lock_owner
+  case $cmd in
+    reboot)
+      kill_machine "$name" init
+      new_boot_id "$name"
+      start_init "$name" ;;
+    kill-all) kill_machine "$name" all ;;
+    freeze) set_frozen "$name" 1 ;;
+    thaw) set_frozen "$name" 0 ;;
+    link-down | link-up)
+      [[ $name != db ]] || usage "db has no link of its own; take the machines' down"
+      in_net db ip link set "v-$name" "${cmd#link-}" ;;
+  esac
+}
+
+main() {
+  (($# > 0)) || usage "a command: up down exec reboot kill-all freeze thaw stop cont link-down link-up clock db-up db-down db-crash psql info cleanup"
+  local cmd=$1
+  shift
+  [[ $cmd != __init ]] || machine_init "$@"
+  ((EUID == 0)) || fail "needs root (namespaces, veths, cgroups)"
+  command -v ip >/dev/null || fail "no ip (apt-get install iproute2)"
+  command -v nsenter >/dev/null || fail "no nsenter (apt-get install util-linux)"
+  [[ ! -e $STATE/freezer ]] || read -r FREEZER FREEZER_DIR <"$STATE/freezer"
+  case $cmd in
+    up) cmd_up "$@" ;;
+    down) cmd_down "$@" ;;
+    exec) cmd_exec "$@" ;;
+    psql)
+      (($# >= 1)) || usage "psql NAME ARGS..."
+      get_cluster
+      local name=$1
+      shift
+      cmd_exec "$name" "$PG_BIN/psql" \
+        "host=$DB_ADDR port=$PORT user=postgres dbname=postgres sslmode=disable" "$@" ;;
+    reboot | kill-all | freeze | thaw | link-down | link-up)
+      (($# == 1)) || usage "$cmd NAME"
+      cmd_machine "$cmd" "$1" ;;
+    stop | cont)
+      (($# == 2)) || usage "$cmd NAME PID"
+      [[ $2 =~ ^[0-9]+$ && $2 -gt 1 ]] || usage "bad PID $2 (as seen in the machine, not 1)"
+      need_running "$1"
+      nsenter --target "$PID" --pid -- kill -s "$([[ $cmd == stop ]] && echo STOP || echo CONT)" "$2" ;;
+    clock)
+      (($# == 2)) || usage "clock NAME SECONDS"
+      [[ $2 =~ ^[+-]?[0-9]+$ ]] && (($2 >= -3600 && $2 <= 3600)) ||
+        usage "clock: SECONDS from -3600 to 3600, not $2"
+      need_machine "$1"
+      rm -f "$STATE/m/$1/clock"
+      (($2 == 0)) || echo $(($2)) >"$STATE/m/$1/clock" ;;
+    db-up) need_machine db && lock_owner && db_up "$@" ;;
+    db-down) need_machine db && lock_owner && db_down ;;
+    db-crash) need_machine db && lock_owner && pg_stop immediate && pg_start ;;
+    info) cmd_info ;;
+    cleanup) lock_root && cleanup_dead && remove_root ;;
+    *) usage "unknown command $cmd" ;;
+  esac
+}
+
+main "$@"
