@@ -175,8 +175,7 @@ class Proxy {
   void AcceptControl();
   void ServeControl(int fd, std::string* buffer);
   std::string Command(const std::string& line);
-  int ForTargets(const std::string& target, bool any_ok,
-                 void (Proxy::*apply)(Conn&));
+  int ForTargets(const std::string& target, void (Proxy::*apply)(Conn&));
   void Stall(Conn& c) { c.stalled = true, Log(c, "stall", ""); }
   void Resume(Conn& c) { c.stalled = false, Log(c, "resume", ""); }
   void Drop(Conn& c);
@@ -312,11 +311,9 @@ void Proxy::Finish(Conn& c, bool reset_client) {
   CloseSocket(&c.client, reset_client);
 }
 
-// Applies `apply` to connection `target` (a number), to every connection
-// ("all"), or returns -1 for a bad target. "any" is the caller's.
-int Proxy::ForTargets(const std::string& target, bool any_ok,
-                      void (Proxy::*apply)(Conn&)) {
-  (void)any_ok;
+// Applies `apply` to connection `target` (its number) or to every open one
+// ("all"); the number of connections, or -1 if there is no such one.
+int Proxy::ForTargets(const std::string& target, void (Proxy::*apply)(Conn&)) {
   if (target == "all") {
     int n = 0;
     for (auto& [id, c] : conns_) {
@@ -349,14 +346,14 @@ std::string Proxy::Command(const std::string& line) {
   int n = -1;
   if (verb == "stall") {
     if (arg == "all") stall_all_ = true;
-    n = ForTargets(arg, false, &Proxy::Stall);
+    n = ForTargets(arg, &Proxy::Stall);
   } else if (verb == "resume") {
     if (arg == "all") stall_all_ = false;
-    n = ForTargets(arg, false, &Proxy::Resume);
+    n = ForTargets(arg, &Proxy::Resume);
   } else if (verb == "drop") {
-    n = ForTargets(arg, false, &Proxy::Drop);
+    n = ForTargets(arg, &Proxy::Drop);
   } else if (verb == "half-open") {
-    n = ForTargets(arg, false, &Proxy::HalfOpen);
+    n = ForTargets(arg, &Proxy::HalfOpen);
   } else if (verb == "drop-commit" || verb == "drop-commit-reply") {
     bool reply = verb == "drop-commit-reply";
     if (arg == "any") {
@@ -364,8 +361,7 @@ std::string Proxy::Command(const std::string& line) {
       return "ok armed\n";
     }
     if (arg == "all") return "error use \"any\" for the next COMMIT\n";
-    n = ForTargets(arg, false,
-                   reply ? &Proxy::ArmDropReply : &Proxy::ArmDropCommit);
+    n = ForTargets(arg, reply ? &Proxy::ArmDropReply : &Proxy::ArmDropCommit);
   } else {
     return "error unknown command: " + verb + "\n";
   }
@@ -499,10 +495,16 @@ void Proxy::OnEvents(Conn& c, bool client_side, short revents) {
 }
 
 void Proxy::Run() {
+  // SIGTERM and SIGINT end the loop (ppoll fails with EINTR; they are
+  // blocked elsewhere), so the control socket is removed.
   sigset_t block, orig;
   sigemptyset(&block);
-  sigaddset(&block, SIGTERM);
-  sigaddset(&block, SIGINT);
+  struct sigaction interrupt {};
+  interrupt.sa_handler = [](int) {};
+  for (int sig : {SIGTERM, SIGINT}) {
+    sigaddset(&block, sig);
+    sigaction(sig, &interrupt, nullptr);
+  }
   sigprocmask(SIG_BLOCK, &block, &orig);
   sigdelset(&orig, SIGTERM);
   sigdelset(&orig, SIGINT);

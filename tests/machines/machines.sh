@@ -104,18 +104,19 @@ get_pid() {
   if alive "$p" "$s"; then PID=$p; fi
 }
 
-# Sets PIDS to every process sharing namespace $1 (net, pid) with one of
-# the processes that follow.
+# Sets PIDS to every live process (not a zombie) in one of the namespaces
+# given as KIND:FILE (net or pid, and a namespace file: /proc/PID/ns/KIND,
+# or /dev/fd/N open on one, which outlives the namespace's processes).
 get_members() {
-  local kind=$1 p r
-  shift
+  local p r s
   PIDS=()
   for p in /proc/[0-9]*; do
     for r; do
-      if [[ $p/ns/$kind -ef /proc/$r/ns/$kind ]]; then
-        PIDS+=("${p#/proc/}")
-        break
-      fi
+      [[ $p/ns/${r%%:*} -ef ${r#*:} ]] || continue
+      read -r s 2>/dev/null <"$p/stat" || break
+      s=${s##*) }
+      [[ ${s:0:1} == Z ]] || PIDS+=("${p#/proc/}")
+      break
     done
   done
 }
@@ -181,7 +182,7 @@ set_frozen() {
       signals)  # until every process is stopped (new ones too)
         get_pid "$name" init
         PIDS=()
-        [[ -z $PID ]] || get_members pid "$PID"
+        [[ -z $PID ]] || get_members "pid:/proc/$PID/ns/pid"
         stopped=1
         for p in "${PIDS[@]}"; do
           kill -s "$sig" "$p" 2>/dev/null || true
@@ -269,12 +270,12 @@ owner_alive() {
   [[ -n $start ]] && alive "$1" "$start"
 }
 
-# Removes everything of owner $1: every process of its network namespaces
-# (keepers found by name, so also those of a setup killed before it wrote
-# them down; keepers last, as they hold the namespaces), its cgroups, its
-# cluster directory, its state.
+# Removes everything of owner $1: every process of its machines' network
+# and PID namespaces (keepers found by name, so also those of a setup
+# killed before it wrote them down; keepers last, as they hold the network
+# namespaces), its cgroups, its cluster directory, its state.
 teardown_owner() {
-  local owner=$1 st=$ROOT/$1 keepers=() kind='' dir='' p i victims
+  local owner=$1 st=$ROOT/$1 keepers=() refs=() fds=() kind='' dir='' f p s i
   if read -r kind dir 2>/dev/null <"$st/freezer" && [[ $kind != signals ]]; then
     for p in "$dir"/*/; do  # thawed, frozen processes can die
       [[ $kind == cgroup2 ]] && echo 0 >"$p/cgroup.freeze"
@@ -282,16 +283,15 @@ teardown_owner() {
     done 2>/dev/null
   fi
   read -ra keepers < <(scan_keepers | awk -v o="$owner" '$2 == o { printf "%s ", $1 }') || true
-  for ((i = 0; i < 1000; i++)); do
-    PIDS=()
-    ((${#keepers[@]} == 0)) || get_members net "${keepers[@]}"
-    victims=()
-    for p in "${PIDS[@]}"; do [[ " ${keepers[*]} " == *" $p "* ]] || victims+=("$p"); done
-    ((${#victims[@]} > 0)) || break
-    kill -9 "${victims[@]}" 2>/dev/null || true
-    nap 0.01
+  for p in "${keepers[@]}"; do refs+=("net:/proc/$p/ns/net"); done
+  for f in "$st"/m/*/init; do
+    read -r p s 2>/dev/null <"$f" && alive "$p" "$s" || continue
+    exec {i}<"/proc/$p/ns/pid"  # the namespace outlives its init
+    fds+=("$i")
+    refs+=("pid:/dev/fd/$i")
   done
-  ((i < 1000)) || fail "processes of owner $owner would not die"
+  ((${#refs[@]} == 0)) || kill_members "${keepers[*]}" "${refs[@]}"
+  for i in "${fds[@]}"; do exec {i}<&-; done
   ((${#keepers[@]} == 0)) || kill -9 "${keepers[@]}" 2>/dev/null || true
   for p in "${keepers[@]}"; do while [[ -e /proc/$p ]]; do nap 0.01; done; done
   if [[ -n $dir ]]; then
@@ -300,6 +300,22 @@ teardown_owner() {
   fi
   if read -r dir _ 2>/dev/null <"$st/m/db/cluster"; then rm -rf "$dir"; fi
   rm -rf "$st"
+}
+
+# kill_members "SPARED..." REFS...: kill -9 every member of the namespaces
+# REFS (as get_members) but the pids SPARED, until none is left.
+kill_members() {
+  local spared=" $1 " i p victims
+  shift
+  for ((i = 0; i < 1000; i++)); do
+    get_members "$@"
+    victims=()
+    for p in "${PIDS[@]}"; do [[ $spared == *" $p "* ]] || victims+=("$p"); done
+    ((${#victims[@]} > 0)) || return 0
+    kill -9 "${victims[@]}" 2>/dev/null || true
+    nap 0.01
+  done
+  fail "processes would not die: ${victims[*]}"
 }
 
 cleanup_dead() {
@@ -335,7 +351,7 @@ start_keeper() {
   get_start "$pid"
   echo "$pid $START" >"$dir/keeper"
   until [[ ! /proc/$pid/ns/net -ef /proc/$$/ns/net ]] &&
-    mapfile -d '' -t a 2>/dev/null <"/proc/$pid/cmdline" && [[ ${a[0]} == wizq-* ]]; do
+    mapfile -d '' -t a 2>/dev/null <"/proc/$pid/cmdline" && [[ ${a[0]:-} == wizq-* ]]; do
     [[ -e /proc/$pid ]] || fail "the keeper of $name died"
     nap 0.01
   done
@@ -426,34 +442,30 @@ make_machine() {
   start_init "$name"
 }
 
-# Kills every process of machine $1 but its init ($2 = all) or with it and
-# the host-side processes in its network namespace but the keeper ($2 =
-# init), waits until they are gone, and leaves the machine thawed.
+# Kills every process of machine $1 but its init ($2 = all), or with it
+# and the host-side processes in its network namespace but the keeper ($2
+# = init); waits until they are gone and leaves the machine thawed.
 kill_machine() {
-  local name=$1 mode=$2 init keeper i p victims
+  local name=$1 mode=$2 keeper init spared p fd='' refs=()
   get_pid "$name" keeper
   keeper=$PID
-  for ((i = 0; i < 1000; i++)); do
-    get_pid "$name" init
-    init=$PID
-    PIDS=()
-    if [[ $mode == init ]]; then
-      get_members net "$keeper"
-    elif [[ -n $init ]]; then
-      get_members pid "$init"
-    fi
-    victims=()
-    for p in "${PIDS[@]}"; do
-      [[ $p == "$keeper" || ($mode == all && $p == "$init") ]] || victims+=("$p")
-    done
-    ((${#victims[@]} > 0)) || break
-    kill -9 "${victims[@]}" 2>/dev/null || true
-    # A v1-frozen process dies only once thawed (its kill comes first).
-    [[ ! -e $STATE/m/$name/frozen ]] || set_frozen "$name" 0
-    nap 0.01
-  done
-  ((i < 1000)) || fail "processes of $name would not die"
-  [[ ! -e $STATE/m/$name/frozen ]] || set_frozen "$name" 0
+  get_pid "$name" init
+  init=$PID
+  if [[ -n $init ]]; then
+    exec {fd}<"/proc/$init/ns/pid"  # the namespace outlives its init
+    refs+=("pid:/dev/fd/$fd")
+  fi
+  [[ $mode == all ]] || refs+=("net:/proc/$keeper/ns/net")
+  spared=$keeper
+  [[ $mode == init ]] || spared+=" $init"
+  if [[ -e $STATE/m/$name/frozen ]]; then
+    # A v1-frozen process dies only once thawed: the kill comes first.
+    get_members "${refs[@]}"
+    for p in "${PIDS[@]}"; do [[ " $spared " == *" $p "* ]] || kill -9 "$p" 2>/dev/null || true; done
+    set_frozen "$name" 0
+  fi
+  ((${#refs[@]} == 0)) || kill_members "$spared" "${refs[@]}"
+  [[ -z $fd ]] || exec {fd}<&-
 }
 
 remove_machine() {
@@ -520,7 +532,7 @@ pg_stop() {
     >/dev/null 2>&1 && return
   get_pid db init
   PIDS=()
-  [[ -z $PID ]] || get_members pid "$PID"
+  [[ -z $PID ]] || get_members "pid:/proc/$PID/ns/pid"
   for p in "${PIDS[@]}"; do
     owner=$(stat -c %U "/proc/$p" 2>/dev/null) || continue
     [[ $owner != postgres ]] || kill -9 "$p" 2>/dev/null || true
