@@ -36,12 +36,12 @@
 // connection that negotiates TLS or GSS encryption is forwarded blind, where
 // only stall, resume, drop and half-open apply (use sslmode=disable).
 //
-// Every fault injected is one JSON line appended to the log: time (UTC),
-// mono (CLOCK_MONOTONIC seconds), conn, fault, client, user,
-// application_name, and for the COMMIT faults protocol ("simple" or
-// "extended"); drop-commit-reply also records outcome, the command tag the
-// server answered ("COMMIT"; "ROLLBACK" if the transaction had failed;
-// "error"; "server-closed" if the server went away first).
+// Every fault injected (and every resume) is one JSON line appended to the
+// log: time (UTC), mono_ms (CLOCK_MONOTONIC, shared by all machines), conn,
+// fault, client, user, application_name; for the COMMIT faults protocol
+// ("simple" or "extended"), and for drop-commit-reply outcome, the command
+// tag the server answered ("COMMIT"; "ROLLBACK" if the transaction had
+// failed; "error"; "server-closed" if the server went away first).
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -60,6 +60,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,8 @@
 
 namespace wizq::machines {
 namespace {
+
+using Json = nlohmann::ordered_json;
 
 constexpr size_t kMaxPending = 1 << 20;  // stop reading a side past this
 
@@ -93,11 +96,13 @@ struct Conn {
   std::string peer;
 };
 
-std::string Iso8601Now(double* mono) {
-  timespec real, m;
+// The time now (UTC, ISO 8601 with milliseconds) and, in `mono_ms`, the
+// monotonic clock, which every machine on the box shares.
+std::string Iso8601Now(int64_t* mono_ms) {
+  timespec real, mono;
   clock_gettime(CLOCK_REALTIME, &real);
-  clock_gettime(CLOCK_MONOTONIC, &m);
-  *mono = m.tv_sec + m.tv_nsec / 1e9;
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  *mono_ms = int64_t{mono.tv_sec} * 1000 + mono.tv_nsec / 1000000;
   tm utc;
   gmtime_r(&real.tv_sec, &utc);
   char buf[64];
@@ -106,26 +111,8 @@ std::string Iso8601Now(double* mono) {
   return buf;
 }
 
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char ch : s) {
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += static_cast<char>(ch);
-    } else if (ch < 0x20) {
-      char esc[8];
-      snprintf(esc, sizeof esc, "\\u%04x", ch);
-      out += esc;
-    } else {
-      out += static_cast<char>(ch);
-    }
-  }
-  return out + "\"";
-}
-
-std::string ProtocolField(bool extended) {
-  return std::string(",\"protocol\":\"") + (extended ? "extended" : "simple") +
-         "\"";
+Json Protocol(bool extended) {
+  return {{"protocol", extended ? "extended" : "simple"}};
 }
 
 // "ADDR:PORT" (IPv4, or [IPv6]:PORT) as a socket address.
@@ -176,8 +163,8 @@ class Proxy {
   void ServeControl(int fd, std::string* buffer);
   std::string Command(const std::string& line);
   int ForTargets(const std::string& target, void (Proxy::*apply)(Conn&));
-  void Stall(Conn& c) { c.stalled = true, Log(c, "stall", ""); }
-  void Resume(Conn& c) { c.stalled = false, Log(c, "resume", ""); }
+  void Stall(Conn& c) { c.stalled = true, Log(c, "stall"); }
+  void Resume(Conn& c) { c.stalled = false, Log(c, "resume"); }
   void Drop(Conn& c);
   void HalfOpen(Conn& c);
   void ArmDropCommit(Conn& c) { c.arm_drop_commit++; }
@@ -185,9 +172,10 @@ class Proxy {
   void OnEvents(Conn& c, bool client_side, short revents);
   void Pump(Conn& c);
   bool OnCommit(Conn& c, const FrontendStream::Event& ev);
+  void DroppedReply(Conn& c, const std::string& outcome);
   void Flush(Conn& c);
   void Finish(Conn& c, bool reset_client);
-  void Log(const Conn& c, const char* fault, const std::string& extra);
+  void Log(const Conn& c, const char* fault, const Json& extra = {});
   std::string Describe(const Conn& c) const;
 
   int listen_fd_ = -1;
@@ -262,19 +250,22 @@ void Proxy::Accept() {
     return;
   }
   c->stalled = stall_all_;
-  if (c->stalled) Log(*c, "stall", "");
+  if (c->stalled) Log(*c, "stall");
   conns_[c->id] = std::move(c);
 }
 
-void Proxy::Log(const Conn& c, const char* fault, const std::string& extra) {
-  double mono;
-  std::string time = Iso8601Now(&mono);
-  fprintf(log_,
-          "{\"time\":\"%s\",\"mono\":%.3f,\"conn\":%d,\"fault\":\"%s\","
-          "\"client\":%s,\"user\":%s,\"application_name\":%s%s}\n",
-          time.c_str(), mono, c.id, fault, JsonString(c.peer).c_str(),
-          JsonString(c.fe.user()).c_str(),
-          JsonString(c.fe.application_name()).c_str(), extra.c_str());
+void Proxy::Log(const Conn& c, const char* fault, const Json& extra) {
+  int64_t mono_ms;
+  Json line = {{"time", Iso8601Now(&mono_ms)},
+               {"mono_ms", mono_ms},
+               {"conn", c.id},
+               {"fault", fault},
+               {"client", c.peer},
+               {"user", c.fe.user()},
+               {"application_name", c.fe.application_name()}};
+  if (extra.is_object()) line.update(extra);
+  fprintf(log_, "%s\n",
+          line.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
   fflush(log_);
 }
 
@@ -292,14 +283,14 @@ std::string Proxy::Describe(const Conn& c) const {
 }
 
 void Proxy::Drop(Conn& c) {
-  Log(c, "drop", "");
+  Log(c, "drop");
   CloseSocket(&c.server, true);
   CloseSocket(&c.client, true);
 }
 
 void Proxy::HalfOpen(Conn& c) {
   if (c.half_open) return;
-  Log(c, "half-open", "");
+  Log(c, "half-open");
   c.half_open = true;
   CloseSocket(&c.server, false);
 }
@@ -398,7 +389,7 @@ void Proxy::ServeControl(int fd, std::string* buffer) {
 bool Proxy::OnCommit(Conn& c, const FrontendStream::Event& ev) {
   if (c.arm_drop_commit > 0 || any_drop_commit_ > 0) {
     (c.arm_drop_commit > 0 ? c.arm_drop_commit : any_drop_commit_)--;
-    Log(c, "drop-commit", ProtocolField(ev.extended));
+    Log(c, "drop-commit", Protocol(ev.extended));
     Finish(c, true);
     return false;
   }
@@ -409,6 +400,15 @@ bool Proxy::OnCommit(Conn& c, const FrontendStream::Event& ev) {
   }
   c.fe.ForwardCommit(&c.to_server, drop_reply);
   return true;
+}
+
+// The reply to a COMMIT was dropped (or the server went away first):
+// logged, both sides closed.
+void Proxy::DroppedReply(Conn& c, const std::string& outcome) {
+  Json extra = Protocol(c.be.reply_extended());
+  extra["outcome"] = outcome;
+  Log(c, "drop-commit-reply", extra);
+  Finish(c, true);
 }
 
 // Moves what both streams allow from input to output, applying the
@@ -423,10 +423,7 @@ void Proxy::Pump(Conn& c) {
   if (c.fe.opaque()) c.be.SetOpaque();
   std::string outcome;
   if (c.be.Pump(&c.to_client, &outcome)) {
-    Log(c, "drop-commit-reply",
-        ProtocolField(c.be.reply_extended()) +
-            ",\"outcome\":" + JsonString(outcome));
-    return Finish(c, true);
+    return DroppedReply(c, outcome);
   }
   if (c.be.opaque()) c.fe.SetOpaque();
 }
@@ -481,10 +478,7 @@ void Proxy::OnEvents(Conn& c, bool client_side, short revents) {
     } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
       // One side closed: forward what is left, then close the other.
       if (!client_side && c.be.armed()) {
-        Log(c, "drop-commit-reply",
-            ProtocolField(c.be.reply_extended()) +
-                ",\"outcome\":\"server-closed\"");
-        return Finish(c, true);
+        return DroppedReply(c, "server-closed");
       }
       if (n < 0) return Finish(c, true);
       c.closing = true;
@@ -579,23 +573,16 @@ int Send(const std::string& control, const std::string& command) {
   if (connect(fd, reinterpret_cast<sockaddr*>(&un), sizeof un) != 0) {
     Die("cannot reach the proxy at " + control + ": " + strerror(errno), 3);
   }
-  std::string line = command + "\n";
+  std::string line = command + "\n", answer;
   send(fd, line.data(), line.size(), MSG_NOSIGNAL);
-  std::string answer;
+  shutdown(fd, SHUT_WR);  // the proxy answers, then closes
   char buf[4096];
   ssize_t n;
-  for (;;) {
-    size_t last = answer.rfind('\n', answer.empty() ? 0 : answer.size() - 2);
-    std::string tail = answer.substr(last == std::string::npos ? 0 : last + 1);
-    bool done = !answer.empty() && answer.back() == '\n' &&
-                (tail.rfind("ok", 0) == 0 || tail.rfind("error", 0) == 0);
-    if (done || (n = read(fd, buf, sizeof buf)) <= 0) break;
-    answer.append(buf, n);
-  }
+  while ((n = read(fd, buf, sizeof buf)) > 0) answer.append(buf, n);
   fputs(answer.c_str(), stdout);
-  size_t last = answer.rfind('\n', answer.empty() ? 0 : answer.size() - 2);
-  std::string tail = answer.substr(last == std::string::npos ? 0 : last + 1);
-  return tail.rfind("ok", 0) == 0 ? 0 : 1;
+  size_t last = answer.rfind('\n', answer.size() < 2 ? 0 : answer.size() - 2);
+  last = last == std::string::npos ? 0 : last + 1;
+  return answer.compare(last, 2, "ok") == 0 ? 0 : 1;
 }
 
 }  // namespace

@@ -101,6 +101,9 @@ still_running() {
     [[ $1 == Z || ${20} != "$start" ]] || echo "$pid"
   done <"$1"
 }
+# How many live processes machine $1 has (its init and this ps when idle;
+# a process killed is a zombie until its parent reaps it).
+live_in() { mx "$1" ps -e -o stat= | grep -vc '^Z'; }
 wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
   local until=$((SECONDS + $1)) what=$2
   shift 2
@@ -203,7 +206,7 @@ ok "stop/cont b PID (machine pid $tpid): one process stops and goes on"
 
 ms freeze a  # a frozen machine dies too
 ms kill-all a
-[[ $(mx a ps -e -o pid= | wc -l) == 2 ]] || die "kill-all left processes in a"
+[[ $(live_in a) == 2 ]] || die "kill-all left processes in a"
 [[ $(mx a cat /proc/sys/kernel/random/boot_id) == "$(sed -n 1p "$WORK/boots")" ]] ||
   die "kill-all changed a's boot id"
 ok "kill-all a (frozen): every process of a gone but its init; same boot id; a runs commands again"
@@ -216,7 +219,7 @@ ms reboot b
 [[ -z $(still_running "$WORK/b-procs") ]] || die "processes of b survived its reboot"
 boot=$(mx b cat /proc/sys/kernel/random/boot_id)
 [[ $boot != "$(sed -n 2p "$WORK/boots")" && $boot != "$host_boot" ]] || die "b's boot id after reboot"
-[[ $(mx b hostname) == b && $(mx b ps -e -o pid= | wc -l) == 2 ]] || die "b after reboot"
+[[ $(mx b hostname) == b && $(live_in b) == 2 ]] || die "b after reboot"
 [[ $(q b "select inet_client_addr()") == 10.213.2.2 ]] || die "b's link after reboot"
 ok "reboot b: its processes gone, new boot id, same name, address and link"
 wait  # the tickers' exec commands, killed
@@ -379,7 +382,7 @@ ms thaw c
 wait_for 5 "c to tick after thaw" ticked c "$n"
 ms freeze c
 ms kill-all c
-[[ $(mx c ps -e -o pid= | wc -l) == 2 ]] || die "kill-all left processes in frozen c"
+[[ $(live_in c) == 2 ]] || die "kill-all left processes in frozen c"
 owner_processes "$o3" >"$WORK/o3-procs"
 export WIZQ_MACHINES_OWNER=$$
 ok "the next up removed the killed setup's processes, namespaces, cgroups and state; freeze, thaw, kill-all by signals"
