@@ -418,7 +418,9 @@ main() {
       (($# == 2)) || usage "$cmd NAME PID"
       [[ $2 =~ ^[0-9]+$ && $2 -gt 1 ]] || usage "bad PID $2 (as seen in the machine, not 1)"
       need_running "$1"
-      nsenter --target "$PID" --pid -- kill -s "$([[ $cmd == stop ]] && echo STOP || echo CONT)" "$2" ;;
+      # The pid is the machine's: sent from inside its PID namespace.
+      nsenter --target "$PID" --pid -- sh -c 'kill -s "$0" "$1"' \
+        "$([[ $cmd == stop ]] && echo STOP || echo CONT)" "$2" ;;
     clock)
       (($# == 2)) || usage "clock NAME SECONDS"
       [[ $2 =~ ^[+-]?[0-9]+$ ]] && (($2 >= -3600 && $2 <= 3600)) ||

@@ -326,7 +326,8 @@ ok "db-crash: stop -m immediate and start (recovery) in $(calc "$EPOCHREALTIME -
 # --- clock offset under the jemalloc build -----------------------------------
 ms clock a 1800
 host=$("$BUILD/wizq_clock_probe")
-probe=$(mx a "$BUILD/wizq_clock_probe")
+# Bounded: a program that hangs under libfaketime fails the test.
+probe=$(timeout 20 bash "$MS" exec a "$BUILD/wizq_clock_probe")
 read -r host_real host_mono _ <<<"$host"
 read -r real mono libs <<<"$probe"
 is "$real - $host_real - 1800 < 10 && $real - $host_real - 1800 > -10" || die "a's wall clock: $probe vs host $host"
@@ -335,9 +336,11 @@ is "$mono - $host_mono < 10 && $mono >= $host_mono" || die "a's monotonic clock:
 expected=faketime
 [[ $(ldd "$BUILD/wizq") != *libjemalloc* ]] || expected=jemalloc,faketime
 [[ $libs == "$expected" ]] || die "probe in a maps '$libs', expected $expected"
-mx a "$BUILD/wizq" --version | grep -q '^wizq ' || die "wizq --version under faketime"
+timeout 20 bash "$MS" exec a "$BUILD/wizq" --version | grep -q '^wizq ' ||
+  die "wizq --version under faketime"
 echo '{"entrypoint":"Hello","steps":[{"name":"Hello","action":{"kind":"Command","script":"echo []"},"next":[]}]}' >"$WORK/wf.json"
-mx a "$BUILD/wizq" run "$WORK/wf.json" --dir /mnt/run --quiet || die "wizq run under faketime"
+timeout 60 bash "$MS" exec a "$BUILD/wizq" run "$WORK/wf.json" --dir /mnt/run --quiet ||
+  die "wizq run under faketime"
 ts=$(head -1 "$ROOT/$$/m/a/disk/run/.wizard/audit.jsonl" | sed 's/.*"ts":\([0-9]*\).*/\1/')
 now=$(date +%s)
 is "$ts / 1000 - $now - 1800 < 30 && $ts / 1000 - $now - 1800 > -30" || die "wizq's event time in a: $ts"
