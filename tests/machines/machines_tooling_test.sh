@@ -327,7 +327,8 @@ ok "db-crash: stop -m immediate and start (recovery) in $(calc "$EPOCHREALTIME -
 ms clock a 1800
 host=$("$BUILD/wizq_clock_probe")
 # Bounded: a program that hangs under libfaketime fails the test.
-probe=$(timeout 20 bash "$MS" exec a "$BUILD/wizq_clock_probe")
+probe=$(timeout 20 bash "$MS" exec a "$BUILD/wizq_clock_probe") ||
+  die "wizq_clock_probe under faketime failed or hung"
 read -r host_real host_mono _ <<<"$host"
 read -r real mono libs <<<"$probe"
 is "$real - $host_real - 1800 < 10 && $real - $host_real - 1800 > -10" || die "a's wall clock: $probe vs host $host"
