@@ -52,6 +52,7 @@ OTHERS=()          # sleep processes standing for other owners
 finish() {
   bash "$MS" down || true
   ((${#OTHERS[@]} == 0)) || kill -9 "${OTHERS[@]}" 2>/dev/null || true
+  bash "$MS" cleanup || true  # their setups, if a check failed first
   rm -rf "$WORK"
 }
 trap finish EXIT
