@@ -148,7 +148,8 @@ start_init() {
     nap 0.01
   done
   [[ -e $dir/ready ]] || fail "machine $name did not start in 20 s"
-  read -r init _ <"/proc/$u/task/$u/children" || true  # no newline
+  get_child "$u"
+  init=$PID
   get_start "$init"
   echo "$init $START" >"$dir/init"
 }
@@ -222,7 +223,7 @@ remove_machine() {
   get_pid "$name" keeper
   if [[ -n $PID ]]; then
     kill -9 "$PID"
-    while [[ -e /proc/$PID ]]; do nap 0.01; done
+    while running "$PID"; do nap 0.01; done
   fi
   [[ $FREEZER == signals || ! -d $FREEZER_DIR/$name ]] || rmdir "$FREEZER_DIR/$name"
   rm -rf "${STATE:?}/m/$name"

@@ -24,6 +24,29 @@ get_start() {
 # Whether process $1 still is the one that started at $2.
 alive() { get_start "$1" && [[ -n $START && $START == "$2" ]]; }
 
+# Whether process $1 runs (is there and not a zombie).
+running() {
+  local s
+  read -r s 2>/dev/null <"/proc/$1/stat" || return 1
+  s=${s##*) }
+  [[ ${s:0:1} != Z ]]
+}
+
+# Sets PID to a child of process $1 (empty if none).
+get_child() {
+  local f s
+  PID=''
+  read -r PID _ 2>/dev/null <"/proc/$1/task/$1/children" || true  # no newline
+  [[ -z $PID && ! -e /proc/$1/task/$1/children ]] || return 0
+  for f in /proc/[0-9]*/stat; do  # a kernel without CONFIG_PROC_CHILDREN
+    read -r s 2>/dev/null <"$f" || continue
+    s=${s##*) }
+    # shellcheck disable=SC2086
+    set -- $1 $s
+    if [[ $3 == "$1" ]]; then PID=${f//[^0-9]/}; return 0; fi
+  done
+}
+
 # Sets PID to machine $1's keeper or init ($2) if it runs, else empty.
 get_pid() {
   PID=''
@@ -219,7 +242,7 @@ teardown_owner() {
   ((${#refs[@]} == 0)) || kill_members "${keepers[*]}" "${refs[@]}"
   for i in "${fds[@]}"; do exec {i}<&-; done
   ((${#keepers[@]} == 0)) || kill -9 "${keepers[@]}" 2>/dev/null || true
-  for p in "${keepers[@]}"; do while [[ -e /proc/$p ]]; do nap 0.01; done; done
+  for p in "${keepers[@]}"; do while running "$p"; do nap 0.01; done; done
   if [[ -n $dir ]]; then
     for p in "$dir"/*/; do [[ ! -d $p ]] || rmdir "$p"; done
     rmdir "$dir" 2>/dev/null || true
