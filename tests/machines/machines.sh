@@ -32,7 +32,10 @@
 #                       this owner, the cluster too
 #   exec NAME CMD...    run CMD in machine NAME (working directory and
 #                       environment kept, its clock offset applied); CMD's
-#                       exit status
+#                       exit status. CMD is the child of a host-side
+#                       nsenter that waits for it: signal CMD inside the
+#                       machine (stop, kill-all), as killing that nsenter
+#                       (e.g. by `timeout`) leaves CMD running
 #   reboot NAME         kill -9 every process of NAME, new boot id, new init
 #   kill-all NAME       kill -9 every process of NAME but its init (it stays up)
 #   freeze NAME, thaw NAME       stop, continue the whole machine

@@ -269,10 +269,10 @@ done
 ok "proxy: COMMIT reply dropped -> committed, COMMIT dropped -> not (simple and extended protocol), all logged"
 
 conn_of() { ctl list | awk -v app="application_name=$1" '$0 ~ app " " { print $2 }'; }
-long() {  # long APP SECONDS TIMEOUT: a session through the proxy, in the background
+long() {  # long APP SECONDS TIMEOUT: a session in a, through the proxy, in the background
   (
     rc=0
-    PGAPPNAME=$1 timeout "$3" bash "$MS" exec a "$PG_BIN/psql" "$VIA" -XAtc "select pg_sleep($2)" \
+    PGAPPNAME=$1 bash "$MS" exec a timeout "$3" "$PG_BIN/psql" "$VIA" -XAtc "select pg_sleep($2)" \
       >"$WORK/$1.out" 2>&1 || rc=$?
     echo "rc=$rc" >>"$WORK/$1.out"
   ) &
