@@ -18,7 +18,7 @@
 #             quiet machine)
 # It also reports wizq's inodes per task (every file and directory its run
 # leaves, / tasks) and fsyncs per task (the audit commits: one fdatasync
-# each; a task's supervisor syncs only when wizq is gone), and one more wizq
+# each; the spawner syncs nothing while wizq is alive), and one more wizq
 # run started right after deleting a previous run's directory (see below).
 # To be fair to the baselines, each of their commands gets what a wizq task
 # gets: its stdin from a small file holding the task's {"kind","value"} line
