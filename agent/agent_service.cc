@@ -12,7 +12,7 @@
 #include <cmath>
 
 #include "agent/agent_response.h"
-#include "agent/instructions.h"
+#include "tasks/instructions.h"
 #include "agent/run_status.h"
 #include "fs/env.h"
 #include "queue/claim_holder.h"

@@ -6,7 +6,7 @@
 
 #include <atomic>
 
-#include "agent/agent_executor.h"
+#include "tasks/agent_executor.h"
 #include "fs/env.h"
 #include "orchestrator/run_loop.h"
 #include "queue/import.h"

@@ -61,7 +61,7 @@ struct RunOptions {
   bool interactive = false;
   std::vector<std::string> answers;
   // `--agent COMMAND`: Pool tasks are run in this process by this shell
-  // command, the payload on stdin (agent/agent_executor.h). Empty: they
+  // command, the payload on stdin (tasks/agent_executor.h). Empty: they
   // wait for agents (`wizq agent`).
   std::string agent_command;
   HaltPolicy halt;  // --halt

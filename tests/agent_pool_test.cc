@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/instructions.h"
+#include "tasks/instructions.h"
 #include "tasks/workflow.h"
 #include "tests/test_util.h"
 

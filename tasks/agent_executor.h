@@ -1,6 +1,6 @@
 // AgentExecutor: the Executor of Pool steps for `wizq run --agent COMMAND`
 // (SPEC §9). Inside the run process, each claimed Pool attempt runs
-// `/bin/sh -c COMMAND` with the agent payload (agent/instructions.h, without
+// `/bin/sh -c COMMAND` with the agent payload (tasks/instructions.h, without
 // lease fields: the run's worker holds the claim) on stdin, and its stdout
 // is the response, judged by the run loop exactly like a Command's.
 //
@@ -10,8 +10,8 @@
 // the task runs again (ReapOrphans), and attempts never overlap.
 //
 // Thread-safety: as Executor.
-#ifndef WIZQ_AGENT_AGENT_EXECUTOR_H_
-#define WIZQ_AGENT_AGENT_EXECUTOR_H_
+#ifndef WIZQ_TASKS_AGENT_EXECUTOR_H_
+#define WIZQ_TASKS_AGENT_EXECUTOR_H_
 
 #include <map>
 #include <string>
@@ -53,4 +53,4 @@ class AgentExecutor : public Executor {
 
 }  // namespace wizq
 
-#endif  // WIZQ_AGENT_AGENT_EXECUTOR_H_
+#endif  // WIZQ_TASKS_AGENT_EXECUTOR_H_

@@ -1,4 +1,4 @@
-#include "agent/instructions.h"
+#include "tasks/instructions.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
-#include "agent/agent_executor.h"
+#include "tasks/agent_executor.h"
 
-#include "agent/instructions.h"
+#include "tasks/instructions.h"
 #include "fs/env.h"
 #include "tasks/attempt_files.h"
 #include "tasks/command_executor.h"

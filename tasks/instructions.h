@@ -5,8 +5,8 @@
 // either `## Valid Responses` with one `### <next>` section per next step in
 // order (its value_schema pretty-printed with sorted keys and an example,
 // or "Accepts any JSON value.") or `## Terminal Step`.
-#ifndef WIZQ_AGENT_INSTRUCTIONS_H_
-#define WIZQ_AGENT_INSTRUCTIONS_H_
+#ifndef WIZQ_TASKS_INSTRUCTIONS_H_
+#define WIZQ_TASKS_INSTRUCTIONS_H_
 
 #include <cstdint>
 #include <string>
@@ -43,4 +43,4 @@ std::string IdempotencyKey(const std::string& run_id, int64_t run_started_ms,
 
 }  // namespace wizq
 
-#endif  // WIZQ_AGENT_INSTRUCTIONS_H_
+#endif  // WIZQ_TASKS_INSTRUCTIONS_H_
