@@ -239,6 +239,10 @@ class BarnumRoundTrip : public ::testing::TestWithParam<Case> {
       pool_run_ = std::make_unique<WizqProcess>(RunArgs());
       ASSERT_TRUE(test::WaitFor(
           [&] {
+            // Until the run has written its state, there is no status.
+            if (!fs::exists(dir_.Join("orig") + "/.wizard/queue.json")) {
+              return false;
+            }
             const Json st = test::StatusJson(dir_.Join("orig"));
             if (!st.is_object() || !st.contains("tasks")) return false;
             for (const Json& t : st["tasks"]) {
