@@ -14,11 +14,12 @@ CMAKE_FLAGS ?=
 DEB_PACKAGES = cmake make g++ pkg-config git \
   libsimdjson-dev nlohmann-json3-dev libvalijson-dev libcli11-dev \
   zlib1g-dev libxxhash-dev libjemalloc-dev libgtest-dev libgmock-dev \
-  libsqlite3-dev
+  libsqlite3-dev libpq-dev
 DEB_TEST_PACKAGES = parallel jq tmux clang libclang-rt-14-dev \
-  nodejs npm chromium
+  nodejs npm chromium postgresql faketime iproute2 procps \
+  debhelper dpkg-dev lintian debootstrap man-db bash-completion zsh fish
 
-.PHONY: all build bin deps test-deps configure test asan tsan bench demo fuzz torture format clean
+.PHONY: all build bin deps test-deps configure test deb-test asan tsan bench demo fuzz torture format clean deb
 
 all: build
 
@@ -56,17 +57,23 @@ bin: configure
 	cmake --build $(BUILD) -j$(JOBS) --target wizq_cli
 
 test: test-deps build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600 -LE deb
+
+# The Debian packages built, checked by lintian, installed into a fresh
+# debootstrap'ed Debian 12, used and purged (tests/packaging/deb_test.sh;
+# ~20 minutes on 2 cores). .ci/run runs it after `make test`.
+deb-test: test-deps configure
+	cd $(BUILD) && ctest --output-on-failure -L deb --timeout 1800
 
 asan: test-deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIZQ_SANITIZE=address,undefined >/dev/null
 	cmake --build build-asan -j$(JOBS)
-	cd build-asan && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j$(JOBS) --timeout 900
+	cd build-asan && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j$(JOBS) --timeout 900 -LE deb
 
 tsan: test-deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIZQ_SANITIZE=thread >/dev/null
 	cmake --build build-tsan -j$(JOBS)
-	cd build-tsan && ctest --output-on-failure -j$(JOBS) --timeout 900
+	cd build-tsan && ctest --output-on-failure -j$(JOBS) --timeout 900 -LE deb
 
 bench: test-deps build
 	$(BUILD)/queue_bench
@@ -185,6 +192,30 @@ torture: test-deps configure
 crashtest-example: bin
 	$(BUILD)/wizq crashtest examples/installer/workflow.jsonc
 
+# Debian packages (docs/INSTALL.md, "Debian packages"): wizq, libwizq0 and
+# libwizq-dev, built the Debian way (debian/, debhelper and the CMake build)
+# by dpkg-buildpackage on a copy of the tree in $(DEB_BUILD), then copied
+# into DEB_OUT (default: here), so that `sudo apt install ./wizq_*.deb`
+# works. The version is project(wizq VERSION) of CMakeLists.txt, which
+# debian/changelog must repeat (configuring checks it).
+DEB_BUILD ?= $(BUILD)/deb
+DEB_OUT ?= .
+DEB_BUILD_TOOLS = debhelper dpkg-dev
+VERSION := $(shell sed -n 's/^project.wizq VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+
+deb: deps
+	$(call install_missing,$(DEB_BUILD_TOOLS))
+	rm -rf $(DEB_BUILD) && mkdir -p $(DEB_BUILD)/wizq-$(VERSION)
+	tar -c --exclude=./.git --exclude='./build*' --exclude=./$(BUILD) \
+	  --exclude='./*.deb' --exclude='./*.ddeb' --exclude=./fuzz-out -f - . | \
+	  tar -x -C $(DEB_BUILD)/wizq-$(VERSION) -f -
+	cd $(DEB_BUILD)/wizq-$(VERSION) && DEB_BUILD_OPTIONS="parallel=$(JOBS) $$DEB_BUILD_OPTIONS" \
+	  dpkg-buildpackage -b --no-sign >../dpkg-buildpackage.log 2>&1 || \
+	  { tail -n 40 ../dpkg-buildpackage.log; \
+	    echo "make deb: dpkg-buildpackage failed; see $(DEB_BUILD)/dpkg-buildpackage.log"; exit 1; }
+	mkdir -p $(DEB_OUT) && cp $(DEB_BUILD)/*.deb $(DEB_OUT)/
+	@ls $(DEB_BUILD)/*.deb | sed 's|.*/|make deb: $(DEB_OUT)/|'
+
 # Install (docs/INSTALL.md): the library (libwizq.a, libwizq.so.X.Y.Z), the
 # public headers, the wizq binary, the CMake package (find_package(wizq))
 # and wizq.pc under PREFIX; DESTDIR stages them for a package. Configures
@@ -192,7 +223,7 @@ crashtest-example: bin
 # library into Debian's lib/x86_64-linux-gnu) and builds only what is
 # installed. `make install PREFIX=$$HOME/.local`.
 PREFIX ?= /usr/local
-WIZQ_INSTALL_TARGETS = wizq_cli wizq_shared wizq_static
+WIZQ_INSTALL_TARGETS = wizq_cli wizq_shared wizq_static wizq_docs
 .PHONY: install demo-embed
 
 install: deps

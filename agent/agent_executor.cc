@@ -5,6 +5,7 @@
 #include "tasks/attempt_files.h"
 #include "tasks/command_executor.h"
 #include "tasks/orphans_record.h"
+#include "util/environment.h"
 
 namespace wizq {
 
@@ -38,16 +39,17 @@ Status AgentExecutor::Start(const Attempt& a) {
   PayloadInfo info;
   info.run_id = a.run_id;
   info.idempotency_key = a.idempotency_key;
+  info.install_dir = a.install_dir;
   const AttemptFiles files(wizard_dir_, a.task_id, a.number);
   CommandSpec spec;
   spec.script = command_;
   spec.stdin_data = PoolPayload(*a.workflow, *step, t, info) + "\n";
-  spec.env = {{"WIZQ_RUN_ID", a.run_id},
-              {"WIZQ_TASK_ID", std::to_string(a.task_id)},
-              {"WIZQ_ATTEMPT", std::to_string(a.number)},
-              {"WIZQ_INSTALL_DIR", a.install_dir},
-              {"WIZQ_IDEMPOTENCY_KEY", a.idempotency_key},
-              {"WIZQ_STEP", a.step}};
+  spec.env = {{kEnvRunId, a.run_id},
+              {kEnvTaskId, std::to_string(a.task_id)},
+              {kEnvAttempt, std::to_string(a.number)},
+              {kEnvInstallDir, a.install_dir},
+              {kEnvIdempotencyKey, a.idempotency_key},
+              {kEnvStep, a.step}};
   spec.output_dir = files.dir();
   spec.attempt = a.number;
   spec.timeout_seconds = a.timeout_seconds;

@@ -17,6 +17,7 @@
 #include "queue/queue.h"
 #include "tasks/attempt_files.h"
 #include "tasks/command_runner.h"
+#include "util/environment.h"
 #include "util/shell_quote.h"
 
 namespace wizq {
@@ -87,13 +88,13 @@ Status Server::Start(const std::string& payload) {
   CommandSpec spec;
   spec.script = ExecScript(o_.command);
   spec.stdin_data = payload + "\n";
-  spec.env = {{"WIZQ_RUN_ID", p["run_id"].get<std::string>()},
-              {"WIZQ_TASK_ID", std::to_string(job.task_id)},
-              {"WIZQ_ATTEMPT", std::to_string(attempt)},
-              {"WIZQ_INSTALL_DIR", o_.install_dir},
-              {"WIZQ_IDEMPOTENCY_KEY", p["idempotency_key"].get<std::string>()},
-              {"WIZQ_STEP", p["task"]["kind"].get<std::string>()},
-              {"WIZQ_LEASE", job.lease}};
+  spec.env = {{kEnvRunId, p["run_id"].get<std::string>()},
+              {kEnvTaskId, std::to_string(job.task_id)},
+              {kEnvAttempt, std::to_string(attempt)},
+              {kEnvInstallDir, o_.install_dir},
+              {kEnvIdempotencyKey, p["idempotency_key"].get<std::string>()},
+              {kEnvStep, p["task"]["kind"].get<std::string>()},
+              {kEnvLease, job.lease}};
   spec.output_dir = AttemptFiles::TaskDir(wizard_, job.task_id);
   spec.attempt = attempt;
   if (p["timeout_seconds"].is_number()) {
@@ -162,9 +163,14 @@ void Server::Finish(uint64_t token, const CommandResult& r) {
   if (r.outcome == CommandResult::Outcome::kExited && r.exit_code == 0 &&
       !r.stdout_truncated) {
     reply = service_->Done(job.task_id, job.lease, r.stdout_text);
+  } else if (r.outcome == CommandResult::Outcome::kTimedOut) {
+    // Killed at the step's timeout, as `run --agent` kills it; the store
+    // has normally timed the attempt out already (this is then refused).
+    reply = service_->Fail(job.task_id, job.lease, kReasonTimeout,
+                           "the agent command " + r.error);
   } else {
     std::string why = r.stdout_truncated ? "its output was too large" : r.error;
-    reply = service_->Fail(job.task_id, job.lease,
+    reply = service_->Fail(job.task_id, job.lease, kReasonAgentFailed,
                            "the agent command failed: " + why);
   }
   Note("task " + std::to_string(job.task_id) + ": " +

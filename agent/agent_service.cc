@@ -11,23 +11,27 @@
 #include <algorithm>
 #include <cmath>
 
+#include "agent/agent_response.h"
 #include "agent/instructions.h"
 #include "agent/run_status.h"
 #include "fs/env.h"
+#include "queue/claim_holder.h"
 #include "queue/queue.h"
 #include "tasks/attempt_files.h"
 #include "tasks/command_runner.h"
 #include "tasks/response.h"
+#include "util/exit_code.h"
 #include "util/json_writer.h"
 
 namespace wizq {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitInvalidResponse = 1;
-constexpr int kExitBadArgs = 2;
-constexpr int kExitLost = 3;
-constexpr int kExitNothing = 5;
+// The agent commands' meanings of the exit codes (util/exit_code.h).
+constexpr int kExitOk = kExitCompleted;
+constexpr int kExitInvalidResponse = kExitTaskFailed;
+constexpr int kExitBadArgs = kExitInvalid;
+constexpr int kExitLost = kExitEnvironment;
+constexpr int kExitNothing = kExitNothingToTake;
 
 // How often `take --wait` looks for work (a Refresh: the log's tail only).
 constexpr int kWaitPollMs = 20;
@@ -75,16 +79,19 @@ class DirAgentService : public AgentService {
   AgentReply Take(const TakeRequest& request) override;
   AgentReply Heartbeat(int64_t task_id, const std::string& lease) override;
   AgentReply Done(int64_t task_id, const std::string& lease,
-                  const std::string& response_json) override;
+                  const std::string& response) override;
   AgentReply Fail(int64_t task_id, const std::string& lease,
-                  const std::string& message) override;
+                  std::string_view reason, const std::string& message) override;
+  AgentReply Release(int64_t task_id, const std::string& lease) override;
   AgentReply RunStatus() override;
 
  private:
+  std::string InstallDir() const;
   Status OpenQueue(std::unique_ptr<Queue>* q, bool* finished);
   Status Thaw(const QueueState& s);
   const Step* PoolStepOf(const Task& t) const;
   int64_t LeaseMs(const Task& t) const;
+  Txn::LeaseTerms TermsOf(const Task& t, const std::string& agent) const;
   bool Takeable(const Task& t, const std::vector<std::string>& steps,
                 int64_t now) const;
   bool WorthATransaction(const QueueState& s,
@@ -102,11 +109,17 @@ class DirAgentService : public AgentService {
   std::unique_ptr<Workflow> workflow_;
 };
 
+// The install directory as an absolute path (as given if it cannot be
+// resolved).
+std::string DirAgentService::InstallDir() const {
+  char buf[PATH_MAX];
+  return realpath(dir_.c_str(), buf) != nullptr ? buf : dir_;
+}
+
 Status DirAgentService::OpenQueue(std::unique_ptr<Queue>* q, bool* finished) {
   QueueOptions o;
   o.env = env_;
-  char buf[PATH_MAX];
-  o.install_dir = realpath(dir_.c_str(), buf) != nullptr ? buf : dir_;
+  o.install_dir = InstallDir();
   o.mode = OpenMode::kAttach;
   o.leases_only = true;
   // A dead `wizq run`'s Command attempts are its successor's to adopt.
@@ -151,6 +164,22 @@ int64_t DirAgentService::LeaseMs(const Task& t) const {
   return std::max<int64_t>(1, std::llround(s * 1000));
 }
 
+// The lease of the step's options, and its timeout (SPEC §9: enforced by
+// the store from the claim on, heartbeats or not).
+Txn::LeaseTerms DirAgentService::TermsOf(const Task& t,
+                                         const std::string& agent) const {
+  Txn::LeaseTerms terms;
+  terms.lease_ms = LeaseMs(t);
+  terms.agent = agent;
+  const Step* step = workflow_->FindStep(t.type);
+  if (step != nullptr && step->options.timeout_seconds) {
+    terms.timeout_ms = std::max<int64_t>(
+        1, std::llround(*step->options.timeout_seconds * 1000));
+    terms.retry_on_timeout = step->options.retry_on_timeout;
+  }
+  return terms;
+}
+
 bool DirAgentService::Takeable(const Task& t,
                                const std::vector<std::string>& steps,
                                int64_t now) const {
@@ -161,7 +190,7 @@ bool DirAgentService::Takeable(const Task& t,
 }
 
 // Cheap, on the state as last read: is there a task to take, a lapsed
-// lease to put back, or an end to record?
+// lease to put back, an attempt past its timeout, or an end to record?
 bool DirAgentService::WorthATransaction(
     const QueueState& s, const std::vector<std::string>& steps) const {
   const int64_t now = static_cast<int64_t>(env_->NowMicros() / 1000);
@@ -170,6 +199,7 @@ bool DirAgentService::WorthATransaction(
   for (int64_t id : s.in_progress()) {
     const Task* t = s.Find(id);
     if (!t->lease_token.empty() && t->lease_expires_ms < now) return true;
+    if (AttemptTimedOut(*t, now)) return true;
   }
   for (int64_t id : s.pending()) {
     if (Takeable(*s.Find(id), steps, now)) return true;
@@ -232,7 +262,7 @@ Status DirAgentService::TryTake(Queue* q, const TakeRequest& request,
     }
     if (want == 0) return Status::OK();
     return txn.ClaimLeased([want](const Task& t) { return t.id == want; },
-                           LeaseMs(*txn.state().Find(want)), request.agent, &id,
+                           TermsOf(*txn.state().Find(want), request.agent), &id,
                            &token);
   }));
   ReapLost(lost, q->wizard_dir());
@@ -249,6 +279,7 @@ Status DirAgentService::TryTake(Queue* q, const TakeRequest& request,
   info.idempotency_key = IdempotencyKey(info.run_id, s.run().started_ms, id);
   info.lease = token;
   info.lease_seconds = static_cast<double>(LeaseMs(t)) / 1000;
+  info.install_dir = InstallDir();
   *payload = PoolPayload(*workflow_, *PoolStepOf(t), t, info);
   return Status::OK();
 }
@@ -310,11 +341,14 @@ AgentReply DirAgentService::WithLease(
   if (!s.ok()) return EnvError(s);
   AgentReply reply;
   std::vector<int64_t> lost;
-  if (finished) {
+  const Task* task = q->state().Find(task_id);
+  if (finished && task != nullptr) {
     reply = Reply(kExitLost, "",
-                  "lease lost: task " + std::to_string(task_id) +
-                      " belongs to a run that has finished (" +
+                  WhyNotHeld(*task) + " (the run has finished, " +
                       RunStatusName(q->state().run().status) + ")");
+  } else if (finished) {
+    reply = Reply(kExitBadArgs, "",
+                  "no task " + std::to_string(task_id) + " in this run");
   } else {
     s = q->Transact([&](Txn& txn) {
       lost = txn.reclaimed().lost;
@@ -358,13 +392,15 @@ AgentReply DirAgentService::Heartbeat(int64_t task_id,
 }
 
 AgentReply DirAgentService::Done(int64_t task_id, const std::string& lease,
-                                 const std::string& response_json) {
+                                 const std::string& response) {
   return WithLease(
       task_id, lease, "completing",
       [&](Txn& txn, const Task& task, AgentReply* reply) {
         const Task t = task;  // the state changes under the reference
         std::vector<NewTask> children;
-        Status v = ChildrenOf(*workflow_, t, response_json, &children);
+        std::string text;
+        Status v = AgentResponseText(response, &text);
+        if (v.ok()) v = ChildrenOf(*workflow_, t, text, &children);
         std::string out;
         JsonWriter w(&out);
         w.BeginObject().Key("task_id").Int(task_id);
@@ -397,20 +433,37 @@ AgentReply DirAgentService::Done(int64_t task_id, const std::string& lease,
 }
 
 AgentReply DirAgentService::Fail(int64_t task_id, const std::string& lease,
+                                 std::string_view reason,
                                  const std::string& message) {
   return WithLease(
       task_id, lease, "failing",
       [&](Txn& txn, const Task& task, AgentReply* reply) {
         const int attempts = task.attempts;
+        const Step* step = workflow_->FindStep(task.type);
+        const bool retryable = reason != kReasonTimeout || step == nullptr ||
+                               step->options.retry_on_timeout;
         bool again = false;
-        WIZQ_RETURN_IF_ERROR(
-            txn.Fail(task_id, kReasonAgentFailed,
-                     message.empty() ? "the agent gave up" : message, true,
-                     BackoffMs(attempts), &again));
+        WIZQ_RETURN_IF_ERROR(txn.Fail(
+            task_id, reason, message.empty() ? "the agent gave up" : message,
+            retryable, BackoffMs(attempts), &again));
         std::string out;
         JsonWriter w(&out);
         w.BeginObject().Key("task_id").Int(task_id);
         w.Field("status", "failed").Field("will_retry", again).EndObject();
+        *reply = Reply(kExitOk, out);
+        return Status::OK();
+      });
+}
+
+AgentReply DirAgentService::Release(int64_t task_id, const std::string& lease) {
+  return WithLease(
+      task_id, lease, "giving back",
+      [&](Txn& txn, const Task&, AgentReply* reply) {
+        WIZQ_RETURN_IF_ERROR(txn.Release(task_id, kReasonReleased));
+        std::string out;
+        JsonWriter w(&out);
+        w.BeginObject().Key("task_id").Int(task_id);
+        w.Field("status", "released").EndObject();
         *reply = Reply(kExitOk, out);
         return Status::OK();
       });

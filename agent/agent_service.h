@@ -1,6 +1,7 @@
 // AgentService: the agent protocol of SPEC §9 on one install directory —
-// take a ready Pool task under a lease, renew the lease, complete or fail
-// the attempt — as plain calls. `wizq agent take|heartbeat|done|fail`
+// take a ready Pool task under a lease, renew the lease, complete, fail or
+// give back the attempt — as plain calls. `wizq agent
+// take|heartbeat|done|fail|release`
 // (cli/), `wizq agent serve`, `wizq run --agent` and the MCP server
 // (`wizq mcp`, mcp/) are all clients of it, so they answer the same way,
 // with the same JSON and the same messages.
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace wizq {
@@ -25,8 +27,10 @@ class Env;
 // What a call amounts to, exactly as the CLI reports it.
 struct AgentReply {
   // SPEC §7: 0 done; 1 the response was invalid (the attempt failed, retry
-  // policy applied); 2 bad arguments; 3 lease lost or unknown, or the
-  // environment failed; 5 nothing to take (`json` says idle or finished).
+  // policy applied); 2 bad arguments; 3 the lease is not valid (the
+  // message says what became of the task: put back, timed out, failed,
+  // completed, never taken), or the environment failed; 5 nothing to take
+  // (`json` says idle or finished).
   int exit_code = 0;
   // The JSON object the CLI prints on stdout (take's payload, {"status":
   // "idle"}, the run status, ...); empty when there is none.
@@ -56,15 +60,27 @@ class AgentService {
   // returns its payload (SPEC §9) in `json`; exit 5 with {"status":"idle"}
   // or {"status":"finished","run_status":...} when there is none.
   virtual AgentReply Take(const TakeRequest& request) = 0;
+  // Every call below acts on the attempt held by `lease` on `task_id`; past
+  // the step's timeout (from the claim, on the store's clock) that attempt
+  // has timed out (task_failed timeout) and the call is refused, exit 3.
+
   // Renews the lease; exit 3 when it lapsed or is unknown.
   virtual AgentReply Heartbeat(int64_t task_id, const std::string& lease) = 0;
-  // Completes the attempt with `response_json` (a JSON array of next
-  // tasks), validated exactly as a Command's stdout.
+  // Completes the attempt with `response` (a JSON array of next tasks, or
+  // a JSON string holding one: agent/agent_response.h), validated exactly
+  // as a Command's stdout.
   virtual AgentReply Done(int64_t task_id, const std::string& lease,
-                          const std::string& response_json) = 0;
-  // Fails the attempt (`agent_failed`); the retry policy applies.
+                          const std::string& response) = 0;
+  // Fails the attempt with `reason`: kReasonAgentFailed (the agent gave
+  // up), kReasonAgentDisconnected (its MCP client went away) or
+  // kReasonTimeout (a COMMAND `serve` killed at the step's timeout). The
+  // retry policy applies (retry_on_timeout for a timeout).
   virtual AgentReply Fail(int64_t task_id, const std::string& lease,
+                          std::string_view reason,
                           const std::string& message) = 0;
+  // Gives the task back uncharged: pending again at once, the attempt
+  // refunded (task_reset, reason released).
+  virtual AgentReply Release(int64_t task_id, const std::string& lease) = 0;
   // The run's status as JSON (the object `wizq status --json` prints).
   virtual AgentReply RunStatus() = 0;
 };

@@ -84,6 +84,7 @@ std::string PoolPayload(const Workflow& wf, const Step& step, const Task& task,
   }
   w.Field("run_id", info.run_id);
   w.Field("idempotency_key", info.idempotency_key);
+  w.Field("install_dir", info.install_dir);
   w.EndObject();
   return out;
 }

@@ -25,12 +25,14 @@ struct PayloadInfo {
   std::string idempotency_key;
   std::string lease;  // empty: no lease fields (an agent `wizq run` started)
   double lease_seconds = 0;
+  std::string install_dir;  // absolute: where the run's files are
 };
 
 // The payload of SPEC §9 as one JSON object (no newline): Barnum's
 // {"task", "instructions", "timeout_seconds"} then wizq's task_id, attempt,
-// lease, lease_seconds, run_id and idempotency_key. timeout_seconds is the
-// step's timeout (a Pool params.timeout included), or null.
+// lease, lease_seconds, run_id, idempotency_key and install_dir.
+// timeout_seconds is the step's timeout (a Pool params.timeout included),
+// or null.
 std::string PoolPayload(const Workflow& wf, const Step& step, const Task& task,
                         const PayloadInfo& info);
 

@@ -19,6 +19,10 @@ void TaskJson(const Task& t, int64_t now_ms, JsonWriter& w) {
     w.Int(t.parent_id);
   }
   w.Field("origin", OriginName(t.origin));
+  if (t.origin == Origin::kFinally) {  // whose hook, and which run of it
+    w.Key("finally_for").Int(t.finally_for);
+    if (t.generation > 1) w.Key("generation").Int(t.generation);
+  }
   w.Key("inputs").RawValue(t.inputs);
   if (t.reused_from != 0) w.Key("reused_from").Int(t.reused_from);
   if (!t.error_reason.empty()) {
@@ -91,16 +95,26 @@ std::string RunStatusJson(const QueueState& s, int64_t now_ms) {
   return out;
 }
 
+const char* LiveStatus(const QueueState& s, const RunStatusExtras& extras) {
+  if (extras.interrupted) return "interrupted";
+  if (!extras.archive_dir.empty() && s.run().status == RunStatus::kRunning) {
+    return "unfinished";
+  }
+  return RunStatusName(s.run().status);
+}
+
 std::string RunStatusJson(const QueueState& s, int64_t now_ms,
                           const RunStatusExtras& extras) {
   std::string out;
   JsonWriter w(&out);
   w.BeginObject();
   RunFields(s, w);
-  w.Field("live_status",
-          extras.interrupted ? "interrupted" : RunStatusName(s.run().status));
+  w.Field("live_status", LiveStatus(s, extras));
   w.Key("interrupted").Bool(extras.interrupted);
-  if (extras.interrupted) w.Field("resume_command", extras.resume_command);
+  if (!extras.resume_command.empty()) {
+    w.Field("resume_command", extras.resume_command);
+  }
+  if (extras.embedded) w.Field("embedded", true);
   if (!extras.archive_dir.empty()) w.Field("archive", extras.archive_dir);
   int64_t live = 0;
   w.Key("workers").BeginArray();

@@ -25,7 +25,11 @@ struct RunStatusExtras {
   std::vector<WorkerEntry> workers;  // every entry, alive or not
   // No live worker and unfinished tasks: nobody is running the run.
   bool interrupted = false;
-  std::string resume_command;      // how to resume it, if interrupted
+  // How to resume it, if interrupted; "" when `wizq run` cannot (an
+  // embedded run: its workflow has Function steps, only the program that
+  // registers their handlers can run it).
+  std::string resume_command;
+  bool embedded = false;           // the workflow has Function steps
   int64_t task_output_bytes = -1;  // bytes under .wizard/tasks; -1: unknown
   // Only the tasks these ids name are listed (status filters); the counts
   // stay those of the whole run. Null: every task.
@@ -38,10 +42,16 @@ struct RunStatusExtras {
 };
 
 // RunStatusJson with `extras`: adds workers, live_workers, live_status
-// (interrupted for a run nobody runs), interrupted, resume_command and
+// (LiveStatus), interrupted, resume_command, embedded and
 // task_output_bytes, waiting_prompts (and archive for an archived run).
 std::string RunStatusJson(const QueueState& s, int64_t now_ms,
                           const RunStatusExtras& extras);
+
+// The run's status as it truly is: "interrupted" for a run nobody runs
+// (extras.interrupted), "unfinished" for an archived run recorded as
+// running (set aside before it finished; nothing resumes it), else the
+// recorded one (RunStatusName).
+const char* LiveStatus(const QueueState& s, const RunStatusExtras& extras);
 
 }  // namespace wizq
 

@@ -328,11 +328,11 @@ Status LogWriter::Commit(std::vector<std::string>* committed_lines) {
     batch.push_back('\n');
   }
   Status s = Reserve(batch.size());
-  CrashPoint("log.before_write");
+  CrashPoint("log.before_write", batch);
   if (s.ok()) s = file_->Write(end_, batch);
   CrashPoint("log.after_write");
   if (s.ok()) s = file_->Sync();
-  if (s.ok()) CrashPoint("log.after_sync");
+  if (s.ok()) CrashPoint("log.after_sync", batch);
   if (!s.ok()) {
     // Undo what may have reached the file so that the failed batch cannot
     // be mistaken for a committed one later; if even that fails, the

@@ -13,13 +13,14 @@
 #include "agent/agent_service.h"
 #include "fs/env.h"
 #include "orchestrator/run.h"
+#include "queue/task.h"
 
 namespace wizq {
 
 struct AgentCli::Args {
   CLI::App* agent = nullptr;
   CLI::App *take = nullptr, *heartbeat = nullptr, *done = nullptr,
-           *fail = nullptr, *serve = nullptr;
+           *fail = nullptr, *release = nullptr, *serve = nullptr;
   std::string dir = ".";
   std::vector<std::string> steps;
   double wait = 0;
@@ -78,7 +79,8 @@ int Print(const char* cmd, const AgentReply& r) {
 AgentCli::AgentCli(CLI::App& app) : a_(std::make_unique<Args>()) {
   Args& a = *a_;
   a.agent = app.add_subcommand(
-      "agent", "Agents for Pool steps: take, heartbeat, done, fail, serve");
+      "agent",
+      "Agents for Pool steps: take, heartbeat, done, fail, release, serve");
   a.agent->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
   a.agent->require_subcommand(1);
 
@@ -104,6 +106,12 @@ AgentCli::AgentCli(CLI::App& app) : a_(std::make_unique<Args>()) {
   a.fail = Sub(a.agent, "fail", "Fail a task's attempt (agent_failed)", &a.dir);
   AddLeaseOptions(a.fail, &a.task, &a.lease);
   a.fail->add_option("--message", a.message, "Why");
+
+  a.release = Sub(a.agent, "release",
+                  "Give a task back uncharged (pending again, the attempt "
+                  "refunded)",
+                  &a.dir);
+  AddLeaseOptions(a.release, &a.task, &a.lease);
 
   a.serve =
       Sub(a.agent, "serve",
@@ -133,7 +141,11 @@ int AgentCli::Run() {
     return Print("take", svc->Take(req));
   }
   if (*a.heartbeat) return Print("heartbeat", svc->Heartbeat(a.task, a.lease));
-  if (*a.fail) return Print("fail", svc->Fail(a.task, a.lease, a.message));
+  if (*a.fail) {
+    return Print("fail",
+                 svc->Fail(a.task, a.lease, kReasonAgentFailed, a.message));
+  }
+  if (*a.release) return Print("release", svc->Release(a.task, a.lease));
   if (*a.done) {
     std::string response = a.response;
     if (!a.response_file.empty()) {

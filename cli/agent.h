@@ -1,4 +1,4 @@
-// `wizq agent take|heartbeat|done|fail|serve` (SPEC §9): the agent
+// `wizq agent take|heartbeat|done|fail|release|serve` (SPEC §9): the agent
 // protocol on the command line. Each prints the JSON an AgentService call
 // returns on stdout and its message on stderr, and exits with its code.
 #ifndef WIZQ_CLI_AGENT_H_

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/crashtest_audit.h"
 #include "cli/crashtest_proc.h"
@@ -16,8 +17,10 @@
 #include "cli/crashtest_tree.h"
 #include "fs/env.h"
 #include "orchestrator/run.h"
+#include "tasks/prompt.h"
 #include "tasks/workflow.h"
 #include "util/crash_point.h"
+#include "util/environment.h"
 
 namespace wizq {
 namespace {
@@ -26,10 +29,10 @@ using crashtest::CaseResult;
 using crashtest::ChildResult;
 using crashtest::Commit;
 using crashtest::KillPoint;
+using crashtest::PathDiff;
 using crashtest::Report;
 using crashtest::Tree;
 
-constexpr char kCrashEnv[] = "WIZQ_CRASH_AT";
 // How many times a killed run is resumed before crashtest gives up on it.
 constexpr int kMaxResumes = 5;
 
@@ -48,6 +51,53 @@ std::string LastLine(const std::string& path) {
   return nl == std::string::npos ? data : data.substr(nl + 1);
 }
 
+// What crashtest cannot run unattended with these options, before anything
+// runs (exit 2): every run starts without a terminal and fresh, so a Pool
+// step needs --agent, a Prompt without a default an --answer naming its
+// step (a task id means nothing before the run has tasks), and a Function
+// step runs only in the program that embeds wizq.
+Status CheckRunnable(const Workflow& wf, const CrashtestOptions& o) {
+  std::set<std::string> answered;
+  for (const std::string& a : o.answers) {
+    const std::string step = a.substr(0, a.find('='));
+    const Step* s = wf.FindStep(step);
+    if (a.find('=') == std::string::npos || s == nullptr ||
+        s->action.kind != Action::Kind::kPrompt) {
+      return Status::InvalidArgument(
+          "--answer " + a +
+          ": name a Prompt step (--answer STEP=VALUE): every run crashtest "
+          "makes starts fresh, so no task id exists yet");
+    }
+    answered.insert(step);
+  }
+  for (const Step& s : wf.steps()) {
+    const Action::Kind kind = s.action.kind;
+    const bool hook_fn = s.finally_hook.has_value() &&
+                         s.finally_hook->kind == Action::Kind::kFunction;
+    if (kind == Action::Kind::kFunction || hook_fn) {
+      return Status::InvalidArgument(
+          "step " + s.name +
+          " has a Function action, which runs only in the program that "
+          "embeds wizq: `wizq run`, and so crashtest, cannot run it");
+    }
+    if (kind == Action::Kind::kPool && o.agent.empty()) {
+      return Status::InvalidArgument(
+          "step " + s.name +
+          " is a Pool step: give --agent COMMAND, the agent every run "
+          "starts for its tasks (as `wizq run --agent`)");
+    }
+    if (kind == Action::Kind::kPrompt && !s.action.prompt->default_json &&
+        answered.count(s.name) == 0) {
+      return Status::InvalidArgument(
+          "step " + s.name +
+          " is a Prompt without a default, and no run of crashtest has a "
+          "terminal: give --answer " +
+          s.name + "=VALUE");
+    }
+  }
+  return Status::OK();
+}
+
 // One crashtest: the options, the scratch directory and the undisturbed
 // run's end state.
 class Crashtest {
@@ -59,10 +109,16 @@ class Crashtest {
  private:
   int Prepare();
   int Undisturbed();
+  // Undisturbed run number `k` (from 1), set aside in `dir`.
+  int Baseline(int k, const std::string& dir, std::vector<Commit>* log);
   CaseResult KillAt(const KillPoint& point, size_t n);
-  // Runs `wizq run` in the install directory; `crash_at` arms a crash point.
-  ChildResult RunWizq(const std::string& crash_at, int64_t deadline_ms);
+  // Runs `wizq run` in the install directory; a non-empty `point` arms
+  // its crash point.
+  ChildResult RunWizq(const KillPoint* point, int64_t deadline_ms);
   void Finish(CaseResult* c);
+  // The differences between the first undisturbed run's tree and `got`,
+  // the tree of the files under `got_root`, each file's lines compared.
+  std::vector<PathDiff> Compare(const Tree& got, const std::string& got_root);
   // Sets the install directory aside as `name` (--keep) or removes it.
   Status Retire(const std::string& name);
   void Progress(const std::string& line) const {
@@ -72,6 +128,8 @@ class Crashtest {
   const CrashtestOptions& o_;
   std::string wizq_, input_, scratch_, install_;
   Tree want_;
+  std::string want_root_;           // the first undisturbed run's files
+  std::set<std::string> unstable_;  // paths that differ between them
   std::map<std::string, crashtest::TaskRuns> want_runs_;
   int64_t deadline_ms_ = 0;
   Report report_;
@@ -81,8 +139,11 @@ int Crashtest::Prepare() {
   std::unique_ptr<Workflow> wf;
   std::vector<Finding> findings;
   Status s = Workflow::Load(o_.workflow, &wf, &findings);
+  if (s.ok()) s = CheckRunnable(*wf, o_);
   if (!s.ok()) {
-    if (findings.empty()) std::fprintf(stderr, "%s\n", s.message().c_str());
+    if (findings.empty()) {
+      std::fprintf(stderr, "wizq crashtest: %s\n", s.message().c_str());
+    }
     for (const Finding& f : findings) {
       std::fprintf(stderr, "%s: %s: %s\n", o_.workflow.c_str(), f.path.c_str(),
                    f.message.c_str());
@@ -108,7 +169,7 @@ int Crashtest::Prepare() {
   }
   char exe[4096];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  const char* tmp = getenv("TMPDIR");
+  const char* tmp = getenv(kEnvTmpdir);
   std::string dir =
       std::string(tmp && *tmp ? tmp : "/tmp") + "/wizq-crashtest-XXXXXX";
   if (n <= 0 || mkdtemp(dir.data()) == nullptr) {
@@ -121,22 +182,27 @@ int Crashtest::Prepare() {
   // Every run works in the same path, so that a workflow writing absolute
   // paths into its files leaves the same bytes each time.
   install_ = scratch_ + "/install";
+  want_root_ = scratch_ + "/undisturbed";
   crashtest::InitProcessControl();
   return 0;
 }
 
-ChildResult Crashtest::RunWizq(const std::string& crash_at,
-                               int64_t deadline_ms) {
+ChildResult Crashtest::RunWizq(const KillPoint* point, int64_t deadline_ms) {
   crashtest::SpawnSpec spec;
   spec.argv = {wizq_, "run", o_.workflow, "--dir", install_, "--quiet"};
   if (!input_.empty()) spec.argv.insert(spec.argv.end(), {"--input", input_});
   if (o_.jobs > 0) {
     spec.argv.insert(spec.argv.end(), {"--jobs", std::to_string(o_.jobs)});
   }
-  if (crash_at.empty()) {
-    spec.unset_env = {kCrashEnv};
+  if (!o_.agent.empty())
+    spec.argv.insert(spec.argv.end(), {"--agent", o_.agent});
+  for (const std::string& a : o_.answers) {
+    spec.argv.insert(spec.argv.end(), {"--answer", a});
+  }
+  if (point == nullptr) {
+    spec.unset_env = {kEnvCrashAt, kEnvCrashIf};
   } else {
-    spec.env = {{kCrashEnv, crash_at}};
+    spec.env = {{kEnvCrashAt, point->crash_at}, {kEnvCrashIf, point->crash_if}};
   }
   spec.stdout_path = scratch_ + "/wizq.out";
   spec.stderr_path = scratch_ + "/wizq.err";
@@ -160,44 +226,84 @@ Status CopyTemplate(const std::string& template_dir, const std::string& to) {
   return Env::Posix()->CreateDir(to, 0755);
 }
 
-int Crashtest::Undisturbed() {
+std::vector<PathDiff> Crashtest::Compare(const Tree& got,
+                                         const std::string& got_root) {
+  std::vector<PathDiff> diffs = crashtest::CompareTrees(want_, got);
+  for (PathDiff& d : diffs) crashtest::LineDiff(want_root_, got_root, &d);
+  return diffs;
+}
+
+int Crashtest::Baseline(int k, const std::string& dir,
+                        std::vector<Commit>* log) {
+  const std::string nth = "undisturbed run " + std::to_string(k) + " of " +
+                          std::to_string(o_.baseline_runs);
   Status s = CopyTemplate(o_.template_dir, install_);
   if (!s.ok()) {
     std::fprintf(stderr, "wizq crashtest: %s\n", s.message().c_str());
     return kExitEnvironment;
   }
-  Progress("undisturbed run in " + install_);
+  Progress(nth + " in " + install_);
   const int64_t start = NowMs();
-  const ChildResult r = RunWizq("", 0);
-  report_.undisturbed_ms = NowMs() - start;
+  const ChildResult r = RunWizq(nullptr, 0);
+  report_.undisturbed_ms = std::max(report_.undisturbed_ms, NowMs() - start);
   crashtest::KillDescendants();  // what a task left running
   if (r.interrupted) return kExitInterrupted;
-  std::vector<Commit> log;
   if (!r.exited || r.code != 0) {
-    std::string why = LastLine(scratch_ + "/wizq.err");
-    if (crashtest::ReadCommits(install_, &log).ok()) {
-      for (const std::string& t : crashtest::EndOf(log).failed) {
+    // Its directory is removed with the scratch one: name no file in it.
+    std::string why = r.exited && r.code == kExitPaused
+                          ? "a Prompt task waits for an answer: give "
+                            "crashtest --answer STEP=VALUE"
+                          : LastLine(scratch_ + "/wizq.err");
+    if (crashtest::ReadCommits(install_, log).ok()) {
+      for (const std::string& t : crashtest::EndOf(*log).failed) {
         why += (why.empty() ? "failed: " : ", ") + t;
       }
     }
-    std::fprintf(stderr,
-                 "wizq crashtest: the undisturbed run did not complete (%s): "
-                 "%s\n",
-                 r.Describe().c_str(), why.c_str());
+    std::fprintf(stderr, "wizq crashtest: the %s did not complete (%s): %s\n",
+                 nth.c_str(), r.Describe().c_str(), why.c_str());
     return r.exited && r.code != 0 ? r.code : kExitEnvironment;
   }
-  s = crashtest::ReadCommits(install_, &log);
-  if (s.ok()) s = crashtest::SnapshotTree(install_, o_.ignore, &want_);
-  if (s.ok()) s = Retire("undisturbed");
+  Tree tree;
+  s = crashtest::ReadCommits(install_, log);
+  if (s.ok()) s = crashtest::SnapshotTree(install_, o_.ignore, &tree);
+  if (s.ok()) s = crashtest::MoveTree(install_, dir);
   if (!s.ok()) {
     std::fprintf(stderr, "wizq crashtest: %s\n", s.message().c_str());
     return kExitEnvironment;
   }
-  want_runs_ = crashtest::ExecutionsOf(log);
-  report_.undisturbed_status = crashtest::EndOf(log).status;
+  if (k == 1) {
+    want_ = std::move(tree);
+    return 0;
+  }
+  for (PathDiff& d : Compare(tree, dir)) {
+    // The same lines in another order are never a difference; the lines
+    // of such a file are still compared at every kill point.
+    if (d.what == "order") continue;
+    if (unstable_.insert(d.path).second) {
+      report_.nondeterministic.push_back({std::move(d), k});
+    }
+  }
+  if (o_.keep) return 0;
+  s = crashtest::RemoveTree(dir);
+  if (!s.ok())
+    std::fprintf(stderr, "wizq crashtest: %s\n", s.message().c_str());
+  return s.ok() ? 0 : kExitEnvironment;
+}
+
+int Crashtest::Undisturbed() {
+  std::vector<Commit> log, first;
+  for (int k = 1; k <= o_.baseline_runs; k++) {
+    const std::string dir =
+        k == 1 ? want_root_ : want_root_ + "-" + std::to_string(k);
+    const int code = Baseline(k, dir, k == 1 ? &first : &log);
+    if (code != 0) return code;
+  }
+  want_runs_ = crashtest::ExecutionsOf(first);
+  report_.undisturbed_status = crashtest::EndOf(first).status;
+  report_.baseline_runs = o_.baseline_runs;
   report_.tasks = want_runs_.size();
   report_.files = want_.size();
-  const std::vector<KillPoint> all = crashtest::KillPointsOf(log);
+  const std::vector<KillPoint> all = crashtest::KillPointsOf(first);
   report_.kill_points_total = all.size();
   for (const KillPoint& p : crashtest::Sample(all, o_.kills)) {
     report_.cases.push_back(CaseResult{});
@@ -222,12 +328,20 @@ void Crashtest::Finish(CaseResult* c) {
   const crashtest::RunEnd end = crashtest::EndOf(log);
   c->status = end.status;
   c->failed = end.failed;
+  c->adopted = crashtest::AdoptedOf(log);
   for (const auto& [key, runs] : crashtest::ExecutionsOf(log)) {
     auto it = want_runs_.find(key);
     const int want = it == want_runs_.end() ? 0 : it->second.executions;
     if (runs.executions > want) c->reexecuted.push_back(runs);
   }
-  c->differences = crashtest::CompareTrees(want_, got);
+  for (PathDiff& d : Compare(got, install_)) {
+    if (unstable_.count(d.path)) continue;  // differs without a crash too
+    if (d.what == "order") {
+      c->reordered.push_back(d.path);
+    } else {
+      c->differences.push_back(std::move(d));
+    }
+  }
   c->matches =
       c->differences.empty() && c->status == report_.undisturbed_status;
 }
@@ -241,7 +355,7 @@ CaseResult Crashtest::KillAt(const KillPoint& point, size_t n) {
     crashtest::RemoveTree(install_).IgnoreError();  // the next case's place
     return c;
   }
-  ChildResult r = RunWizq(point.crash_at, deadline_ms_);
+  ChildResult r = RunWizq(&point, deadline_ms_);
   c.crashed = r.exited && r.code == kCrashExitCode;
   // A power cut: every task process tree (and the spawner) dies with wizq,
   // and what the page cache held and nobody synced is gone: the exit
@@ -252,7 +366,7 @@ CaseResult Crashtest::KillAt(const KillPoint& point, size_t n) {
   }
   while (c.crashed && c.resumes < kMaxResumes && !r.interrupted) {
     c.resumes++;
-    r = RunWizq("", deadline_ms_);
+    r = RunWizq(nullptr, deadline_ms_);
     if (!r.exited || r.code != kCrashExitCode) break;
   }
   crashtest::KillDescendants();  // what a task left running
@@ -323,6 +437,10 @@ CLI::App* AddCrashtestCommand(CLI::App* app, CrashtestOptions* o) {
   cmd->add_option("--kills", o->kills,
                   "Test N kill points, spread evenly (default: all)")
       ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--baseline-runs", o->baseline_runs,
+                  "Undisturbed runs; paths that differ between them are not "
+                  "compared (default: 3)")
+      ->check(CLI::Range(1, 100));
   auto* cut = cmd->add_flag("--power-cut", o->power_cut,
                             "Kill wizq and every task tree (the default)");
   cmd->add_flag("--orchestrator-only", o->orchestrator_only,
@@ -335,6 +453,12 @@ CLI::App* AddCrashtestCommand(CLI::App* app, CrashtestOptions* o) {
   cmd->add_flag("--json", o->json, "One JSON object on stdout");
   cmd->add_option("--jobs,-j", o->jobs, "Passed to wizq run")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--agent", o->agent,
+                  "Passed to wizq run: the agent for Pool steps");
+  cmd->add_option("--answer", o->answers,
+                  "Passed to wizq run: STEP=VALUE answers a Prompt step "
+                  "(repeatable)")
+      ->allow_extra_args(false);
   return cmd;
 }
 

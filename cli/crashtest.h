@@ -1,8 +1,9 @@
 // `wizq crashtest` (SPEC §15, docs/CLI.md "crashtest"): runs a workflow
-// once undisturbed in a copy of a template directory, then once per kill
-// point, killing `wizq` (and, for a power cut, every task process tree)
-// at that durable step and resuming with `wizq run` until the run ends,
-// and compares each end state with the undisturbed one.
+// undisturbed in a copy of a template directory (--baseline-runs times:
+// what differs between those runs is nondeterministic, not compared), then
+// once per kill point, killing `wizq` (and, for a power cut, every task
+// process tree) at that durable step and resuming with `wizq run` until
+// the run ends, and compares each end state with the undisturbed one.
 //
 // The pieces: crashtest_proc.h (the child processes: spawn, wait, kill
 // every descendant), crashtest_tree.h (copy, fingerprint and compare
@@ -31,16 +32,21 @@ struct CrashtestOptions {
   std::vector<std::string> ignore;  // --ignore GLOB
   bool keep = false;                // --keep: leave the scratch dirs
   bool json = false;
-  int jobs = 0;  // --jobs, passed to `wizq run`; 0: its default
+  int jobs = 0;           // --jobs, passed to `wizq run`; 0: its default
+  int baseline_runs = 3;  // --baseline-runs N
+  std::string agent;      // --agent COMMAND, passed to `wizq run`
+  std::vector<std::string> answers;  // --answer STEP=VALUE, passed on
 };
 
 // Adds the `crashtest` subcommand, filling `*options` when parsed.
 CLI::App* AddCrashtestCommand(CLI::App* app, CrashtestOptions* options);
 
 // Runs it; returns the exit code (docs/CLI.md): 0 every end state matches
-// the undisturbed one, 1 some differ, 2 bad arguments or workflow (nothing
-// ran), 3 environment error, 130 interrupted; if the undisturbed run itself
-// does not complete, its own exit code.
+// the undisturbed one, 1 some differ, 2 bad arguments or workflow, or a
+// step it cannot run (a Pool step without --agent, a Prompt without a
+// default or an --answer; nothing ran), 3 environment error, 130
+// interrupted; if an undisturbed run itself does not complete, its own
+// exit code.
 int RunCrashtest(const CrashtestOptions& options);
 
 }  // namespace wizq

@@ -1,6 +1,7 @@
 #include "cli/crashtest_audit.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <string_view>
 
@@ -59,6 +60,17 @@ std::string Describe(const Commit& c,
   return out.empty() ? "(no task)" : out;
 }
 
+// "2nd", "3rd", "11th".
+std::string Ordinal(int n) {
+  const char* suffix = "th";
+  if (n % 100 < 11 || n % 100 > 13) {
+    if (n % 10 == 1) suffix = "st";
+    if (n % 10 == 2) suffix = "nd";
+    if (n % 10 == 3) suffix = "rd";
+  }
+  return std::to_string(n) + suffix;
+}
+
 // Updates `steps` (task id -> step) with the submissions of `c`.
 void NoteSteps(const Commit& c, std::map<int64_t, std::string>* steps) {
   for (const Json& e : c) {
@@ -102,24 +114,44 @@ Status ReadCommits(const std::string& install_dir, std::vector<Commit>* out) {
 std::vector<KillPoint> KillPointsOf(const std::vector<Commit>& commits) {
   std::vector<KillPoint> out;
   std::map<int64_t, std::string> steps;
-  int results = 0;
-  for (size_t i = 0; i < commits.size(); i++) {
-    const Commit& c = commits[i];
+  std::map<std::string, int> seen;  // passes of each crash_if so far
+  std::vector<int64_t> order;       // each kill point's task id
+  constexpr int64_t kLast = std::numeric_limits<int64_t>::max();
+  for (const Commit& c : commits) {
     NoteSteps(c, &steps);
-    const std::string n = std::to_string(i + 1);
-    if (std::any_of(c.begin(), c.end(), IsResult)) {
-      Commit finished;
-      for (const Json& e : c) {
-        if (IsResult(e)) finished.push_back(e);
+    const std::string what = Describe(c, steps);
+    for (const Json& e : c) {
+      const std::string ev = Str(e, "event");
+      const bool run = ev == "run_started" || ev == "run_finished";
+      if (!run && ev != "task_claimed" && !IsResult(e)) continue;
+      std::string name = ev, tag = "\"event\":\"" + ev + "\",";
+      if (!run) {
+        const int64_t id = Int(e, "id");
+        name += " #" + std::to_string(id) + " " + steps[id];
+        tag += "\"id\":" + std::to_string(id) + ",";
       }
-      out.push_back({"run.before_result_commit:" + std::to_string(++results),
-                     "before commit " + n,
-                     "finished, not durable: " + Describe(finished, steps)});
+      const int n = ++seen[tag];
+      if (n > 1) name += " (" + Ordinal(n) + ")";
+      if (IsResult(e)) {
+        out.push_back({"log.before_write:" + std::to_string(n), tag,
+                       "before " + name,
+                       "finished, not durable: " + Describe({e}, steps)});
+      }
+      out.push_back(
+          {"log.after_sync:" + std::to_string(n), tag, "after " + name, what});
+      order.push_back(run ? (ev == "run_started" ? 0 : kLast) : Int(e, "id"));
+      if (IsResult(e)) order.push_back(order.back());
     }
-    out.push_back(
-        {"log.after_sync:" + n, "after commit " + n, Describe(c, steps)});
   }
-  return out;
+  // By task id, each task's own in log order: the same list whatever
+  // order parallel tasks finished in.
+  std::vector<size_t> index(out.size());
+  for (size_t i = 0; i < index.size(); i++) index[i] = i;
+  std::stable_sort(index.begin(), index.end(),
+                   [&](size_t a, size_t b) { return order[a] < order[b]; });
+  std::vector<KillPoint> sorted;
+  for (size_t i : index) sorted.push_back(std::move(out[i]));
+  return sorted;
 }
 
 std::vector<KillPoint> Sample(const std::vector<KillPoint>& all, int n) {
@@ -159,6 +191,20 @@ std::map<std::string, TaskRuns> ExecutionsOf(const std::vector<Commit>& log) {
     auto it = key_of.find(id);
     if (it != key_of.end())
       out[it->second].executions = static_cast<int>(set.size());
+  }
+  return out;
+}
+
+std::vector<std::string> AdoptedOf(const std::vector<Commit>& log) {
+  std::vector<std::string> out;
+  std::map<int64_t, std::string> steps;
+  for (const Commit& c : log) {
+    NoteSteps(c, &steps);
+    for (const Json& e : c) {
+      if (Str(e, "event") != "task_adopted") continue;
+      const int64_t id = Int(e, "id");
+      out.push_back(steps[id] + "#" + std::to_string(id));
+    }
   }
   return out;
 }

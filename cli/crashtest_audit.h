@@ -1,17 +1,25 @@
 // `wizq crashtest`, part: what a run's audit log (.wizard/audit.jsonl,
 // docs/FORMAT.md) says about kill points and task executions.
 //
-// Kill points. Each commit of the undisturbed run's log is a durable step;
-// crashtest kills a run at two places around it, each named by a crash
-// point of util/crash_point.h, which `wizq` arms from WIZQ_CRASH_AT:
-//   - "after commit i": the i-th commit is durable, nothing has acted on it
-//     yet (log.after_sync:i). The claims it holds are not started yet; the
-//     tasks started earlier are running.
-//   - "before commit i", for each commit that carries task results (the
-//     j-th such commit): those tasks' bodies have finished, their results
-//     are not durable (run.before_result_commit:j). This is where a task
-//     body has done all its side effects and will still run again after a
-//     power cut.
+// Kill points. Each event of the undisturbed run's log that moves the run
+// on is a durable step, and crashtest kills a run right after the commit
+// that holds it, or right before it for a task's result. A kill point is
+// named by its event and task, not by the commit's index (how results are
+// batched depends on timing when tasks run in parallel):
+//   - "after run_started", "after task_claimed #4 Install" (claimed, not
+//     started), "after task_completed #4 Install", "after task_failed ...",
+//     "after run_finished": the commit holding the event is durable,
+//     nothing has acted on it yet (log.after_sync);
+//   - "before task_completed #4 Install" (or task_failed): the task's body
+//     has finished and done all its side effects, its result is not
+//     durable (log.before_write). This is where a power cut makes a task
+//     run twice.
+// `wizq` arms the crash point of util/crash_point.h from WIZQ_CRASH_AT
+// (`log.after_sync:n`), counting only the batches that hold the event's
+// text as wizq writes it (WIZQ_CRASH_IF: `"event":"task_completed","id":4,`):
+// the n-th such batch, for a task's n-th claim or result. A task's id is
+// the same in every run unless tasks that spawn children finish in another
+// order.
 //
 // Executions. A task's body ran once per distinct attempt number of its
 // `task_claimed` events: a claim put back because its attempt never started
@@ -41,9 +49,12 @@ using Commit = std::vector<nlohmann::json>;
 Status ReadCommits(const std::string& install_dir, std::vector<Commit>* out);
 
 struct KillPoint {
-  std::string crash_at;  // the WIZQ_CRASH_AT value
-  std::string name;      // "after commit 7", "before commit 7"
-  std::string what;      // what the step holds, e.g. "done Download#2"
+  std::string crash_at;  // the WIZQ_CRASH_AT value: "log.after_sync:1"
+  std::string crash_if;  // the WIZQ_CRASH_IF value: the event's text
+  std::string name;      // "after task_completed #2 Download"
+  // The commit holding it, as the undisturbed run made it: "done
+  // Download#2; claim Unpack#3".
+  std::string what;
 };
 
 // Every kill point of a run, in the order the run passes them.
@@ -61,6 +72,10 @@ struct TaskRuns {
 
 // Per task ("<step> <dedup key>"), how many times its body ran.
 std::map<std::string, TaskRuns> ExecutionsOf(const std::vector<Commit>& log);
+
+// The tasks whose attempt a resumed run adopted (task_adopted), as
+// "Download#3", in log order.
+std::vector<std::string> AdoptedOf(const std::vector<Commit>& log);
 
 // How the run ended: `run_finished`'s status ("" if it has none) and the
 // tasks that failed for good, as "Download#3 (worker_lost)".

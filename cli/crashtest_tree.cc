@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <system_error>
 
+#include "fs/env.h"
 #include "queue/queue.h"
 
 namespace wizq::crashtest {
@@ -111,6 +113,49 @@ std::string Differ(const TreeEntry& a, const TreeEntry& b) {
   return "";
 }
 
+constexpr uint64_t kMaxTextBytes = 4 << 20;
+
+// The lines of a text file (a last line without a newline is one too);
+// false if it cannot be read, is larger than kMaxTextBytes or holds a NUL.
+bool ReadLines(const std::string& path, std::vector<std::string>* lines) {
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec || size > kMaxTextBytes) return false;
+  std::string text;
+  if (!Env::Posix()->ReadFile(path, &text).ok() ||
+      text.find('\0') != std::string::npos) {
+    return false;
+  }
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();
+    lines->push_back(text.substr(at, nl - at));
+    at = nl + 1;
+  }
+  return true;
+}
+
+// `1 line added: "a"`, `3 lines missing: "a", "b" (+1 more)`: a line cut
+// to 60 bytes, control characters escaped.
+std::string SomeLines(const std::vector<std::string>& lines, const char* how) {
+  constexpr size_t kShown = 3, kWidth = 60;
+  std::string out = std::to_string(lines.size()) +
+                    (lines.size() == 1 ? " line " : " lines ") + how + ":";
+  for (size_t i = 0; i < lines.size() && i < kShown; i++) {
+    std::string l = lines[i].substr(0, kWidth);
+    for (char& c : l) {
+      if (static_cast<unsigned char>(c) < 0x20) c = '?';
+    }
+    out += std::string(i ? ", " : " ") + "\"" + l +
+           (lines[i].size() > kWidth ? "...\"" : "\"");
+  }
+  if (lines.size() > kShown) {
+    out += " (+" + std::to_string(lines.size() - kShown) + " more)";
+  }
+  return out;
+}
+
 }  // namespace
 
 bool Ignored(const std::string& rel, const std::vector<std::string>& globs) {
@@ -152,22 +197,65 @@ Status SnapshotTree(const std::string& root,
   return Status::OK();
 }
 
-std::vector<std::string> CompareTrees(const Tree& want, const Tree& got) {
-  std::vector<std::string> out;
+std::vector<PathDiff> CompareTrees(const Tree& want, const Tree& got) {
+  std::vector<PathDiff> out;
   auto a = want.begin(), b = got.begin();
   while (a != want.end() || b != got.end()) {
     if (b == got.end() || (a != want.end() && a->first < b->first)) {
-      out.push_back(a->first + ": missing");
+      out.push_back({a->first, "missing", {}, {}});
       ++a;
     } else if (a == want.end() || b->first < a->first) {
-      out.push_back(b->first + ": extra");
+      out.push_back({b->first, "extra", {}, {}});
       ++b;
     } else {
       const std::string d = Differ(a->second, b->second);
-      if (!d.empty()) out.push_back(a->first + ": " + d);
+      if (!d.empty()) out.push_back({a->first, d, {}, {}});
       ++a;
       ++b;
     }
+  }
+  return out;
+}
+
+void LineDiff(const std::string& want_root, const std::string& got_root,
+              PathDiff* d) {
+  if (d->what != "content") return;
+  std::vector<std::string> want, got;
+  if (!ReadLines(want_root + "/" + d->path, &want) ||
+      !ReadLines(got_root + "/" + d->path, &got)) {
+    return;  // not text: the bytes differ, that is all
+  }
+  // The multiset difference, each side in its own order.
+  std::map<std::string, int> left;
+  for (const std::string& l : want) left[l]++;
+  for (const std::string& l : got) {
+    if (left[l] > 0) {
+      left[l]--;
+    } else {
+      d->added.push_back(l);
+    }
+  }
+  for (const std::string& l : want) {
+    if (left[l] > 0) {
+      left[l]--;
+      d->missing.push_back(l);
+    }
+  }
+  if (!d->added.empty() || !d->missing.empty()) {
+    d->what = "lines";
+  } else if (want != got) {
+    d->what = "order";
+  }  // else: the same lines; only the last one's newline differs
+}
+
+std::string PathDiff::Describe() const {
+  if (what == "order") return path + ": the same lines in another order";
+  if (what != "lines") return path + ": " + what;
+  std::string out = path + ":";
+  if (!added.empty()) out += " " + SomeLines(added, "added");
+  if (!missing.empty()) {
+    out +=
+        std::string(added.empty() ? " " : ", ") + SomeLines(missing, "missing");
   }
   return out;
 }

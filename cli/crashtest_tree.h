@@ -4,7 +4,8 @@
 // These are the user's files (a template copied into a scratch directory,
 // the end state a workflow leaves there), not wizq's state: nothing here
 // needs durability or fault injection, so this file walks directories with
-// std::filesystem and reads files with plain read(2) instead of an Env.
+// std::filesystem and reads files with plain read(2) (to hash them) or
+// Env::Posix() (a text file's lines), with no fault injection.
 #ifndef WIZQ_CLI_CRASHTEST_TREE_H_
 #define WIZQ_CLI_CRASHTEST_TREE_H_
 
@@ -40,10 +41,30 @@ bool Ignored(const std::string& rel, const std::vector<std::string>& globs);
 Status SnapshotTree(const std::string& root,
                     const std::vector<std::string>& ignore, Tree* out);
 
-// What differs between the expected tree and another, one line per path,
-// sorted by path: "<path>: missing", "<path>: extra", "<path>: content",
-// "<path>: mode 0644 -> 0600", "<path>: type file -> directory".
-std::vector<std::string> CompareTrees(const Tree& want, const Tree& got);
+// What differs in one path between two trees.
+struct PathDiff {
+  std::string path;
+  // "missing", "extra", "content" (a file's bytes), "lines" (a text file:
+  // `added` and `missing` say which), "order" (a text file with the same
+  // lines in another order), "mode 0644 -> 0600", "type file -> directory",
+  // "symlink target a -> b".
+  std::string what;
+  std::vector<std::string> added, missing;  // lines ("lines" only)
+  // "steps.log: 1 line added: \"build\"".
+  std::string Describe() const;
+};
+
+// What differs between the expected tree and another, one entry per path,
+// sorted by path. A file whose content differs is "content"; LineDiff
+// tells more.
+std::vector<PathDiff> CompareTrees(const Tree& want, const Tree& got);
+
+// For a "content" difference of a file under `want_root` and `got_root`:
+// if both are text (no NUL byte, at most 4 MiB), the lines one has more
+// than the other, as a multiset ("lines"), or "order" when they are the
+// same lines in another order.
+void LineDiff(const std::string& want_root, const std::string& got_root,
+              PathDiff* d);
 
 // Copies the tree at `from` (a directory) to `to` (created; must not
 // exist): files with their content and permission bits, directories,

@@ -6,14 +6,11 @@
 
 #include <cstdio>
 
-#include "cli/progress.h"
 #include "cli/run_errors.h"
 #include "fs/env.h"
 #include "interop/barnum_export.h"
 #include "interop/barnum_import.h"
 #include "interop/barnum_log.h"
-#include "orchestrator/run_import.h"
-#include "queue/queue.h"
 #include "util/hash.h"
 
 namespace wizq {
@@ -26,13 +23,15 @@ void AddResumeFromOption(CLI::App* run_cmd, std::string* state_log) {
 
 namespace {
 
-// Prints `message` (with --json also as an `error` event) and returns 2.
-int Invalid(const std::string& message, bool json,
+// Prints `message` (with --json also as an `error` event naming `field`)
+// and returns 2.
+int Invalid(const std::string& message, bool json, const std::string& field,
             const std::string& file = "") {
   JsonError e;
   e.message = message;
   e.file = file;
-  ReportRunError(e, "", json);
+  e.field = field;
+  ReportRunError(e, json);
   return kExitInvalid;
 }
 
@@ -41,50 +40,37 @@ std::string AbsolutePath(const std::string& path) {
   return realpath(path.c_str(), buf) != nullptr ? std::string(buf) : path;
 }
 
-// Whether `dir` already holds a wizq run (nothing is created to find out).
-bool HasRun(const std::string& dir) {
-  Env* env = Env::Posix();
-  const std::string w = WizardDir(dir);
-  return env->FileExists(w + "/queue.json") ||
-         env->FileExists(w + "/audit.jsonl");
-}
-
 }  // namespace
 
-int DoResumeFrom(const std::string& state_log, RunOptions options,
-                 const std::string& input_file, bool json, bool quiet,
-                 void (*install_signals)()) {
-  if (!options.workflow_path.empty()) {
+int PrepareResumeFrom(const std::string& state_log,
+                      const std::string& input_file, bool json, bool quiet,
+                      RunOptions* options, BarnumImport* import,
+                      RunExtras* extras) {
+  if (!options->workflow_path.empty()) {
     return Invalid(
         "--resume-from takes no WORKFLOW: the workflow is the "
         "Config logged in " +
             state_log,
-        json);
+        json, "--resume-from");
   }
-  if (!options.input_json.empty() || !input_file.empty()) {
+  if (!options->input_json.empty() || !input_file.empty()) {
     return Invalid(
         "--resume-from cannot be combined with --input or "
         "--input-file: the tasks come from the log",
-        json);
-  }
-  if (options.fresh && HasRun(options.install_dir)) {
-    return Invalid(
-        "--resume-from with --fresh: " + WizardDir(options.install_dir) +
-            " already holds a run (use another --dir)",
-        json);
+        json, "--resume-from");
   }
   std::string text;
   Status s = Env::Posix()->ReadUserFile(state_log, &text);
   if (!s.ok()) {
-    return Invalid("cannot read --resume-from " + s.message(), json, state_log);
+    return Invalid("cannot read --resume-from " + s.message(), json,
+                   "--resume-from", state_log);
   }
   BarnumLog log;
   s = ReadBarnumLog(state_log, text, &log);
-  BarnumImport import;
   const std::string source =
       std::string(BarnumFormatName(log.format)) + ":" + AbsolutePath(state_log);
-  if (s.ok()) s = ImportBarnumLog(log, source, &import);
-  if (!s.ok()) return Invalid(s.message(), json, state_log);
+  if (s.ok()) s = ImportBarnumLog(log, source, import);
+  if (!s.ok()) return Invalid(s.message(), json, "", state_log);
   if (log.torn_tail) {
     std::fprintf(stderr,
                  "wizq run: %s: the last line was cut short (a crash "
@@ -95,33 +81,19 @@ int DoResumeFrom(const std::string& state_log, RunOptions options,
     std::fprintf(stderr,
                  "wizq run: %s (%s): %lld pending, %lld waiting, %lld done\n",
                  state_log.c_str(), BarnumFormatName(log.format),
-                 static_cast<long long>(import.run.tasks_pending),
-                 static_cast<long long>(import.run.tasks_waiting),
-                 static_cast<long long>(import.run.tasks_done));
+                 static_cast<long long>(import->run.tasks_pending),
+                 static_cast<long long>(import->run.tasks_waiting),
+                 static_cast<long long>(import->run.tasks_done));
   }
-  if (options.run_id.empty()) {
-    options.run_id = "b" + Hash128Hex(text).substr(0, 16);
+  if (options->run_id.empty()) {
+    options->run_id = "b" + Hash128Hex(text).substr(0, 16);
   }
-  options.wizq_version = WIZQ_VERSION;
+  options->workflow_path = "the Config of " + state_log;
   char cwd[PATH_MAX];
-  const std::string base = getcwd(cwd, sizeof(cwd)) ? cwd : ".";
-  ProgressOptions po;
-  po.quiet = quiet;
-  po.json = json;
-  po.terminal = isatty(STDERR_FILENO) != 0;
-  auto printer = NewProgressPrinter(po);
-  install_signals();
-  std::string error;
-  int code = RunImportedWorkflow(options, import.workflow_json, base,
-                                 import.run, printer.get(), &error);
-  printer.reset();
-  if (!error.empty()) {
-    JsonError e;
-    e.code = code;
-    e.message = error;
-    ReportRunError(e, "", json);
-  }
-  return code;
+  extras->workflow_text = import->workflow_json;
+  extras->base_dir = getcwd(cwd, sizeof(cwd)) ? cwd : ".";
+  extras->import = &import->run;
+  return 0;
 }
 
 CLI::App* AddExportCommand(CLI::App& app, ExportArgs* args) {

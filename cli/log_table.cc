@@ -35,6 +35,7 @@ void RowJson(const AttemptRecord& a, std::string* out) {
     w.Null();
   }
   w.Key("will_retry").Bool(a.will_retry).Key("refunded").Bool(a.refunded);
+  w.Key("never_started").Bool(a.never_started);
   w.Key("adopted").Bool(a.adopted).Key("reused").Bool(a.reused);
   w.Key("claim_seq").Int(a.claim_seq).Key("end_seq").Int(a.end_seq);
   w.EndObject();
@@ -46,12 +47,13 @@ void PrintRow(const AttemptRecord& a, int64_t last_ms) {
                               : FormatDuration(last_ms - a.start_ms) + "+";
   const std::string worker =
       a.agent.empty() ? a.worker : a.worker + ":" + a.agent;
-  std::printf("%5lld %-12s %-24s %3lld %-16s %s %8s  %s\n",
-              static_cast<long long>(a.task_id), Shorten(a.step, 12).c_str(),
-              Shorten(a.value, 24).c_str(), static_cast<long long>(a.attempt),
-              Shorten(worker.empty() ? "-" : worker, 16).c_str(),
-              FormatTime(a.start_ms).c_str(), dur.c_str(),
-              AttemptResultText(a).c_str());
+  std::printf(
+      "%5lld %-12s %-24s %3lld %-16s %s %8s  %s\n",
+      static_cast<long long>(a.task_id), ShortenMiddle(a.step, 12).c_str(),
+      ShortenMiddle(a.value, 24).c_str(), static_cast<long long>(a.attempt),
+      ShortenMiddle(worker.empty() ? "-" : worker, 16).c_str(),
+      FormatTime(a.start_ms).c_str(), dur.c_str(),
+      AttemptResultText(a).c_str());
 }
 
 }  // namespace
@@ -79,6 +81,7 @@ std::string AttemptResultText(const AttemptRecord& a) {
     }
   }
   if (a.outcome == "failed") text += a.will_retry ? ", retried" : ", failed";
+  if (a.never_started) return "never started (not charged)";
   if (a.outcome == "reset") text += a.refunded ? " (not charged)" : "";
   if (a.adopted) {
     text += " (adopted after " + FormatDuration(a.adopted_waited_ms) + ")";

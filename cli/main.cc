@@ -9,11 +9,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "cli/agent.h"
 #include "cli/answer.h"
 #include "cli/crashtest.h"
+#include "cli/db.h"
+#include "cli/docgen/completion.h"
+#include "cli/docgen/man_page.h"
 #include "cli/inspect.h"
 #include "cli/interop.h"
 #include "cli/log_table.h"
@@ -53,26 +57,21 @@ Status ReadStdin(std::string* out) {
 struct RunArgs {
   RunOptions options;
   std::string input_file;
+  std::string resume_from;  // --resume-from: a Barnum state log
   bool json = false;
   bool quiet = false;
   std::vector<std::string> argv;  // the command line, for the pause lines
 };
 
-// The command line without its --answer arguments.
-std::vector<std::string> WithoutAnswers(int argc, char** argv) {
-  std::vector<std::string> out;
-  for (int i = 0; i < argc; i++) {
-    const std::string a = argv[i];
-    if (a == "--answer") {
-      i++;
-    } else if (a.rfind("--answer=", 0) != 0) {
-      out.push_back(a);
-    }
-  }
-  return out;
-}
-
 int DoRun(RunArgs& a) {
+  // A Barnum run continued is a run like any other, started from the log.
+  BarnumImport import;
+  RunExtras extras;
+  if (!a.resume_from.empty()) {
+    const int code = PrepareResumeFrom(a.resume_from, a.input_file, a.json,
+                                       a.quiet, &a.options, &import, &extras);
+    if (code != 0) return code;
+  }
   if (!a.input_file.empty()) {
     // Follows symlinks, unlike wizq's own files: the user named this file.
     // `-` is stdin.
@@ -86,7 +85,7 @@ int DoRun(RunArgs& a) {
           "cannot read --input-file " + a.input_file + ": " + s.message();
       e.file = a.input_file;
       e.field = "--input-file";
-      ReportRunError(e, "", a.json);
+      ReportRunError(e, a.json);
       return kExitInvalid;
     }
   }
@@ -104,15 +103,10 @@ int DoRun(RunArgs& a) {
       isatty(STDERR_FILENO) != 0 && tcgetpgrp(STDIN_FILENO) == getpgrp();
   auto printer = NewProgressPrinter(po);
   InstallSignalHandlers();
-  std::string error;
-  int code = RunWorkflow(a.options, printer.get(), &error);
+  RunError error;
+  int code = RunWorkflowWith(a.options, extras, printer.get(), &error);
   printer.reset();
-  if (!error.empty()) {
-    JsonError e;
-    e.code = code;
-    e.message = error;
-    ReportRunError(e, a.options.workflow_path, a.json);
-  }
+  if (!error.message.empty()) ReportRunError(code, error, a.json);
   return code;
 }
 
@@ -140,14 +134,53 @@ CLI::Validator IntegerIn(int64_t lo, int64_t hi) {
           : "INT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
 }
 
-int Main(int argc, char** argv) {
+// The wizq command line: every command, its options and the variables they
+// fill in. The constructor defines them; Run parses argv and runs the
+// command chosen. `wizq completion` and the man pages (cli/docgen/) walk
+// the same tree, so they say what --help says. (The members keep the names
+// they had as the locals of Main.)
+class Commands {
+ public:
+  Commands(int argc, char** argv);
+  int Run(int argc, char** argv);
+  const CLI::App& tree() const { return app; }
+
+ private:
   CLI::App app{"wizq: a crash-resumable task-queue orchestrator", "wizq"};
+  RunArgs run;
+  CLI::App* run_cmd = nullptr;
+  AnswerArgs answer;
+  CLI::App* answer_cmd = nullptr;
+  std::string dir = ".";
+  bool json = false;
+  StatusArgs status;  // cli/status.h
+  CLI::App* status_cmd = nullptr;
+  int64_t task_id = 0;
+  CLI::App* log_cmd = nullptr;
+  bool table = false;  // cli/log_table.h
+  ReportArgs report;   // cli/report.h
+  CLI::App* report_cmd = nullptr;
+  PruneArgs prune;  // cli/prune.h
+  CLI::App* prune_cmd = nullptr;
+  ValidateArgs validate;
+  CLI::App* validate_cmd = nullptr;
+  ExportArgs export_args;
+  CLI::App* export_cmd = nullptr;
+  std::unique_ptr<AgentCli> agent;
+  std::unique_ptr<DbCli> db;
+  CrashtestOptions crashtest;
+  CLI::App* crashtest_cmd = nullptr;
+  McpArgs mcp;
+  CLI::App* mcp_cmd = nullptr;
+  docgen::CompletionArgs completion;  // cli/docgen/completion.h
+  CLI::App* completion_cmd = nullptr;
+};
+
+Commands::Commands(int argc, char** argv) {
   app.set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
   app.require_subcommand(1);
 
-  RunArgs run;
-  CLI::App* run_cmd =
-      app.add_subcommand("run", "Run, resume or join a workflow run");
+  run_cmd = app.add_subcommand("run", "Run, resume or join a workflow run");
   run_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
   run_cmd->add_option("WORKFLOW", run.options.workflow_path,
                       "Workflow file (JSON or JSONC)");
@@ -172,61 +205,51 @@ int Main(int argc, char** argv) {
   run_cmd->add_flag("--quiet,-q", run.quiet,
                     "No progress output (failures and warnings still show)");
   AddHaltOption(run_cmd, &run.options.halt);
-  std::string resume_from;
-  AddResumeFromOption(run_cmd, &resume_from);
+  AddResumeFromOption(run_cmd, &run.resume_from);
   run_cmd
       ->add_option("--answer", run.options.answers,
                    "TASK=VALUE: answer a human gate (task id or step "
                    "name; VALUE is JSON or text); repeatable")
       ->allow_extra_args(false);
-  run.argv = WithoutAnswers(argc, argv);
+  run.argv = ContinuingCommand(argc, argv);
 
-  AnswerArgs answer;
-  CLI::App* answer_cmd =
+  answer_cmd =
       AddAnswerCommand(app, &answer, std::string("wizq ") + WIZQ_VERSION);
   run_cmd->add_option("--agent", run.options.agent_command,
                       "Run Pool tasks with this shell command (the payload "
                       "on stdin, the response on stdout)");
 
-  std::string dir = ".";
-  bool json = false;
-  StatusArgs status;  // cli/status.h
-  CLI::App* status_cmd =
+  status_cmd =
       AddStatusCommand(app, &status, std::string("wizq ") + WIZQ_VERSION);
 
-  int64_t task_id = 0;
-  CLI::App* log_cmd = app.add_subcommand("log", "Show the audit log");
+  log_cmd = app.add_subcommand("log", "Show the audit log");
   log_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
   log_cmd->add_option("--dir", dir, "Install directory (default: .)");
   log_cmd->add_option("--task", task_id, "Only this task's events")
       ->check(IntegerIn(1, INT64_MAX));
   log_cmd->add_flag("--json", json, "The raw JSON lines");
-  bool table = false;  // cli/log_table.h
   log_cmd->add_flag("--table", table,
                     "One row per attempt (like parallel --joblog)");
-  ReportArgs report;  // cli/report.h
-  CLI::App* report_cmd =
+  report_cmd =
       AddReportCommand(app, &report, std::string("wizq ") + WIZQ_VERSION);
-  PruneArgs prune;  // cli/prune.h
-  CLI::App* prune_cmd =
-      AddPruneCommand(app, &prune, std::string("wizq ") + WIZQ_VERSION);
+  prune_cmd = AddPruneCommand(app, &prune, std::string("wizq ") + WIZQ_VERSION);
 
-  ValidateArgs validate;
-  CLI::App* validate_cmd =
+  validate_cmd =
       AddValidateCommand(app, &validate, std::string("wizq ") + WIZQ_VERSION);
 
-  ExportArgs export_args;
-  CLI::App* export_cmd = AddExportCommand(app, &export_args);
+  export_cmd = AddExportCommand(app, &export_args);
 
-  AgentCli agent(app);
+  agent = std::make_unique<AgentCli>(app);
+  db = std::make_unique<DbCli>(app);  // cli/db.h
 
-  CrashtestOptions crashtest;
-  CLI::App* crashtest_cmd = AddCrashtestCommand(&app, &crashtest);
+  crashtest_cmd = AddCrashtestCommand(&app, &crashtest);
   crashtest_cmd->set_version_flag("--version",
                                   std::string("wizq ") + WIZQ_VERSION);
-  McpArgs mcp;
-  CLI::App* mcp_cmd = AddMcpCommand(app, &mcp, WIZQ_VERSION);
+  mcp_cmd = AddMcpCommand(app, &mcp, WIZQ_VERSION);
+  completion_cmd = docgen::AddCompletionCommand(app, &completion);
+}
 
+int Commands::Run(int argc, char** argv) {
   // CLI11 reports an unknown command as "A subcommand is required"; name it.
   if (ReportUnknownCommand(app, argc, argv)) return kExitInvalid;
   try {
@@ -234,15 +257,12 @@ int Main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return ReportParseError(app, e, argc, argv);
   }
-  if (*run_cmd && !resume_from.empty()) {
-    return DoResumeFrom(resume_from, run.options, run.input_file, run.json,
-                        run.quiet, InstallSignalHandlers);
-  }
-  if (*run_cmd && run.options.workflow_path.empty()) {
+  if (*run_cmd && run.options.workflow_path.empty() &&
+      run.resume_from.empty()) {
     JsonError e;
     e.message = "WORKFLOW is required (or --resume-from BARNUM_LOG)";
     e.field = "WORKFLOW";
-    ReportRunError(e, "", run.json);
+    ReportRunError(e, run.json);
     return kExitInvalid;
   }
   if (*export_cmd) return DoExport(export_args);
@@ -256,8 +276,24 @@ int Main(int argc, char** argv) {
   if (*crashtest_cmd) return RunCrashtest(crashtest);
   if (*answer_cmd) return DoAnswer(answer);
   if (*mcp_cmd) return RunMcpCommand(mcp, WIZQ_VERSION);
-  if (agent.chosen()) return agent.Run();
+  if (agent->chosen()) return agent->Run();
+  if (db->chosen()) return db->Run();
+  if (*completion_cmd) return docgen::PrintCompletionScript(completion);
   return kExitInvalid;
+}
+
+int Main(int argc, char** argv) {
+  Commands commands(argc, argv);
+  // The generated documents' entry points, outside the command tree (no
+  // --help, no page, no completion of their own): the shell completion
+  // scripts call `wizq __complete WORD...`, the build `wizq __man DIR`.
+  if (argc >= 2 && std::strcmp(argv[1], "__complete") == 0) {
+    return docgen::Complete(commands.tree(), argc - 2, argv + 2);
+  }
+  if (argc == 3 && std::strcmp(argv[1], "__man") == 0) {
+    return docgen::WriteManPages(commands.tree(), WIZQ_VERSION, argv[2]);
+  }
+  return commands.Run(argc, argv);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 
 #include "agent/agent_service.h"
 #include "mcp/mcp_server.h"
+#include "orchestrator/run.h"
+#include "orchestrator/run_loop.h"  // StopRequested
 
 namespace wizq {
 
@@ -38,6 +40,14 @@ int RunMcpCommand(const McpArgs& args, const std::string& version) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
+  // A client that stops its server (SIGTERM, as the SDKs do when the server
+  // has not exited soon after its stdin closed) ends the session in order:
+  // the read is interrupted (no SA_RESTART) and the session's leases are
+  // handed back before the process exits.
+  struct sigaction sa = {};
+  sa.sa_handler = [](int) { RequestStop(); };
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
   // The protocol gets a descriptor of its own and fd 1 becomes stderr, so
   // that nothing else in the process can ever write on the protocol stream.
   const int protocol_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
@@ -49,6 +59,7 @@ int RunMcpCommand(const McpArgs& args, const std::string& version) {
   std::unique_ptr<AgentService> service = AgentService::Open(args.dir);
   McpServerOptions options;
   options.server_version = version;
+  options.stop_requested = [] { return StopRequested(); };
   McpServer server(service.get(), STDIN_FILENO, protocol_fd, options);
   const int code = server.Serve();
   close(protocol_fd);

@@ -9,6 +9,7 @@
 
 #include "cli/progress_internal.h"
 #include "cli/progress_line.h"
+#include "cli/view_util.h"
 #include "fs/env.h"
 #include "queue/queue.h"
 #include "tasks/attempt_files.h"
@@ -17,15 +18,18 @@
 
 namespace wizq {
 
+int64_t Ran(const Progress& p) {
+  return p.done + p.failed - p.reused - p.imported;
+}
+
 std::string ProgressCounts(const Progress& p) {
-  char buf[160];
-  std::snprintf(buf, sizeof(buf),
-                "%lld done, %lld running, %lld pending, %lld failed (%.1fs)",
-                static_cast<long long>(p.done),
-                static_cast<long long>(p.running),
-                static_cast<long long>(p.pending),
-                static_cast<long long>(p.failed), p.elapsed_ms / 1000.0);
-  return buf;
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%.1fs", p.elapsed_ms / 1000.0);
+  std::string out = std::to_string(p.done) + " done, " +
+                    std::to_string(p.running) + " running, ";
+  if (p.queued > 0) out += std::to_string(p.queued) + " queued, ";
+  return out + std::to_string(p.pending) + " pending, " +
+         std::to_string(p.failed) + " failed (" + seconds + ")";
 }
 
 namespace {
@@ -92,6 +96,10 @@ class Printer : public RunObserver {
     switch (r.action) {
       case OpenAction::kStartedFresh:
         Plain("started run " + run_id);
+        if (r.tasks_retried > 0) {  // an import's failed tasks
+          Line(std::to_string(r.tasks_retried) +
+               " failed task(s) retried (--retry-failed)");
+        }
         break;
       case OpenAction::kResumed:
         Line("resuming run " + run_id + ": " + ResumeCounts(r));
@@ -102,7 +110,10 @@ class Printer : public RunObserver {
         break;
       case OpenAction::kFinished:
         Line("run " + run_id + " has already finished: " + ProgressCounts(p) +
-             "; nothing runs again (use --fresh to start over)");
+             "; nothing runs again (use " +
+             (p.failed > 0 ? "--retry-failed to run its failed tasks again, "
+                             "or --fresh to start over)"
+                           : "--fresh to start over)"));
         break;
       case OpenAction::kReadOnly:
       case OpenAction::kAttached:
@@ -114,6 +125,12 @@ class Printer : public RunObserver {
     Plain(TaskName(t) + " started (attempt " + std::to_string(attempt) + ")" +
           Tag(t));
     if (LiveShown()) live_.TaskStarted(t, p);  // (parses the value)
+    Live();
+  }
+
+  // Counted apart on the live line; no line of its own (its start has one).
+  void OnTaskQueued(const Task&, int, const Progress& p) override {
+    live_.Update(p);
     Live();
   }
 
@@ -148,7 +165,10 @@ class Printer : public RunObserver {
     const std::string name = RunStatusName(status);
     Line("run " + (status == RunStatus::kFailed ? Red(name, colour_) : name) +
          ": " + ProgressCounts(p) + "; " + std::to_string(p.reused) +
-         " reused, " + std::to_string(p.done + p.failed - p.reused) + " ran");
+         " reused, " + std::to_string(Ran(p)) + " ran" +
+         (p.imported ? ", " + std::to_string(p.imported) +
+                           " finished before the import"
+                     : ""));
     KeptLine();
   }
 
@@ -212,8 +232,7 @@ class Printer : public RunObserver {
  private:
   // "task 3 Item (finally)".
   static std::string TaskName(const Task& t) {
-    return "task " + std::to_string(t.id) + " " + t.type +
-           (t.origin == Origin::kFinally ? " (finally)" : "");
+    return "task " + std::to_string(t.id) + " " + t.type + HookLabel(t);
   }
   // " [a.txt]": the value in short (like GNU parallel's --tag); "" for {}.
   static std::string Tag(const Task& t) {
@@ -223,7 +242,7 @@ class Printer : public RunObserver {
   // "task 3 Item [a.txt] (finally)": failure lines name the value first.
   static std::string TaskLabel(const Task& t) {
     return "task " + std::to_string(t.id) + " " + t.type + Tag(t) +
-           (t.origin == Origin::kFinally ? " (finally)" : "");
+           HookLabel(t);
   }
   // " (+3 tasks, 1 deduplicated)", " (+3 tasks)" or "".
   static std::string Added(int spawned, int dedup) {
@@ -293,6 +312,9 @@ class Printers : public RunObserver {
   void OnTaskStarted(const Task& t, int attempt, const Progress& p) override {
     for (auto& o : all_) o->OnTaskStarted(t, attempt, p);
   }
+  void OnTaskQueued(const Task& t, int attempt, const Progress& p) override {
+    for (auto& o : all_) o->OnTaskQueued(t, attempt, p);
+  }
   void OnTaskFinished(const Task& t, const std::string& reason,
                       const std::string& message, bool will_retry, int spawned,
                       const Progress& p) override {
@@ -319,6 +341,9 @@ class Printers : public RunObserver {
   }
   void OnDeduplicated(const Task& t, int count) override {
     for (auto& o : all_) o->OnDeduplicated(t, count);
+  }
+  void OnAttemptEnded(const Task& t, const AttemptEnd& end) override {
+    for (auto& o : all_) o->OnAttemptEnded(t, end);
   }
   void OnFailures(const std::vector<Task>& failed,
                   const std::string& wizard_dir) override {

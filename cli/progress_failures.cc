@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/progress_line.h"
+#include "cli/view_util.h"
 #include "fs/env.h"
 #include "tasks/attempt_files.h"
 
@@ -48,13 +49,19 @@ bool TailLines(const std::string& path, std::vector<std::string>* out) {
   return true;
 }
 
-// The message without the stderr tail the run loop appends to it (the list
-// shows the file's last lines instead).
-std::string MessageOnly(const std::string& message) {
+}  // namespace
+
+std::string FailureMessage(const std::string& message) {
   return message.substr(0, message.find("; stderr: "));
 }
 
-}  // namespace
+bool LastStderrLines(const Task& t, const std::string& wizard_dir,
+                     std::vector<std::string>* lines, std::string* path) {
+  if (t.attempts < 1) return false;
+  *path = AttemptFiles::Existing(Env::Posix(), wizard_dir, t.id, t.attempts)
+              .stderr_path();
+  return TailLines(*path, lines);
+}
 
 std::vector<std::string> FailureList(const std::vector<Task>& failed,
                                      const std::string& wizard_dir,
@@ -66,15 +73,11 @@ std::vector<std::string> FailureList(const std::vector<Task>& failed,
     const std::string value = ShortValue(t.inputs, 60);
     out.push_back("  task " + std::to_string(t.id) + " " + t.type +
                   (value.empty() ? "" : " [" + value + "]") +
-                  (t.origin == Origin::kFinally ? " (finally)" : "") + ": " +
-                  t.error_reason + ": " +
-                  ShortText(MessageOnly(t.error_message), kLineColumns));
-    if (t.attempts < 1) continue;
-    const std::string path =
-        AttemptFiles::Existing(Env::Posix(), wizard_dir, t.id, t.attempts)
-            .stderr_path();
+                  HookLabel(t) + ": " + t.error_reason + ": " +
+                  ShortText(FailureMessage(t.error_message), kLineColumns));
+    std::string path;
     std::vector<std::string> tail;
-    if (!TailLines(path, &tail)) continue;
+    if (!LastStderrLines(t, wizard_dir, &tail, &path)) continue;
     for (const std::string& line : tail) {
       out.push_back("    | " + ShortText(line, kLineColumns));
     }

@@ -13,6 +13,9 @@ namespace wizq {
 
 // "3 done, 1 running, 0 pending, 0 failed (1.2s)".
 std::string ProgressCounts(const Progress& p);
+// The tasks that ran in the run (done or failed): not reused, not
+// finished before an import.
+int64_t Ran(const Progress& p);
 
 // The command that answers a waiting prompt and goes on: the command as it
 // was run plus `--answer TASK=VALUE`.

@@ -103,6 +103,7 @@ class JsonPrinter : public RunObserver {
 
   void OnOpened(const std::string& run_id, const OpenReport& r,
                 const Progress& p) override {
+    run_id_ = run_id;
     EmitJsonEvent("run_opened", [&](JsonWriter& w) {
       w.Field("run_id", run_id);
       w.Field("action", ActionName(r.action));
@@ -125,7 +126,21 @@ class JsonPrinter : public RunObserver {
     });
   }
 
-  // Called just before the task's OnTaskFinished (observer.h).
+  // Called just before the task's OnTaskFinished (observer.h), as is
+  // OnDeduplicated.
+  void OnAttemptEnded(const Task& t, const AttemptEnd& end) override {
+    end_task_ = t.id;
+    end_ = end;
+  }
+
+  void OnTaskQueued(const Task& t, int attempt, const Progress& p) override {
+    EmitJsonEvent("task_queued", [&](JsonWriter& w) {
+      TaskFields(w, t);
+      w.Key("attempt").Int(attempt);
+      w.Key("queued").Int(p.queued);
+    });
+  }
+
   void OnDeduplicated(const Task& t, int count) override {
     dedup_task_ = t.id;
     dedup_count_ = count;
@@ -146,16 +161,20 @@ class JsonPrinter : public RunObserver {
       }
       w.Key("spawned").Int(spawned);
       w.Key("deduplicated").Int(t.id == dedup_task_ ? dedup_count_ : 0);
+      if (t.id == end_task_) AttemptFields(w);
     });
+    end_task_ = 0;
   }
 
   void OnRunFinished(RunStatus status, const Progress& p) override {
     EmitJsonEvent("run_finished", [&](JsonWriter& w) {
+      w.Field("run_id", run_id_);
       w.Field("status", RunStatusName(status));
       w.Key("done").Int(p.done);
       w.Key("failed").Int(p.failed);
       w.Key("reused").Int(p.reused);
-      w.Key("live").Int(p.done + p.failed - p.reused);
+      w.Key("live").Int(Ran(p));
+      if (p.imported) w.Key("imported").Int(p.imported);
       w.Key("duration_ms").Int(p.elapsed_ms);
     });
   }
@@ -197,9 +216,20 @@ class JsonPrinter : public RunObserver {
   }
 
  private:
+  // task_finished's fields of the attempt that ran: its exit code, how long
+  // it took, its stderr file.
+  void AttemptFields(JsonWriter& w) const {
+    if (end_.exit_code >= 0) w.Key("exit_code").Int(end_.exit_code);
+    if (end_.duration_ms >= 0) w.Key("duration_ms").Int(end_.duration_ms);
+    if (!end_.stderr_path.empty()) w.Field("stderr", end_.stderr_path);
+  }
+
   ProgressOptions o_;
+  std::string run_id_;      // OnOpened's
   int64_t dedup_task_ = 0;  // OnDeduplicated's, for the next task_finished
   int dedup_count_ = 0;
+  int64_t end_task_ = 0;  // OnAttemptEnded's, for the next task_finished
+  AttemptEnd end_;
 };
 
 }  // namespace

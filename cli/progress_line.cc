@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "util/console.h"
+#include "util/environment.h"
 #include "util/utf8.h"
 
 namespace wizq {
@@ -155,7 +156,7 @@ std::string ShortDuration(int64_t ms) {
 }
 
 bool ColourAllowed() {
-  const char* no = std::getenv("NO_COLOR");
+  const char* no = std::getenv(kEnvNoColor);
   return no == nullptr || *no == '\0';
 }
 
@@ -202,8 +203,8 @@ std::string LiveLine::Text(int columns) const {
   return TextLocked(columns, Clock::now());
 }
 
-// "[3/10] 12s, ETA 30s, 1 failed, 2 running, longest 8s: Review a.txt,
-// Lint b.txt", cut to `columns` - 3: a line that fills the last
+// "[3/10] 12s, ETA 30s, 1 failed, 2 running, 4 queued, longest 8s: Review
+// a.txt, Lint b.txt", cut to `columns` - 3: a line that fills the last
 // column makes some terminals wrap, and the terminal echoes Ctrl+C as "^C"
 // after it.
 std::string LiveLine::TextLocked(int columns, Clock::time_point now) const {
@@ -221,10 +222,13 @@ std::string LiveLine::TextLocked(int columns, Clock::time_point now) const {
     s += ", ETA " + ShortDuration(ran_ms * left / ended_here_);
   }
   if (p_.failed > 0) s += ", " + std::to_string(p_.failed) + " failed";
+  if (!running_.empty())
+    s += ", " + std::to_string(running_.size()) + " running";
+  if (p_.queued > 0) s += ", " + std::to_string(p_.queued) + " queued";
   if (!running_.empty()) {
     Clock::time_point oldest = now;
     for (const auto& [id, r] : running_) oldest = std::min(oldest, r.since);
-    s += ", " + std::to_string(running_.size()) + " running, longest " +
+    s += ", longest " +
          ShortDuration(duration_cast<milliseconds>(now - oldest).count()) + ":";
     for (const auto& [id, r] : running_) {
       s += " " + r.step + (r.value.empty() ? "" : " " + r.value) + ",";

@@ -48,6 +48,13 @@ int TerminalColumns();
 std::vector<std::string> FailureList(const std::vector<Task>& failed,
                                      const std::string& wizard_dir,
                                      bool colour);
+// What FailureList shows of one task (also `wizq report`'s failures): its
+// error message without the stderr tail the run loop appends to it, and
+// the last lines (at most 5) of its last attempt's stderr file and that
+// file's path; false when there is no such file or it cannot be read.
+std::string FailureMessage(const std::string& message);
+bool LastStderrLines(const Task& t, const std::string& wizard_dir,
+                     std::vector<std::string>* lines, std::string* path);
 
 // One line, redrawn in place every `period` from its own thread so that the
 // clock moves while tasks run, always cut to the terminal's width (asked

@@ -25,7 +25,7 @@ Status WriteOutput(const std::string& path, const std::string& page) {
     return Status::OK();
   }
   std::unique_ptr<WritableFile> f;
-  WIZQ_RETURN_IF_ERROR(Env::Posix()->NewWritableFile(path, &f));
+  WIZQ_RETURN_IF_ERROR(Env::Posix()->NewUserFile(path, &f));
   WIZQ_RETURN_IF_ERROR(f->Append(page));
   return f->Close();
 }
@@ -64,7 +64,9 @@ int DoReport(const ReportArgs& args) {
     Status s = LoadStateFromLog(Env::Posix(), run_dir, &archived);
     if (!s.ok()) return Fail(s);
     st = archived.get();
-    live_status = RunStatusName(st->run().status);
+    RunStatusExtras x;
+    x.archive_dir = run_dir;
+    live_status = LiveStatus(*st, x);
   } else {
     QueueOptions o;
     o.install_dir = args.dir;
@@ -72,9 +74,7 @@ int DoReport(const ReportArgs& args) {
     Status s = Queue::Open(o, &q, nullptr);
     if (!s.ok()) return Fail(s);
     st = &q->state();
-    live_status = LiveExtras(*st, args.dir).interrupted
-                      ? "interrupted"
-                      : RunStatusName(st->run().status);
+    live_status = LiveStatus(*st, LiveExtras(*st, args.dir));
   }
   RunHistory history;
   Status s = LoadRunHistory(Env::Posix(), run_dir, &history);

@@ -1,6 +1,13 @@
 // The page of `wizq report` (cli/report.h), generated from a run's state
-// and its history. No I/O. The page's DOM is a contract the tests read:
-//   - every task:    <li class="task" data-task-id=ID data-state=STATE>
+// and its history. No I/O but the failed tasks' stderr tails
+// (LastStderrLines, under ReportInput::source). The page's DOM is a
+// contract the tests read:
+//   - the failures, first: <section id="failures"> with an
+//                    <li data-task-id=ID> per failed task
+//   - every task:    <li class="task" id="task-ID" data-task-id=ID
+//                    data-state=STATE>
+//   - a lane:        <g class="lane" data-worker=KEY>: a worker's id,
+//                    "lease:NAME" for an agent, "reused", "import"
 //   - every attempt: <rect class="attempt OUTCOME" data-task-id data-attempt
 //                    data-worker data-start-ms data-end-ms>
 //   - a crash:       <g class="marker crash" data-worker=ID data-seq=SEQ>
@@ -27,7 +34,7 @@ struct ReportInput {
   const RunHistory* history = nullptr;
   std::string live_status;  // running, interrupted, completed, ...
   int64_t generated_ms = 0;
-  std::string source;  // the directory it was made from
+  std::string source;  // the run's directory (.wizard or an archived run's)
 };
 
 std::string RenderReportHtml(const ReportInput& in);

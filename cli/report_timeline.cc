@@ -1,6 +1,6 @@
 // The timeline of `wizq report` (cli/report_html.h): one lane per worker
-// (and one for agents' leases), each attempt a bar from its claim to the
-// event that ended it, stacked in rows where attempts overlap, with the
+// and one per agent (leases, by agent name), each attempt a bar from its claim
+// to the event that ended it, stacked in rows where attempts overlap, with the
 // crash, resume, retry, wait and pause markers.
 #include <algorithm>
 #include <cstdio>
@@ -12,6 +12,7 @@
 #include "cli/report_internal.h"
 #include "cli/view_util.h"
 #include "queue/history.h"
+#include "queue/task.h"
 
 namespace wizq {
 namespace {
@@ -84,19 +85,28 @@ class Timeline {
       lanes_.push_back(l);
     }
     for (const AttemptRecord& a : h_.attempts) {
-      const std::string key = a.reused ? "reused" : a.worker;
+      const std::string key = LaneKey(a);
       if (!index.count(key)) {
         index[key] = lanes_.size();
         Lane l;
         l.key = key;
-        l.label = key == "lease"    ? "agents (leases)"
-                  : key == "reused" ? "reused"
-                                    : key;
+        l.label = a.reused                    ? "reused"
+                  : a.worker == kImportWorker ? "import (before wizq)"
+                  : a.worker != "lease"       ? key
+                  : a.agent.empty()           ? "agents without a name"
+                                              : "agent " + a.agent;
         lanes_.push_back(l);
       }
       lanes_[index[key]].attempts.push_back(&a);
     }
     for (Lane& l : lanes_) Stack(l);
+  }
+
+  // Each worker has its lane, and so has each agent (by the name it gave;
+  // the leases of agents that gave none share one).
+  static std::string LaneKey(const AttemptRecord& a) {
+    if (a.reused) return "reused";
+    return a.worker == "lease" ? "lease:" + a.agent : a.worker;
   }
 
   int64_t EndOf(const AttemptRecord& a) const {
@@ -142,7 +152,7 @@ class Timeline {
             "\" width=\"" + Num(kLabelW + kPlotW) + "\" height=\"" +
             Num(l.rows * kRowH + 4) + "\"/>";
     out_ += "<text class=\"lane-label\" x=\"4\" y=\"" + Num(l.y + 12) + "\">" +
-            HtmlEscape(Shorten(l.label, 30)) + "</text>";
+            HtmlEscape(ShortenMiddle(l.label, 30)) + "</text>";
     for (size_t i = 0; i < l.attempts.size(); i++) {
       Bar(*l.attempts[i], l.y + l.row[i] * kRowH);
     }
@@ -153,7 +163,8 @@ class Timeline {
   // it died), not when the loss was found.
   int64_t BarEnd(const AttemptRecord& a) const {
     const WorkerRecord* w = h_.FindWorker(a.worker);
-    if (a.reason == "worker_lost" && w != nullptr && w->lost) {
+    if (a.reason == "worker_lost" && w != nullptr && w->lost &&
+        !a.never_started) {
       return std::max(a.start_ms, std::min(EndOf(a), w->last_seen_ms));
     }
     return EndOf(a);
@@ -163,10 +174,15 @@ class Timeline {
     const double x = X(a.start_ms);
     const double w = std::max(3.0, X(BarEnd(a)) - x);
     std::string cls = a.outcome;
-    if (a.outcome == "reset" && a.reason == "worker_lost") cls += " lost";
+    // A claim its dead worker never began lost no work: drawn hollow.
+    if (a.never_started) {
+      cls += " unstarted";
+    } else if (a.outcome == "reset" && a.reason == "worker_lost") {
+      cls += " lost";
+    }
     if (a.adopted) cls += " adopted";
     const std::string tip = "#" + std::to_string(a.task_id) + " " + a.step +
-                            " " + Shorten(a.value, 60) + ", attempt " +
+                            " " + ShortenMiddle(a.value, 60) + ", attempt " +
                             std::to_string(a.attempt) + ": " +
                             AttemptResultText(a) + " (" +
                             FormatDuration(EndOf(a) - a.start_ms) + ")";

@@ -7,10 +7,13 @@
 namespace wizq {
 
 void AddReuseFlags(CLI::App* run_cmd, RunOptions* options) {
-  run_cmd->add_option(
-      "--from", options->from,
-      "Run this step's tasks (a step name) or this task of the previous run "
-      "(an id) live, and everything spawned beneath them (repeatable)");
+  run_cmd
+      ->add_option("--from", options->from,
+                   "Start a fresh run (as --fresh) in which this step's tasks "
+                   "(a step name) or this task of the previous run (an id), "
+                   "and everything spawned beneath them, run live "
+                   "(repeatable)")
+      ->allow_extra_args(false);
   run_cmd->add_flag("--no-reuse", options->no_reuse,
                     "Run every task live: reuse nothing of the previous run");
   auto* retry = run_cmd->add_flag(
@@ -18,6 +21,29 @@ void AddReuseFlags(CLI::App* run_cmd, RunOptions* options) {
       "Put the run's failed tasks back to pending with a fresh attempt "
       "budget and continue the same run");
   retry->excludes("--fresh");
+  retry->excludes("--from");
+}
+
+std::vector<std::string> ContinuingCommand(int argc, char** argv) {
+  static const char* const kWithValue[] = {"--answer", "--from"};
+  static const char* const kFlags[] = {"--fresh", "--no-reuse",
+                                       "--retry-failed"};
+  // `--name` alone, or `--name=...`.
+  auto is = [](const std::string& arg, const std::string& name) {
+    return arg == name || arg.rfind(name + "=", 0) == 0;
+  };
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; i++) {
+    const std::string a = argv[i];
+    bool drop = false;
+    for (const char* f : kWithValue) {
+      if (a == f) i++;  // and its value
+      drop = drop || is(a, f);
+    }
+    for (const char* f : kFlags) drop = drop || is(a, f);
+    if (!drop) out.push_back(a);
+  }
+  return out;
 }
 
 }  // namespace wizq

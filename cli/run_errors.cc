@@ -1,35 +1,10 @@
 #include "cli/run_errors.h"
 
 #include <cstdio>
-#include <memory>
 #include <vector>
-
-#include "tasks/workflow.h"
 
 namespace wizq {
 namespace {
-
-// Emits one event per finding of an invalid workflow; false if the
-// workflow loads (the error was about something else).
-bool EmitWorkflowFindings(int code, const std::string& path) {
-  std::unique_ptr<Workflow> wf;
-  std::vector<Finding> findings;
-  Status s = Workflow::Load(path, &wf, &findings);
-  if (s.ok()) return false;
-  JsonError e;
-  e.code = code;
-  e.file = path;
-  if (findings.empty()) {
-    e.message = s.message();
-    EmitJsonError(e);
-  }
-  for (const Finding& f : findings) {
-    e.field = f.path;
-    e.message = f.message;
-    EmitJsonError(e);
-  }
-  return true;
-}
 
 // The first file under a `.wizard/` directory that `message` names (a
 // corrupt audit.jsonl, an unreadable queue.json), or "".
@@ -45,20 +20,28 @@ std::string WizardFileNamed(const std::string& message) {
 
 }  // namespace
 
-void ReportRunError(const JsonError& e, const std::string& workflow_path,
-                    bool json) {
+void ReportRunError(const JsonError& e, bool json,
+                    const std::vector<Finding>& findings) {
   std::fprintf(stderr, "wizq run: %s\n", e.message.c_str());
   if (!json) return;
-  if (e.code == 2 && e.file.empty() && !workflow_path.empty() &&
-      EmitWorkflowFindings(e.code, workflow_path)) {
-    return;
-  }
   JsonError out = e;
-  if (out.field.empty() && out.message.rfind("--", 0) == 0) {
-    out.field = out.message.substr(0, out.message.find_first_of(" :"));
+  for (const Finding& f : findings) {
+    out.field = f.path;
+    out.message = f.message;
+    EmitJsonError(out);
   }
+  if (!findings.empty()) return;
   if (out.file.empty()) out.file = WizardFileNamed(out.message);
   EmitJsonError(out);
+}
+
+void ReportRunError(int code, const RunError& error, bool json) {
+  JsonError e;
+  e.code = code;
+  e.message = error.message;
+  e.file = error.file;
+  e.field = error.field;
+  ReportRunError(e, json, error.findings);
 }
 
 int ReportCommandError(const char* command, int code,

@@ -5,18 +5,22 @@
 #define WIZQ_CLI_RUN_ERRORS_H_
 
 #include <string>
+#include <vector>
 
 #include "cli/json_events.h"
+#include "orchestrator/run.h"
 
 namespace wizq {
 
 // Prints `wizq run: <e.message>` on stderr. With `json`, also emits the
-// error as events: for an invalid workflow (exit 2), one `error` per
-// finding, with `file` the workflow and `field` the finding's JSON path;
-// otherwise one, with `e.file`/`e.field` or, for a message about an option
-// (`--input: ...`), that option as `field`.
-void ReportRunError(const JsonError& e, const std::string& workflow_path,
-                    bool json);
+// error as events: one per finding of an invalid workflow (`file` e.file,
+// `field` the finding's JSON path), else one, with e.file (or the file
+// under `.wizard/` the message names) and e.field.
+void ReportRunError(const JsonError& e, bool json,
+                    const std::vector<Finding>& findings = {});
+
+// ReportRunError for what RunWorkflowWith said, with its exit code.
+void ReportRunError(int code, const RunError& error, bool json);
 
 }  // namespace wizq
 

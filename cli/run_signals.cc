@@ -83,7 +83,7 @@ void AddHaltOption(CLI::App* run_cmd, HaltPolicy* halt) {
           },
           "soon|now,fail=N: stop after N failed tasks (soon: let the running "
           "ones finish; now: stop them, uncounted); the rest stays pending")
-      ->type_name("WHEN,fail=N");
+      ->type_name("soon,fail=N|now,fail=N|never");
 }
 
 }  // namespace wizq

@@ -13,6 +13,8 @@
 #include "queue/queue.h"
 #include "queue/workers.h"
 #include "tasks/attempt_files.h"
+#include "tasks/function_executor.h"
+#include "tasks/orphans_record.h"
 #include "tasks/prompt.h"
 #include "tasks/workflow.h"
 
@@ -21,14 +23,21 @@ namespace {
 
 const char* const kStates[] = {"pending", "in_progress", "done", "failed"};
 
-// `dead`: the holders known dead (null: unknown).
+// The holders of in_progress tasks known dead, and of their tasks those
+// whose attempt never began (claimed ahead, or queued in the spawner).
+struct DeadHolders {
+  std::set<std::string> workers;
+  std::set<int64_t> unstarted;
+};
+
+// `dead`: null when unknown.
 void PrintTaskLine(const Task& t, int depth, int64_t now_ms,
-                   const std::set<std::string>* dead) {
+                   const DeadHolders* dead) {
   std::string line(static_cast<size_t>(depth) * 2, ' ');
   line += "#" + std::to_string(t.id) + " " + t.type;
   if (t.inputs != "{}" && t.inputs != "null")
-    line += " " + Shorten(t.inputs, 40);
-  if (t.origin == Origin::kFinally) line += " (finally)";
+    line += " " + ShortenMiddle(t.inputs, 40);
+  line += HookLabel(t);
   line += std::string("  ") + TaskStateName(t.state);
   if (t.reused_from != 0) {
     line += " (reused: task " + std::to_string(t.reused_from) +
@@ -45,7 +54,11 @@ void PrintTaskLine(const Task& t, int depth, int64_t now_ms,
                          "s ago (put back at the next transaction)");
   } else if (t.state == TaskState::kInProgress) {
     line += "  held by " + t.claimed_by;
-    if (dead != nullptr && dead->count(t.claimed_by)) {
+    if (dead != nullptr && dead->unstarted.count(t.id)) {
+      line +=
+          " (dead; its attempt never started: given back, not charged, "
+          "when the run resumes)";
+    } else if (dead != nullptr && dead->workers.count(t.claimed_by)) {
       line += " (dead: put back when the run resumes)";
     }
   }
@@ -59,7 +72,7 @@ void PrintTaskLine(const Task& t, int depth, int64_t now_ms,
 }
 
 void PrintTree(const QueueState& s, const Task& t, int depth, int64_t now,
-               const std::set<std::string>* dead) {
+               const DeadHolders* dead) {
   PrintTaskLine(t, depth, now, dead);
   for (int64_t c : t.children) PrintTree(s, *s.Find(c), depth + 1, now, dead);
 }
@@ -113,16 +126,19 @@ RunStatusExtras LiveExtras(const QueueState& st, const std::string& dir) {
       st.count(TaskState::kPending) + st.count(TaskState::kInProgress);
   x.interrupted =
       !live && st.run().status == RunStatus::kRunning && unfinished > 0;
-  if (x.interrupted) {
-    x.resume_command = "wizq run WORKFLOW --dir " + ShellQuote(dir) +
-                       " --input " + ShellQuote(st.run().entry_input) +
-                       " --run-id " + ShellQuote(st.run().run_id);
-  }
   std::unique_ptr<Workflow> wf;
   if (Workflow::Parse(st.run().workflow, "workflow", &wf).ok()) {
     for (int64_t id : st.pending()) {
       if (WaitsForAnswer(*wf, *st.Find(id))) x.waiting_prompts.push_back(id);
     }
+    x.embedded = !FunctionHandlerNames(*wf).empty();
+  }
+  // `wizq run` has no handlers for Function steps: only the program that
+  // embeds wizq resumes such a run.
+  if (x.interrupted && !x.embedded) {
+    x.resume_command = "wizq run WORKFLOW --dir " + ShellQuote(dir) +
+                       " --input " + ShellQuote(st.run().entry_input) +
+                       " --run-id " + ShellQuote(st.run().run_id);
   }
   uint64_t bytes = 0;
   if (TaskFilesBytes(Env::Posix(), wizard, &bytes).ok()) {
@@ -168,7 +184,7 @@ void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
                       const std::string& archive) {
   const RunInfo& r = st.run();
   const int64_t now = WallNowMs();
-  const char* shown = x.interrupted ? "interrupted" : RunStatusName(r.status);
+  const char* shown = LiveStatus(st, x);
   // The summary line first: a script or a glance needs only it.
   int64_t leased = 0;
   for (int64_t id : st.in_progress())
@@ -184,7 +200,13 @@ void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
       static_cast<long long>(st.count(TaskState::kPending)), r.run_id.c_str());
   if (!archive.empty()) std::printf("archived in %s\n", archive.c_str());
   PrintWorkers(x, archive);
-  if (x.interrupted) {
+  if (x.interrupted && x.embedded) {
+    std::printf(
+        "interrupted: no process runs it; its unfinished tasks wait. Its "
+        "workflow has Function steps, so only the program that embeds wizq "
+        "and registers their handlers can resume it: run that program again "
+        "(wizq run cannot)\n");
+  } else if (x.interrupted) {
     std::printf(
         "interrupted: no wizq process runs it; its unfinished tasks wait. "
         "Resume it with\n  %s\n(WORKFLOW: the workflow file it was started "
@@ -216,17 +238,23 @@ void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
   std::printf("\n");
   // A holder is dead when the registry does not show it alive (the live
   // run only: an archived run's holders are all gone).
-  std::set<std::string> dead_set;
-  const std::set<std::string>* dead = nullptr;
+  DeadHolders dead_set;
+  const DeadHolders* dead = nullptr;
   if (archive.empty()) {
     std::set<std::string> alive;
     for (const WorkerEntry& w : x.workers) {
       if (w.alive) alive.insert(w.id);
     }
+    const std::string wizard = WizardDir(args.dir);
     for (int64_t id : st.in_progress()) {
       const Task& t = *st.Find(id);
       if (t.lease_token.empty() && !alive.count(t.claimed_by)) {
-        dead_set.insert(t.claimed_by);
+        dead_set.workers.insert(t.claimed_by);
+        if (!internal::AttemptBegan(Env::Posix(),
+                                    AttemptFiles::TaskDir(wizard, t.id),
+                                    t.attempts)) {
+          dead_set.unstarted.insert(t.id);
+        }
       }
     }
     dead = &dead_set;

@@ -19,11 +19,19 @@ std::string ArchiveDir(const std::string& dir) {
   return WizardDir(dir) + "/archive";
 }
 
+// An archived run's status for a person: never "running" (LiveStatus).
+const char* ArchivedStatus(const std::string& path, const QueueState& st) {
+  RunStatusExtras x;
+  x.archive_dir = path;
+  return LiveStatus(st, x);
+}
+
 void SummaryJson(const std::string& name, const std::string& path,
                  const QueueState& st, JsonWriter& w) {
   const RunInfo& r = st.run();
   w.BeginObject().Field("name", name).Field("path", path);
   w.Field("run_id", r.run_id).Field("status", RunStatusName(r.status));
+  w.Field("live_status", ArchivedStatus(path, st));
   w.Key("counts").BeginObject();
   for (TaskState s : {TaskState::kPending, TaskState::kInProgress,
                       TaskState::kDone, TaskState::kFailed}) {
@@ -95,7 +103,7 @@ int ListArchived(const StatusArgs& args) {
     std::printf(
         "  %s  run %s  %s  %lld tasks: %lld done, %lld failed, %lld "
         "unfinished  started %s\n",
-        name.c_str(), st->run().run_id.c_str(), RunStatusName(st->run().status),
+        name.c_str(), st->run().run_id.c_str(), ArchivedStatus(path, *st),
         static_cast<long long>(st->total()),
         static_cast<long long>(st->count(TaskState::kDone)),
         static_cast<long long>(st->count(TaskState::kFailed)),

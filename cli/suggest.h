@@ -8,16 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "util/closest_match.h"  // EditDistance, ClosestMatch
+
 namespace wizq {
-
-// The edit distance between a and b: insertions, deletions, substitutions
-// and swaps of two neighbouring bytes count one each.
-size_t EditDistance(const std::string& a, const std::string& b);
-
-// The candidate closest to `word`, if it is close enough to be a typo (at
-// most a third of the word's length away, and at least 1), else "".
-std::string ClosestMatch(const std::string& word,
-                         const std::vector<std::string>& candidates);
 
 // When argv[1] is not a command of `app` (nor an option), prints
 // `wizq: unknown command "X"; did you mean Y? ...` (and an error event

@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "fs/env.h"
+#include "queue/task.h"
 
 namespace wizq {
 
@@ -51,9 +52,19 @@ std::string FormatBytes(uint64_t bytes) {
   return buf;
 }
 
-std::string Shorten(std::string_view text, size_t max) {
+namespace {
+
+// `text` with newlines and tabs as spaces.
+std::string OneLine(std::string_view text) {
   std::string out;
   for (char c : text) out.push_back(c == '\n' || c == '\t' ? ' ' : c);
+  return out;
+}
+
+}  // namespace
+
+std::string Shorten(std::string_view text, size_t max) {
+  std::string out = OneLine(text);
   if (out.size() <= max) return out;
   size_t cut = max;
   while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) {
@@ -63,8 +74,28 @@ std::string Shorten(std::string_view text, size_t max) {
   return out + "\xE2\x80\xA6";
 }
 
+std::string ShortenMiddle(std::string_view text, size_t max) {
+  const std::string out = OneLine(text);
+  if (out.size() <= max) return out;
+  const auto inside = [&out](size_t i) {  // within a UTF-8 sequence
+    return i < out.size() &&
+           (static_cast<unsigned char>(out[i]) & 0xC0) == 0x80;
+  };
+  size_t head = (max - 1) / 2;                  // bytes kept in front
+  size_t tail = out.size() - (max - 1 - head);  // where the end starts
+  while (head > 0 && inside(head)) head--;
+  while (inside(tail)) tail++;
+  return out.substr(0, head) + "\xE2\x80\xA6" + out.substr(tail);
+}
+
 int64_t WallNowMs() {
   return static_cast<int64_t>(Env::Posix()->NowMicros() / 1000);
+}
+
+std::string HookLabel(const Task& t) {
+  if (t.origin != Origin::kFinally) return "";
+  if (t.generation <= 1) return " (finally)";
+  return " (finally, run " + std::to_string(t.generation) + ")";
 }
 
 }  // namespace wizq

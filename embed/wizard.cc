@@ -155,7 +155,9 @@ RunOutcome Wizard::Run(const std::string& input_json,
     return out;
   };
   ObserverBridge bridge(options.observer);
-  const int code = RunWorkflowWith(ro, extras, &bridge, error);
+  RunError e;
+  const int code = RunWorkflowWith(ro, extras, &bridge, &e);
+  *error = e.message;
   if (code == kExitInterrupted) ClearStopRequest();  // consumed by this run
   return OutcomeOfExitCode(code);
 }

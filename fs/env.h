@@ -121,6 +121,14 @@ class Env {
   // caller syncs the file and renames it into place (see WriteFileAtomic).
   virtual Status NewWritableFile(const std::string& path,
                                  std::unique_ptr<WritableFile>* result) = 0;
+  // Creates or truncates a file the user named for wizq to write its output
+  // to (`wizq report -o FILE`): mode 0666 less the umask, as any tool's
+  // output, and following a symlink, as ReadUserFile does. Never one of
+  // wizq's own files. By default NewWritableFile (a test Env's files).
+  virtual Status NewUserFile(const std::string& path,
+                             std::unique_ptr<WritableFile>* result) {
+    return NewWritableFile(path, result);
+  }
 
   // Reads the whole file, or from `offset` to its end. The POSIX Env reads
   // it into one buffer with at least kReadSlack zero bytes allocated after
@@ -205,6 +213,10 @@ class EnvWrapper : public Env {
   Status NewWritableFile(const std::string& path,
                          std::unique_ptr<WritableFile>* result) override {
     return target_->NewWritableFile(path, result);
+  }
+  Status NewUserFile(const std::string& path,
+                     std::unique_ptr<WritableFile>* result) override {
+    return target_->NewUserFile(path, result);
   }
   Status ReadFile(const std::string& path, std::string* data) override {
     return target_->ReadFile(path, data);

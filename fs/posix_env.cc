@@ -283,6 +283,16 @@ class PosixEnv final : public Env {
     return Status::OK();
   }
 
+  Status NewUserFile(const std::string& path,
+                     std::unique_ptr<WritableFile>* result) override {
+    const int fd =
+        OpenRetry(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
+                  0666);  // less the umask; follows symlinks
+    if (fd < 0) return PosixError("open", path, errno);
+    *result = std::make_unique<PosixWritableFile>(path, fd);
+    return Status::OK();
+  }
+
   Status ReadFile(const std::string& path, std::string* data) override {
     return ReadFileFrom(path, 0, data);
   }

@@ -106,6 +106,7 @@ Json WorkflowToBarnumConfig(const Workflow& workflow, BarnumFormat format) {
   const int jobs = workflow.default_options().max_concurrency;
   if (jobs != StepOptions::kUnlimited) config["max_concurrency"] = jobs;
   Json steps = Json::array();
+  Json frozen;  // the workflow as frozen, for actions Barnum has no kind for
   for (const Step& s : workflow.steps()) {
     Json step = {{"name", s.name}};
     if (!s.value_schema_json.empty()) {
@@ -116,8 +117,18 @@ Json WorkflowToBarnumConfig(const Workflow& workflow, BarnumFormat format) {
     if (s.action.kind == Action::Kind::kPool) {
       kind = "Pool";
       params["instructions"] = s.action.instructions;
-    } else {
+    } else if (s.action.kind == Action::Kind::kCommand) {
       params["script"] = s.action.script;
+    } else {
+      // Prompt, Function: wizq's own fields, which the import reads back
+      // (Barnum itself cannot run such a step).
+      if (frozen.is_null()) frozen = Json::parse(workflow.frozen_json());
+      for (const Json& f : frozen["steps"]) {
+        if (f["name"] != s.name) continue;
+        params = f["action"];
+        kind = params["kind"].get<std::string>();
+        params.erase("kind");
+      }
     }
     if (v2) {
       step["action"] = {{"kind", kind}, {"params", params}};

@@ -29,12 +29,18 @@ struct Known {
   bool emitted = false;         // its submission is in the log
   bool completed = false;       // succeeded
   bool had_children = false;
-  bool omitted = false;  // cannot be written (v2: see WriteHook)
+  bool omitted = false;       // cannot be written (v2: see WriteHook)
+  bool hook_written = false;  // v2: its FinallyRun is in the log
+  // Failures for good that `wizq run --retry-failed` put back later
+  // (task_retried): each is written as a retry, as Barnum writes one.
+  int retried_later = 0;
 };
 
 class Exporter {
  public:
-  explicit Exporter(BarnumFormat f) : v2_(f == BarnumFormat::kV2), format_(f) {}
+  // `retried`: how many task_retried events the log holds, by task id.
+  Exporter(BarnumFormat f, std::map<int64_t, int> retried)
+      : v2_(f == BarnumFormat::kV2), format_(f), retried_(std::move(retried)) {}
 
   Status Event(const Json& e);
   std::string Finish();
@@ -61,6 +67,7 @@ class Exporter {
   std::vector<Json> out_;
   std::map<int64_t, Known> tasks_;
   std::map<int64_t, std::vector<int64_t>> hooks_waiting_;  // v1, by owner
+  std::map<int64_t, int> retried_;
   uint32_t next_id_ = 0;
   bool have_config_ = false;
 };
@@ -105,6 +112,8 @@ Status Exporter::Submitted(const Json& e) {
   t.finally_for =
       e["finally_for"].is_number() ? e["finally_for"].get<int64_t>() : 0;
   t.initial = e.value("origin", "") == "Initial";
+  auto r = retried_.find(id);
+  if (r != retried_.end()) t.retried_later = r->second;
   if (t.finally_for != 0 && tasks_.count(t.finally_for) == 0) {
     return Status::Corruption("task_submitted " + std::to_string(id) +
                               " names an unknown finally_for");
@@ -123,8 +132,10 @@ void Exporter::WriteHook(int64_t id, Known& t, std::vector<int64_t> children) {
   Known& owner = tasks_[t.finally_for];
   // Barnum v2 runs a hook only for a task that had children; a FinallyRun
   // for one without would break its replay. Such a hook, and what it
-  // spawned, is left out (docs/INTEROP.md).
-  if (!owner.had_children || owner.omitted) {
+  // spawned, is left out (docs/INTEROP.md). So is a hook that re-ran
+  // (generation 2 on): v2 has one FinallyRun per task, and a wizq import
+  // finds the first one stale and runs the hook again.
+  if (!owner.had_children || owner.omitted || owner.hook_written) {
     t.omitted = true;
     for (int64_t c : children) tasks_[c].omitted = true;
     return;
@@ -138,6 +149,7 @@ void Exporter::WriteHook(int64_t id, Known& t, std::vector<int64_t> children) {
     k.emitted = true;
   }
   (void)id;
+  owner.hook_written = true;
   out_.push_back({{"kind", "FinallyRun"},
                   {"finally_for", IdOf(owner)},
                   {"children", kids}});
@@ -196,7 +208,12 @@ void Exporter::Failed(int64_t id, const Json& e) {
   const uint32_t failed = IdOf(t);
   Json value = {{"reason", Reason(e)}};
   std::optional<Json> retry_line;
-  if (e.value("will_retry", false)) {
+  bool retried = e.value("will_retry", false);
+  if (!retried && t.retried_later > 0) {  // --retry-failed put it back
+    t.retried_later--;
+    retried = true;
+  }
+  if (retried) {
     const uint32_t retry = next_id_++;
     Json sub = {{"task_id", retry}, {"step", t.type}, {"value", t.value}};
     if (!v2_) sub["parent_id"] = ParentId(t.parent);
@@ -252,11 +269,29 @@ std::string Exporter::Finish() {
   return text;
 }
 
+// How many times --retry-failed put each task back (task_retried). The
+// lines are wizq's own (crc-checked), so the event's name is spelled one
+// way; only those lines are parsed.
+std::map<int64_t, int> RetriedTasks(
+    const std::vector<std::string_view>& lines) {
+  std::map<int64_t, int> out;
+  for (std::string_view line : lines) {
+    if (line.find("\"event\":\"task_retried\"") == std::string_view::npos) {
+      continue;
+    }
+    Json e = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (e.is_object() && e.value("event", "") == "task_retried") {
+      out[e.value("id", int64_t{0})]++;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Status BarnumLogFromAudit(const std::vector<std::string_view>& lines,
                           BarnumFormat format, std::string* log) {
-  Exporter ex(format);
+  Exporter ex(format, RetriedTasks(lines));
   for (std::string_view line : lines) {
     Json e = Json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!e.is_object())
@@ -278,9 +313,15 @@ Status ExportBarnum(Env* env, const std::string& install_dir,
     return Status::NotFound("no wizq run in " + install_dir + " (" + path +
                             " does not exist)");
   }
-  // Under the lock: no batch is half-appended while the log is read.
+  // A reader, as `wizq status` (queue.h, OpenMode::kReadOnly): under the
+  // lock if its file exists and can be opened, so that no batch is
+  // half-appended while the log is read; else (a read-only mount, a copy)
+  // without it, and a batch being written reads as a torn tail, left out.
+  // Never creates the lock file.
   std::unique_ptr<FileLock> lock;
-  WIZQ_RETURN_IF_ERROR(env->LockFile(dir + "/lock", true, &lock));
+  if (env->FileExists(dir + "/lock")) {
+    env->LockFile(dir + "/lock", true, &lock).IgnoreError();  // see above
+  }
   std::string data;
   Status s = env->ReadFile(path, &data);
   lock.reset();

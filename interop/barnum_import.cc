@@ -145,6 +145,7 @@ Status Builder::Chain(const std::vector<uint32_t>& chain,
   }
   auto tail = log_.completions.find(chain.back());
   int need = static_cast<int>(it->failures.size()) + 1;
+  if (tail != log_.completions.end()) it->order = tail->second.line;
   if (tail == log_.completions.end()) {
     it->state = TaskState::kPending;
   } else if (tail->second.success) {
@@ -176,6 +177,7 @@ ImportedTask Builder::Hook(const BarnumFinallyRun& fr) const {
   it.task.max_attempts = wf_.FindStep(owner.step)->options.max_attempts();
   it.state = TaskState::kDone;
   it.spawned = Spawned(fr.children);
+  it.order = fr.line;
   return it;
 }
 

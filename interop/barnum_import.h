@@ -21,7 +21,11 @@
 //     marked as having one, and wizq fires it once the owner's subtree is
 //     done (also for an owner without children, which Barnum v2 skips);
 //     so is a v1 hook logged before its owner's subtree was done and not
-//     yet run (the reference's format example): it has no wizq task.
+//     yet run (the reference's format example): it has no wizq task;
+//   - the attempts are recorded in the order of the log's lines
+//     (ImportedTask::order), and several v1 hooks of one owner are its
+//     generations: a hook that ran before a task beneath its owner
+//     succeeded is stale and runs again (docs/FORMAT.md).
 #ifndef WIZQ_INTEROP_BARNUM_IMPORT_H_
 #define WIZQ_INTEROP_BARNUM_IMPORT_H_
 

@@ -58,13 +58,23 @@ bool McpServer::Emit(const std::string& message) {
 }
 
 int McpServer::Serve() {
+  const int code = ReadAndAnswer();
+  session_->EndSession();
+  return code;
+}
+
+int McpServer::ReadAndAnswer() {
   std::string buffer;     // input not yet split into lines
   size_t scanned = 0;     // buffer[0, scanned) holds no newline
   size_t discarding = 0;  // bytes of an over-long line dropped so far
   char chunk[kReadChunk];
   for (;;) {
+    if (options_.stop_requested && options_.stop_requested()) {
+      Log("stopped by a signal; the session ends");
+      return 130;
+    }
     const ssize_t n = read(in_fd_, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINTR) continue;  // a stop is seen above
     if (n < 0) {
       Log(std::string("cannot read the input: ") + std::strerror(errno));
       return 3;

@@ -6,8 +6,12 @@
 // The session follows the MCP lifecycle: `initialize` (protocol-version
 // negotiation: the client's version when it is one of
 // SupportedProtocolVersions(), else the latest), then `tools/list` and
-// `tools/call` for the five tools of SPEC §9 (take_task, heartbeat,
-// submit_response, fail_task, run_status), each a call on an AgentService.
+// `tools/call` for the tools of SPEC §9 (take_task, heartbeat,
+// submit_response, fail_task, release_task, run_status), each a call on an
+// AgentService. When the input ends (the client closed stdin or went
+// away), the leases the session still holds are failed at once with
+// reason agent_disconnected (McpSession::EndSession), charged: the retry
+// policy applies.
 // A tool's result carries the JSON the CLI prints, as `structuredContent`
 // and as text; a call the service refuses is a result with `isError: true`
 // and the CLI's message. Malformed messages get the JSON-RPC error they
@@ -20,6 +24,7 @@
 #define WIZQ_MCP_MCP_SERVER_H_
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +46,10 @@ struct McpServerOptions {
   int max_nesting = 512;
   // Where diagnostics go (one line each, prefixed "wizq mcp: "); -1: none.
   int log_fd = 2;
+  // Asked when a read of the input is interrupted by a signal: true ends
+  // the session as if the input had ended (a client that stops its server
+  // with SIGTERM). Null: never.
+  std::function<bool()> stop_requested;
 };
 
 class McpServer {
@@ -55,15 +64,19 @@ class McpServer {
   McpServer(const McpServer&) = delete;
   McpServer& operator=(const McpServer&) = delete;
 
-  // Reads and answers messages until the input ends. Returns 0 when it
-  // ended (an unfinished last line is discarded, and logged), 3 when
-  // reading the input or writing the output failed.
+  // Reads and answers messages until the input ends (or a stop is
+  // requested), then ends the session (its leases are failed,
+  // agent_disconnected). Returns 0 when it ended (an unfinished last line
+  // is discarded, and logged), 130 when stopped, 3 when reading the input
+  // or writing the output failed.
   int Serve();
 
   // The protocol revisions this server speaks, newest first.
   static const std::vector<std::string>& SupportedProtocolVersions();
 
  private:
+  // Serve() until the input ends or fails.
+  int ReadAndAnswer();
   bool Emit(const std::string& message);
   void Log(const std::string& line) const;
 

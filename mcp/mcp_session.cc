@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <utility>
 
+#include "agent/agent_service.h"
 #include "mcp/mcp_server.h"
 #include "mcp/mcp_tools.h"
+#include "queue/task.h"
 
 namespace wizq {
 namespace {
@@ -14,9 +16,9 @@ using Json = nlohmann::json;
 constexpr const char* kInstructions =
     "Work the Pool tasks of a wizq run: call take_task, do what the "
     "payload's instructions say, then call submit_response with the array "
-    "of next tasks they ask for (or fail_task). Call heartbeat within "
-    "lease_seconds while you work. Repeat until take_task returns "
-    "{\"status\": \"finished\"}.";
+    "of next tasks they ask for (or fail_task; release_task gives a task "
+    "back untried). Call heartbeat within lease_seconds while you work. "
+    "Repeat until take_task returns {\"status\": \"finished\"}.";
 
 std::string Dump(const Json& j) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -249,7 +251,8 @@ Json McpSession::CallTool(const Json& id, const Json& params) {
     return ErrorResponse(id, kInvalidParams,
                          "Invalid params: unknown tool " + Dump(*name) +
                              "; the tools are take_task, heartbeat, "
-                             "submit_response, fail_task, run_status");
+                             "submit_response, fail_task, release_task, "
+                             "run_status");
   }
   Json arguments = Json::object();
   auto args = params.find("arguments");
@@ -260,8 +263,48 @@ Json McpSession::CallTool(const Json& id, const Json& params) {
     }
     arguments = *args;
   }
-  return ResultResponse(id, mcp::CallTool(service_, name->get<std::string>(),
-                                          arguments, agent_name_));
+  Json result =
+      mcp::CallTool(service_, name->get<std::string>(), arguments, agent_name_);
+  TrackLease(name->get<std::string>(), arguments, result);
+  return ResultResponse(id, std::move(result));
+}
+
+// Keeps leases_ to what the session holds: a take adds its lease; a done,
+// fail or release of it that the service answered (exit 0, or 1: the
+// response was invalid and the attempt failed) ends it. A lease the service
+// refused (exit 3) is kept: EndSession's call is then refused as well, and
+// records nothing.
+void McpSession::TrackLease(const std::string& tool, const Json& arguments,
+                            const Json& result) {
+  const bool error = result.value("isError", false);
+  const Json out = result.value("structuredContent", Json::object());
+  if (tool == "take_task") {
+    if (!error && out.contains("lease") && out.contains("task_id")) {
+      leases_[out["task_id"].get<int64_t>()] = out["lease"].get<std::string>();
+    }
+    return;
+  }
+  if (tool == "heartbeat" || tool == "run_status") return;
+  const int code = error ? out.value("exit_code", 3) : 0;
+  if (code != 0 && code != 1) return;
+  auto it = leases_.find(arguments["task_id"].get<int64_t>());
+  if (it != leases_.end() && it->second == arguments["lease"]) {
+    leases_.erase(it);
+  }
+}
+
+void McpSession::EndSession() {
+  for (const auto& [task_id, lease] : leases_) {
+    const AgentReply r = service_->Fail(
+        task_id, lease, kReasonAgentDisconnected,
+        "the MCP session of " + agent_name_ +
+            " ended (its client disconnected) while it held the task");
+    log_("task " + std::to_string(task_id) + ": " +
+         (r.exit_code == 0
+              ? "handed back, charged (agent_disconnected): " + r.json
+              : "not handed back: " + r.message));
+  }
+  leases_.clear();
 }
 
 }  // namespace wizq

@@ -4,7 +4,9 @@
 #ifndef WIZQ_MCP_MCP_SESSION_H_
 #define WIZQ_MCP_MCP_SESSION_H_
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -40,11 +42,19 @@ class McpSession {
   // The error response (id null) for a line longer than the limit.
   static std::string TooLong(size_t bytes, size_t limit);
 
+  // The client is gone (its input ended): fails the attempts of the leases
+  // taken in this session and not ended by it, at once, with reason
+  // agent_disconnected (charged: the retry policy applies, so a task that
+  // kills its client every time still ends failed). Logs each.
+  void EndSession();
+
  private:
   Json HandleRequest(const Json& id, const std::string& method,
                      const Json& params);
   Json Initialize(const Json& id, const Json& params);
   Json CallTool(const Json& id, const Json& params);
+  void TrackLease(const std::string& tool, const Json& arguments,
+                  const Json& result);
   void HandleNotification(const std::string& method);
 
   AgentService* const service_;
@@ -57,6 +67,9 @@ class McpSession {
   // Every request id seen (as JSON text: 7 and "7" differ): a reused id is
   // refused, as JSON-RPC and MCP require ids unique within a session.
   std::unordered_set<std::string> seen_ids_;
+  // The leases taken in this session (task id -> token) whose attempt the
+  // session has not ended (done, fail, release).
+  std::map<int64_t, std::string> leases_;
 };
 
 }  // namespace wizq

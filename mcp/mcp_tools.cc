@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "agent/agent_service.h"
+#include "queue/task.h"
 
 namespace wizq {
 namespace mcp {
@@ -17,7 +18,7 @@ enum class ArgKind {
   kText,       // any string
   kSeconds,    // number from 0 to kMaxWaitSeconds
   kStepNames,  // array of non-empty strings
-  kResponse,   // array (its items are checked by the service)
+  kResponse,   // array, or a string holding one (checked by the service)
 };
 
 struct ArgSpec {
@@ -42,8 +43,9 @@ const std::vector<ToolSpec>& Tools() {
        "steps, if given) under a lease and returns its payload: task "
        "{kind, value}, instructions (Markdown: what to do and which "
        "responses are valid), timeout_seconds, task_id, attempt, lease, "
-       "lease_seconds, run_id, idempotency_key. Keep task_id and lease for "
-       "heartbeat, submit_response and fail_task. With nothing to take it "
+       "lease_seconds, run_id, idempotency_key, install_dir (where the "
+       "run's files are). Keep task_id and lease for heartbeat, "
+       "submit_response, fail_task and release_task. With nothing to take it "
        "waits up to wait_seconds, then returns {\"status\": \"idle\"} (try "
        "again later) or {\"status\": \"finished\", \"run_status\": ...} "
        "(stop).",
@@ -63,8 +65,10 @@ const std::vector<ToolSpec>& Tools() {
        "Complete a task",
        "Completes the task with its response: the array of next tasks "
        "[{\"kind\": STEP, \"value\": ...}] the instructions allow ([] for a "
-       "terminal step). An invalid response fails the attempt (the step's "
-       "retry policy applies) and the error says what was wrong.",
+       "terminal step), or that array as a JSON string. Send the array "
+       "alone: no Markdown fence, no text around it. An invalid response "
+       "fails the attempt (the step's retry policy applies) and the error "
+       "says what was wrong.",
        {{"task_id", ArgKind::kTaskId, true, "task_id from take_task"},
         {"lease", ArgKind::kLease, true, "lease from take_task"},
         {"response", ArgKind::kResponse, true,
@@ -76,6 +80,15 @@ const std::vector<ToolSpec>& Tools() {
        {{"task_id", ArgKind::kTaskId, true, "task_id from take_task"},
         {"lease", ArgKind::kLease, true, "lease from take_task"},
         {"message", ArgKind::kText, false, "Why, for the audit log"}}},
+      {"release_task",
+       "Give a task back",
+       "Gives the task back without being charged: it is pending again at "
+       "once and the attempt does not count (refused past the step's "
+       "timeout). Use it for a task you cannot work on now; use fail_task "
+       "for one you tried and could not do. Tasks still held when this "
+       "session ends are failed (agent_disconnected; retry policy applies).",
+       {{"task_id", ArgKind::kTaskId, true, "task_id from take_task"},
+        {"lease", ArgKind::kLease, true, "lease from take_task"}}},
       {"run_status",
        "Run status",
        "The wizq run's status: the object `wizq status --json` prints.",
@@ -111,11 +124,13 @@ Json ArgSchema(const ArgSpec& arg) {
            {"items", {{"type", "string"}, {"minLength", 1}}}};
       break;
     case ArgKind::kResponse:
-      s = {{"type", "array"},
-           {"items",
-            {{"type", "object"},
-             {"properties", {{"kind", {{"type", "string"}}}, {"value", {}}}},
-             {"required", {"kind", "value"}}}}};
+      s = {{"anyOf",
+            {{{"type", "array"},
+              {"items",
+               {{"type", "object"},
+                {"properties", {{"kind", {{"type", "string"}}}, {"value", {}}}},
+                {"required", {"kind", "value"}}}}},
+             {{"type", "string"}, {"description", "the array as JSON text"}}}}};
       break;
   }
   s["description"] = arg.description;
@@ -168,7 +183,10 @@ std::string CheckArg(const ArgSpec& arg, const Json& v) {
       }
       return "";
     case ArgKind::kResponse:
-      return v.is_array() ? "" : "an array of next tasks ([] for none)";
+      return v.is_array() || v.is_string()
+                 ? ""
+                 : "an array of next tasks ([] for none), or a string "
+                   "holding one";
   }
   return "valid";
 }
@@ -241,9 +259,15 @@ AgentReply Dispatch(AgentService* service, const std::string& name,
   const std::string& lease = args["lease"].get_ref<const std::string&>();
   if (name == "heartbeat") return service->Heartbeat(task_id, lease);
   if (name == "submit_response") {
-    return service->Done(task_id, lease, args["response"].dump());
+    const Json& response = args["response"];
+    return service->Done(task_id, lease,
+                         response.is_string()
+                             ? response.get_ref<const std::string&>()
+                             : response.dump());
   }
-  return service->Fail(task_id, lease, args.value("message", std::string()));
+  if (name == "release_task") return service->Release(task_id, lease);
+  return service->Fail(task_id, lease, kReasonAgentFailed,
+                       args.value("message", std::string()));
 }
 
 }  // namespace

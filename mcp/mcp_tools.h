@@ -1,6 +1,7 @@
-// The five MCP tools of SPEC §9 (take_task, heartbeat, submit_response,
-// fail_task, run_status): their descriptions and argument schemas for
-// `tools/list`, and `tools/call` on an AgentService. Internal to mcp/.
+// The MCP tools of SPEC §9 (take_task, heartbeat, submit_response,
+// fail_task, release_task, run_status): their descriptions and argument
+// schemas for `tools/list`, and `tools/call` on an AgentService. Internal
+// to mcp/.
 //
 // The argument schemas and the checks CallTool makes come from one table,
 // so what `tools/list` promises is what a call enforces: arguments that do

@@ -1,5 +1,7 @@
 #include "orchestrator/reuse.h"
 
+#include <algorithm>
+
 #include "audit/log.h"
 #include "fs/env.h"
 #include "queue/events.h"
@@ -108,6 +110,27 @@ const std::string& Reuser::StepHash(const std::string& step,
   return hashes_[step] = std::move(h);
 }
 
+// A reused step whose script lists or globs a directory: what the
+// directory holds is not in def_hash, so say so, once per step.
+void Reuser::NoteListing(const std::string& step,
+                         std::vector<std::string>* notes) {
+  if (!listing_noted_.insert(step).second) return;
+  std::string word = hasher_->DirectoryListing(step);
+  if (word.empty()) return;
+  std::replace(word.begin(), word.end(), '\n', ' ');
+  // A plain relative glob is a reuse_files entry as it stands.
+  const bool plain = word.find_first_of("*?[") != std::string::npos &&
+                     word.find_first_of("$'\"\\ ") == std::string::npos &&
+                     word[0] != '/' && word.find("..") == std::string::npos;
+  notes->push_back("step " + step + " was reused, but its script lists a " +
+                   "directory (`" + word +
+                   "`) and reuse does not see the files in it: if they "
+                   "matter, name them in the step's options (\"reuse_files\": "
+                   "[\"" +
+                   (plain ? word : std::string("DIR")) +
+                   "\"]) or run it with --from " + step);
+}
+
 // The previous run's task a task of this run corresponds to, by step and
 // canonical inputs (a hook: its owner's match's hook); def_hash unchecked.
 const PreviousRun::Done* Reuser::Match(const QueueState& s,
@@ -197,8 +220,10 @@ Status Reuser::ReuseReady(Txn& txn, std::vector<int64_t>* reused,
     info.def_hash = def_hash;
     info.reused_run_id = prev_->run_id();
     info.reused_id = m->id;
+    const std::string step = t->type;
     WIZQ_RETURN_IF_ERROR(txn.CompleteWith(id, children, info, nullptr));
     reused->push_back(id);
+    NoteListing(step, notes);
   }
   hashes_.clear();
   return Status::OK();

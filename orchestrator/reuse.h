@@ -101,8 +101,10 @@ class Reuser {
 
   // Completes from the previous run every pending task that was never
   // attempted, was not looked at before, and matches; appends their ids to
-  // *reused and what is worth telling the user to *notes. Call until it
-  // reuses nothing (children and hooks become due).
+  // *reused and what is worth telling the user to *notes (a step that
+  // cannot be hashed; once per step, a reused step whose script lists a
+  // directory: DefHasher::DirectoryListing). Call until it reuses nothing
+  // (children and hooks become due).
   Status ReuseReady(Txn& txn, std::vector<int64_t>* reused,
                     std::vector<std::string>* notes);
 
@@ -112,6 +114,7 @@ class Reuser {
   bool SubtreeReused(const QueueState& s, const Task& owner) const;
   const std::string& StepHash(const std::string& step,
                               std::vector<std::string>* notes);
+  void NoteListing(const std::string& step, std::vector<std::string>* notes);
 
   const Workflow* wf_;
   const DefHasher* hasher_;
@@ -120,7 +123,8 @@ class Reuser {
   int64_t examined_ = 0;                       // highest task id decided
   std::unordered_map<int64_t, bool> forced_;   // by task id
   std::map<std::string, std::string> hashes_;  // this pass's, by step
-  std::set<std::string> noted_;  // steps already reported unhashable
+  std::set<std::string> noted_;          // steps already reported unhashable
+  std::set<std::string> listing_noted_;  // steps looked at by NoteListing
 };
 
 }  // namespace wizq

@@ -9,6 +9,7 @@
 #include "agent/agent_executor.h"
 #include "fs/env.h"
 #include "orchestrator/run_loop.h"
+#include "queue/import.h"
 #include "tasks/command_executor.h"
 #include "tasks/executor_set.h"
 #include "tasks/function_executor.h"
@@ -16,6 +17,7 @@
 #include "tasks/response.h"
 #include "tasks/workflow.h"
 #include "util/canonical_json.h"
+#include "util/closest_match.h"
 #include "util/hash.h"
 
 namespace wizq {
@@ -77,89 +79,140 @@ std::string DeriveRunId(const std::string& frozen_workflow,
   return "r" + Hash128Hex(frozen_workflow + "\n" + input_json).substr(0, 16);
 }
 
-// --from STEP|ID: a step of the workflow, or a task id (of the previous
-// run: checked when it is read).
+// --from STEP|ID: a step of the workflow (a misspelt one gets the closest
+// step), or a task id (of the previous run: checked when it is read).
 static Status CheckFromFlags(const Workflow& wf,
                              const std::vector<std::string>& from) {
   for (const std::string& f : from) {
     const bool id = !f.empty() && f.size() <= 18 &&
                     f.find_first_not_of("0123456789") == std::string::npos;
-    if (!id && wf.FindStep(f) == nullptr) {
-      return Status::InvalidArgument(
-          "--from " + f +
-          ": not a step of the workflow, nor a task id (a number)");
-    }
+    if (id || wf.FindStep(f) != nullptr) continue;
+    std::vector<std::string> steps;
+    for (const Step& s : wf.steps()) steps.push_back(s.name);
+    const std::string best = ClosestMatch(f, steps);
+    return Status::InvalidArgument(
+        "--from " + f + ": not a step of the workflow, nor a task id (a " +
+        "number)" + (best.empty() ? "" : "; did you mean " + best + "?"));
   }
   return Status::OK();
 }
 
-// Loads what a run needs before touching the install directory: the
-// workflow and the entry input. Anything wrong here is exit 2.
-static Status PrepareRun(const RunOptions& options, const RunExtras& extras,
-                         std::unique_ptr<Workflow>* workflow,
-                         std::string* input) {
-  std::vector<Finding> findings;
-  if (extras.workflow_text.empty()) {
-    WIZQ_RETURN_IF_ERROR(Workflow::Load(options.workflow_path, workflow,
-                                        &findings, options.env));
-  } else {
-    WIZQ_RETURN_IF_ERROR(Workflow::Parse(
-        extras.workflow_text, options.workflow_path, workflow, &findings));
-    (*workflow)->set_base_dir(extras.base_dir);
+// An import has no entry input (its tasks come from the import), and needs
+// a run id (for the same command to resume it rather than import again).
+static Status CheckImport(const RunOptions& options, const RunImport& import,
+                          RunError* error) {
+  if (!options.input_json.empty()) {
+    error->field = "--input";
+    return Status::InvalidArgument(
+        "--input: an imported run takes its tasks from the import");
   }
-  WIZQ_RETURN_IF_ERROR(CheckFunctionHandlers(**workflow, extras.handlers));
+  if (options.run_id.empty()) {
+    error->field = "--run-id";
+    return Status::InvalidArgument("an imported run needs a run id");
+  }
+  return ValidateImport(import);
+}
+
+// The entry input, canonical and valid for the entrypoint.
+static Status PrepareInput(const RunOptions& options, const Workflow& workflow,
+                           std::string* input) {
   const std::string raw =
       options.input_json.empty() ? "{}" : options.input_json;
   // Validated in canonical form (1.0 is the integer 1, as JSON Schema
   // says); when it does not even parse, the workflow's parser says where.
   Status c = CanonicalizeJson(raw, input);
-  Status v = ValidateEntryInput(**workflow, c.ok() ? *input : raw);
+  Status v = ValidateEntryInput(workflow, c.ok() ? *input : raw);
   if (!v.ok()) return v.Annotate("--input");
   if (!c.ok()) return c.Annotate("--input");
-  return CheckFromFlags(**workflow, options.from);
+  return Status::OK();
+}
+
+// Loads what a run needs before touching the install directory: the
+// workflow and the entry input (or the import). Anything wrong here is
+// exit 2; *error gets the file or option it is about.
+static Status PrepareRun(const RunOptions& options, const RunExtras& extras,
+                         std::unique_ptr<Workflow>* workflow,
+                         std::string* input, RunError* error) {
+  Status s;
+  if (extras.workflow_text.empty()) {
+    s = Workflow::Load(options.workflow_path, workflow, &error->findings,
+                       options.env);
+    if (!s.ok()) error->file = options.workflow_path;
+  } else {
+    s = Workflow::Parse(extras.workflow_text, options.workflow_path, workflow,
+                        &error->findings);
+    if (s.ok()) (*workflow)->set_base_dir(extras.base_dir);
+  }
+  if (s.ok()) s = CheckFunctionHandlers(**workflow, extras.handlers);
+  if (!s.ok()) return s;
+  if (extras.import != nullptr) {
+    *input = "null";
+    WIZQ_RETURN_IF_ERROR(CheckImport(options, *extras.import, error));
+  } else {
+    s = PrepareInput(options, **workflow, input);
+    if (!s.ok()) {
+      error->field = "--input";
+      return s;
+    }
+  }
+  s = CheckFromFlags(**workflow, options.from);
+  if (!s.ok()) error->field = "--from";
+  return s;
+}
+
+// The loop's configuration (before the executor and the --answer flags).
+static Status MakeConfig(const RunOptions& options, const RunExtras& extras,
+                         const Workflow& workflow, const std::string& input,
+                         RunLoop::Config* config) {
+  config->run_id = options.run_id.empty()
+                       ? DeriveRunId(workflow.frozen_json(), input)
+                       : options.run_id;
+  WIZQ_RETURN_IF_ERROR(
+      CanonicalInstallDir(options.env ? options.env : Env::Posix(),
+                          options.install_dir, &config->install_dir));
+  config->input = input;
+  config->jobs = options.jobs;
+  // --from picks what a new run reuses: it starts one.
+  config->fresh = options.fresh || !options.from.empty();
+  config->wizq_version = options.wizq_version;
+  config->env = options.env;
+  config->workflow_path = options.workflow_path;
+  config->no_reuse = options.no_reuse;
+  config->from = options.from;
+  config->retry_failed = options.retry_failed;
+  config->halt = options.halt;
+  config->import = extras.import;
+  return Status::OK();
+}
+
+// Fills *error from `s` and returns its exit code.
+static int Failed(const Status& s, RunError* error) {
+  error->message = s.message();
+  return ExitCodeFor(s);
 }
 
 int RunWorkflow(const RunOptions& options, RunObserver* observer,
-                std::string* error) {
+                RunError* error) {
   return RunWorkflowWith(options, RunExtras(), observer, error);
 }
 
 int RunWorkflowWith(const RunOptions& options, const RunExtras& extras,
-                    RunObserver* observer, std::string* error) {
+                    RunObserver* observer, RunError* error) {
+  *error = RunError();
   std::unique_ptr<Workflow> workflow;
   std::string input;
-  Status s = PrepareRun(options, extras, &workflow, &input);
+  Status s = PrepareRun(options, extras, &workflow, &input, error);
   if (!s.ok()) {
-    *error = s.message();
-    return kExitInvalid;
+    error->message = s.message();
+    return kExitInvalid;  // an unreadable workflow too: nothing ran
   }
   RunLoop::Config config;
-  config.run_id = options.run_id.empty()
-                      ? DeriveRunId(workflow->frozen_json(), input)
-                      : options.run_id;
-  s = CanonicalInstallDir(options.env ? options.env : Env::Posix(),
-                          options.install_dir, &config.install_dir);
-  if (!s.ok()) {
-    *error = s.message();
-    return kExitEnvironment;
-  }
-  config.input = input;
-  config.jobs = options.jobs;
-  config.fresh = options.fresh;
-  config.wizq_version = options.wizq_version;
-  config.env = options.env;
-  config.workflow_path = options.workflow_path;
-  config.no_reuse = options.no_reuse;
-  config.from = options.from;
-  config.retry_failed = options.retry_failed;
-  config.halt = options.halt;
+  s = MakeConfig(options, extras, *workflow, input, &config);
+  if (!s.ok()) return Failed(s, error);
   if (!options.answers.empty()) {
-    s = CheckFlagAnswers(options, *workflow, config.install_dir, config.run_id,
-                         &config.answers);
-    if (!s.ok()) {
-      *error = s.message();
-      return ExitCodeFor(s);
-    }
+    s = CheckFlagAnswers(config, *workflow, options.answers, &config.answers);
+    if (s.IsInvalidArgument()) error->field = "--answer";
+    if (!s.ok()) return Failed(s, error);
   }
   // One executor per action kind (tasks/executor_set.h); an embedding
   // program's first.
@@ -181,11 +234,7 @@ int RunWorkflowWith(const RunOptions& options, const RunExtras& extras,
   RunLoop loop(config, std::move(workflow), observer);
   int code = kExitCompleted;
   s = loop.Run(&code);
-  if (!s.ok()) {
-    *error = s.message();
-    return ExitCodeFor(s);
-  }
-  return code;
+  return s.ok() ? code : Failed(s, error);
 }
 
 }  // namespace wizq

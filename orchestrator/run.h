@@ -19,21 +19,14 @@
 #include <vector>
 
 #include "orchestrator/observer.h"
+#include "tasks/workflow.h"
+#include "util/exit_code.h"
 
 namespace wizq {
 
 class Env;
 class Executor;
-
-// Exit codes of SPEC §7.
-enum ExitCode {
-  kExitCompleted = 0,
-  kExitTaskFailed = 1,
-  kExitInvalid = 2,
-  kExitEnvironment = 3,
-  kExitPaused = 4,
-  kExitInterrupted = 130,  // SIGINT/SIGTERM: tasks were stopped and put back
-};
+struct RunImport;
 
 // --halt soon|now,fail=N (docs/CLI.md): after N tasks of this process
 // failed for good, start no new task (soon: the running ones finish; now:
@@ -54,10 +47,13 @@ struct RunOptions {
   bool fresh = false;
   std::string wizq_version;
   Env* env = nullptr;  // nullptr: Env::Posix()
-  // Incremental re-runs (orchestrator/reuse.h, SPEC §11).
-  bool no_reuse = false;          // --no-reuse: everything runs live
-  std::vector<std::string> from;  // --from STEP|ID: forced live, and below
-  bool retry_failed = false;      // --retry-failed
+  // Incremental re-runs (orchestrator/reuse.h, SPEC §11). What a fresh run
+  // may reuse is recorded with it, so a resumed run keeps it.
+  bool no_reuse = false;  // --no-reuse: everything runs live
+  // --from STEP|ID: forced live, and below. It chooses what a new run
+  // reuses, so it starts one, as `fresh` does (docs/CLI.md).
+  std::vector<std::string> from;
+  bool retry_failed = false;  // --retry-failed
   // The human gate (SPEC §10). `interactive`: stdin and stderr are a
   // terminal (and no --json), so Prompt steps are asked there. `answers`:
   // the --answer TASK=VALUE arguments, checked before anything is written
@@ -71,19 +67,37 @@ struct RunOptions {
   HaltPolicy halt;  // --halt
 };
 
-// Runs (or resumes, or joins) the run and returns its exit code. Errors are
-// reported through *error (one message naming the file, field or task).
-int RunWorkflow(const RunOptions& options, RunObserver* observer,
-                std::string* error);
+// Why a run could not run (exit 2 or 3): one message naming the file,
+// field or task, and where known the file and the field (an option such as
+// `--input`, or a JSON path) apart, and an invalid workflow's findings.
+struct RunError {
+  std::string message;
+  std::string file;
+  std::string field;
+  std::vector<Finding> findings;
+};
 
-// What a program that embeds wizq adds to a run (include/wizq/wizard.h;
-// `wizq run` passes none).
+// Runs (or resumes, or joins) the run and returns its exit code; on exit 2
+// or 3 before or instead of running, *error says why (else it is empty).
+int RunWorkflow(const RunOptions& options, RunObserver* observer,
+                RunError* error);
+
+// What a run adds to RunOptions when it does not start from a workflow file
+// and an entry input: a program that embeds wizq (include/wizq/wizard.h),
+// or a run continued from another tool's state (`wizq run --resume-from`).
 struct RunExtras {
   // Non-empty: the workflow as JSON text, parsed instead of loading
   // RunOptions::workflow_path (which then only names it in messages);
   // Command scripts run in `base_dir`.
   std::string workflow_text;
   std::string base_dir;
+  // Non-null: a fresh run starts as this import (queue/import.h: the tasks
+  // of a Barnum run, interop/) instead of a root task; it has no entry
+  // input (RunOptions::input_json must be empty) and RunOptions::run_id
+  // must be set, so that the same command resumes the imported run rather
+  // than importing again. Every other option means what it means for any
+  // run. Not owned.
+  const RunImport* import = nullptr;
   // The registered Function handlers: a Function action without one is
   // exit 2 before anything is written (tasks/function_executor.h).
   std::set<std::string> handlers;
@@ -94,10 +108,10 @@ struct RunExtras {
       make_executors;
 };
 
-// RunWorkflow with what an embedding program adds: the one entry point
-// of both the wizq command and the C++ API.
+// RunWorkflow with extras: the one entry point of the wizq command (a
+// workflow file or a Barnum log) and of the C++ API.
 int RunWorkflowWith(const RunOptions& options, const RunExtras& extras,
-                    RunObserver* observer, std::string* error);
+                    RunObserver* observer, RunError* error);
 
 // Forgets a stop asked for by RequestStop (after the run it stopped).
 void ClearStopRequest();

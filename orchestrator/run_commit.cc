@@ -4,6 +4,8 @@
 // its result; StopAndRelease commits what is left and gives tasks back.
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <limits>
 
 #include "orchestrator/run_loop.h"
 #include "tasks/response.h"
@@ -49,7 +51,8 @@ Status RunLoop::Harvest(bool block) {
   for (const std::string& note : r.notes) observer_->OnNote(note);
   run_status_ = r.run_status;
   progress_ = r.progress;
-  for (const Task& t : r.finished) {
+  for (size_t i = 0; i < r.finished.size(); i++) {
+    const Task& t = r.finished[i];
     const bool done = t.state == TaskState::kDone;
     const int submitted = submitted_[t.id];
     submitted_.erase(t.id);
@@ -57,6 +60,7 @@ Status RunLoop::Harvest(bool block) {
       observer_->OnDeduplicated(
           t, submitted - static_cast<int>(t.children.size()));
     }
+    observer_->OnAttemptEnded(t, r.ends[i]);
     observer_->OnTaskFinished(t, done ? "" : t.error_reason, t.error_message,
                               t.state == TaskState::kPending,
                               done ? static_cast<int>(t.children.size()) : 0,
@@ -85,11 +89,19 @@ Status RunLoop::Harvest(bool block) {
 
 void RunLoop::MaybeLaunchCommit() {
   if (inflight_.valid()) return;
-  const int free = jobs_ + QueueAhead() - static_cast<int>(running_.size());
-  int want = free + lookahead_ - static_cast<int>(ready_.size());
-  if (run_status_ != RunStatus::kRunning) want = 0;
+  const int held = static_cast<int>(running_.size() + ready_.size());
+  ClaimWant want;
+  want.fast = FastSteps();
+  want.slots = std::max(0, jobs_ - held);
+  if (!want.fast.empty()) {
+    want.ahead =
+        std::max(0, jobs_ + QueueAhead() + lookahead_ - std::max(held, jobs_));
+  }
+  if (run_status_ != RunStatus::kRunning) want.slots = want.ahead = 0;
   const bool poll_due = MonotonicMs() >= next_poll_ms_;
-  if (outcomes_.empty() && (want <= 0 || !poll_due)) return;
+  if (outcomes_.empty() && (want.slots + want.ahead <= 0 || !poll_due)) {
+    return;
+  }
   // max_concurrency is enforced when a task starts (StartReady), so that
   // tasks claimed ahead do not keep a step's running ones from starting;
   // a step may have as many claimed ahead as it may run (Claimable).
@@ -113,13 +125,14 @@ void RunLoop::MaybeLaunchCommit() {
   if (!outcomes_.empty()) CrashPoint("run.before_result_commit");
   std::vector<Outcome> batch;
   batch.swap(outcomes_);
-  inflight_ =
-      commits_.Launch([this, b = std::move(batch), want, per_step]() mutable {
-        return Commit(std::move(b), std::max(0, want), std::move(per_step));
+  inflight_ = commits_.Launch(
+      [this, b = std::move(batch), w = std::move(want), per_step]() mutable {
+        return Commit(std::move(b), w, std::move(per_step));
       });
 }
 
-CommitResult RunLoop::Commit(std::vector<Outcome> outcomes, int want,
+CommitResult RunLoop::Commit(std::vector<Outcome> outcomes,
+                             const ClaimWant& want,
                              std::map<std::string, int> per_step) {
   CommitResult r;
   r.status = queue_->Transact([&](Txn& txn) {
@@ -131,7 +144,9 @@ CommitResult RunLoop::Commit(std::vector<Outcome> outcomes, int want,
   const QueueState& s = queue_->state();
   for (int64_t id : r.reused_ids) r.reused.push_back(*s.Find(id));
   for (const Outcome& o : outcomes) {
-    if (!o.release) r.finished.push_back(*s.Find(o.id));
+    if (o.release) continue;
+    r.finished.push_back(*s.Find(o.id));
+    r.ends.push_back(o.end);
   }
   r.run_status = s.run().status;
   r.progress.pending = s.count(TaskState::kPending);
@@ -140,17 +155,33 @@ CommitResult RunLoop::Commit(std::vector<Outcome> outcomes, int want,
   r.progress.failed = s.count(TaskState::kFailed);
   r.progress.total = s.total();
   r.progress.reused = s.reused();
+  r.progress.imported = s.imported();
   return r;
 }
 
 Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
-                            int want, std::map<std::string, int>& per_step,
+                            const ClaimWant& want,
+                            std::map<std::string, int>& per_step,
                             CommitResult* r) {
   // The transaction has already put back what dead workers held; their
   // lost attempts' process trees are ended by the main thread (Harvest).
   const Reclaimed& reclaimed = txn.reclaimed();
   r->lost = reclaimed.lost;
-  const size_t reset = reclaimed.reset.size(), lost = reclaimed.lost.size();
+  const size_t timed_out = reclaimed.timed_out.size();
+  auto dead = [&](const std::vector<int64_t>& ids) {  // not timed out
+    size_t n = 0;
+    for (int64_t id : ids) {
+      n += std::count(reclaimed.timed_out.begin(), reclaimed.timed_out.end(),
+                      id) == 0;
+    }
+    return n;
+  };
+  const size_t reset = dead(reclaimed.reset), lost = dead(reclaimed.lost);
+  if (timed_out > 0) {
+    r->notes.push_back(std::to_string(timed_out) +
+                       " Pool task(s) timed out: their agents ran past the "
+                       "step's timeout (reason timeout)");
+  }
   if (reset + lost > 0) {
     r->notes.push_back("put back " + std::to_string(reset) +
                        " task(s) of a dead worker; " + std::to_string(lost) +
@@ -194,6 +225,12 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
     return txn.FinishRun(end, ElapsedMs());
   }
   if (st.run().status != RunStatus::kRunning) return Status::OK();
+  return ClaimInTxn(txn, want, per_step, r);
+}
+
+Status RunLoop::ClaimInTxn(Txn& txn, const ClaimWant& want,
+                           std::map<std::string, int>& per_step,
+                           CommitResult* r) {
   // A step at its limit is skipped whole (the queue indexes pending tasks
   // by step), not task by task.
   auto step_open = [&](std::string_view type) {
@@ -204,16 +241,38 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
     const int max = step->options.max_concurrency;
     return now < max || now - max < max;
   };
-  for (int i = 0; i < want; i++) {
-    int64_t id = 0;
-    WIZQ_RETURN_IF_ERROR(txn.ClaimNextOfSteps(
-        step_open, [&](const Task& t) { return Claimable(t, per_step); }, &id));
-    if (id == 0) break;
-    const Task* t = txn.state().Find(id);
-    per_step[t->type]++;
-    r->claimed.push_back(*t);
+  auto claim = [&](int n, const std::function<bool(std::string_view)>& open,
+                   const std::function<bool(const Task&)>& accept) {
+    for (int i = 0; i < n; i++) {
+      int64_t id = 0;
+      WIZQ_RETURN_IF_ERROR(txn.ClaimNextOfSteps(open, accept, &id));
+      if (id == 0) break;
+      const Task* t = txn.state().Find(id);
+      per_step[t->type]++;
+      r->claimed.push_back(*t);
+    }
+    return Status::OK();
+  };
+  auto claimable = [&](const Task& t) { return Claimable(t, per_step); };
+  WIZQ_RETURN_IF_ERROR(claim(want.slots, step_open, claimable));
+  if (want.ahead == 0) return Status::OK();
+  // Beyond the slots: tasks of fast steps only, and none that would
+  // overtake a claimable task of another step (it waits for a slot). Each
+  // step's first pending task stands for it.
+  const auto& pending = txn.state().pending_by_type();
+  int64_t before = std::numeric_limits<int64_t>::max();
+  for (const auto& [type, ids] : pending) {
+    if (want.fast.count(type) || !step_open(type)) continue;
+    const Task* t = txn.state().Find(*ids.begin());
+    if (claimable(*t)) before = std::min(before, t->id);
   }
-  return Status::OK();
+  auto fast_open = [&](std::string_view type) {
+    auto it = pending.find(type);
+    return want.fast.count(std::string(type)) && step_open(type) &&
+           it != pending.end() && *it->second.begin() < before;
+  };
+  return claim(want.ahead, fast_open,
+               [&](const Task& t) { return t.id < before && claimable(t); });
 }
 
 Status RunLoop::SubmitDueHooks(Txn& txn) {
@@ -290,6 +349,7 @@ Status RunLoop::StopAndRelease(const std::string& reason) {
   }
   if (s.ok()) ReapLostOrphans(lost);
   running_.clear();
+  queued_.clear();
   ready_.clear();
   outcomes_.clear();
   if (s.ok()) s = queue_->Close();

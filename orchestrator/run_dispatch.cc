@@ -2,7 +2,9 @@
 // (with their idempotency key), collects the finished ones and judges their
 // results into Outcomes for the next commit, and has the executor reap what
 // dead workers' tasks left running.
+#include "fs/env.h"
 #include "orchestrator/run_loop.h"
+#include "tasks/attempt_files.h"
 #include "tasks/def_hash.h"
 #include "tasks/prompt.h"
 #include "tasks/response.h"
@@ -26,9 +28,10 @@ void RunLoop::ReapLostOrphans(const std::vector<int64_t>& ids) {
 
 // Starts claimed tasks while slots are free, in claim order, skipping those
 // whose step is at its max_concurrency (they start when one of its tasks
-// ends). Short tasks that the executor can queue (Commands) are started
-// up to QueueAhead() beyond the slots: each waits in the executor and
-// starts the moment a running one ends (Executor::Queues).
+// ends). Tasks of fast steps (FastSteps) that the executor can queue
+// (Commands) are started up to QueueAhead() beyond the slots: each waits
+// in the executor and starts the moment a running one ends
+// (Executor::Queues).
 Status RunLoop::StartReady() {
   std::map<std::string, int> per_step;
   int others = 0;  // running tasks of executors that do not queue
@@ -50,9 +53,13 @@ Status RunLoop::StartReady() {
       ++it;
       continue;
     }
-    // A task that cannot wait in its executor waits for a free slot, and
-    // nothing after it is queued meanwhile (it would never get one).
-    if (!queues && static_cast<int>(running_.size()) >= jobs_) break;
+    // A task that cannot wait in its executor, or is not short enough to
+    // be queued, waits for a free slot, and nothing after it is queued
+    // meanwhile (it would never get one).
+    if ((!queues || !Fast(it->type)) &&
+        static_cast<int>(running_.size()) >= jobs_) {
+      break;
+    }
     WIZQ_RETURN_IF_ERROR(StartTask(*it));  // on error it stays ready
     per_step[it->type]++;
     if (!queues) executor_->SetQueueSlots(std::max(0, jobs_ - ++others));
@@ -77,16 +84,23 @@ Status RunLoop::CollectResults() {
     if (want && commits_.landed()) wait_ms = 0;
   }
   WIZQ_RETURN_IF_ERROR(executor_->Wait(wait_ms, &done));
+  std::vector<int64_t> begun;
+  executor_->TakeBegun(&begun);
+  for (int64_t id : begun) Began(id);
   for (auto& [id, result] : done) {
     auto it = running_.find(id);
     if (it == running_.end()) continue;
     if (result.never_started) {  // still claimed: it starts again later
+      queued_.erase(id);
       ready_.push_front(it->second);
       running_.erase(it);
       continue;
     }
-    const double ms = result.seconds * 1000;
-    task_ms_ = task_ms_ == 0 ? ms : 0.8 * task_ms_ + 0.2 * ms;
+    Began(id);  // if its start was not told yet
+    using Result = AttemptResult::Outcome;
+    if (!result.adopted && result.outcome != Result::kSpawnFailed) {
+      NoteDuration(it->second.type, result.seconds * 1000);
+    }
     outcomes_.push_back(Judge(it->second, result));
     submitted_[id] = static_cast<int>(outcomes_.back().children.size());
     CountFailure(it->second, outcomes_.back());  // --halt
@@ -122,9 +136,13 @@ Status RunLoop::StartTask(const Task& task) {
   a.run_id = config_.run_id;
   a.install_dir = config_.install_dir;
   // Stable across attempts and resumes of this run; a --fresh run of the
-  // same run id gets new keys (its start time differs).
+  // same run id gets new keys (its start time differs). A re-run finally
+  // hook's key also names its generation (docs/PROTOCOL.md).
   a.idempotency_key = config_.run_id + "-" + std::to_string(run_started_ms_) +
                       "-" + std::to_string(task.id);
+  if (task.generation > 1) {
+    a.idempotency_key += "-g" + std::to_string(task.generation);
+  }
   a.timeout_seconds = step->options.timeout_seconds;
   a.max_response_bytes = kMaxResponseBytes;
   if (hasher_) start_hash_[task.id] = hasher_->Hash(task.type, nullptr);
@@ -133,15 +151,54 @@ Status RunLoop::StartTask(const Task& task) {
   a.adopt_expected = task.error_reason == kReasonWorkerLost;
   Status s = executor_->Start(a);
   if (!s.ok()) return s.Annotate("starting task " + std::to_string(task.id));
+  // Handed over while every slot is busy: it waits in the executor.
+  const bool waits = static_cast<int>(running_.size()) >= jobs_;
   running_[task.id] = task;
   const std::string waiting = executor_->AdoptionNote(task.id);
   if (!waiting.empty()) {
     observer_->OnNote("task " + std::to_string(task.id) + " (" + task.type +
                       "): " + waiting);
   }
-  CrashPoint("run.after_spawn");
-  observer_->OnTaskStarted(task, task.attempts, CurrentProgress());
+  // An executor that queues tells when the attempt begins; others begin it
+  // now.
+  queued_.insert(task.id);
+  if (!executor_->Queues(*action)) {
+    Began(task.id);
+  } else if (waits) {
+    observer_->OnTaskQueued(task, task.attempts, CurrentProgress());
+  }
   return Status::OK();
+}
+
+void RunLoop::Began(int64_t id) {
+  auto it = running_.find(id);
+  if (it == running_.end() || queued_.erase(id) == 0) return;
+  CrashPoint("run.after_spawn");
+  observer_->OnTaskStarted(it->second, it->second.attempts, CurrentProgress());
+}
+
+std::set<std::string> RunLoop::FastSteps() const {
+  std::set<std::string> out;
+  for (const auto& [step, ms] : step_ms_) {
+    if (Fast(step)) out.insert(step);
+  }
+  return out;
+}
+
+bool RunLoop::Fast(const std::string& step) const {
+  auto it = step_ms_.find(step);
+  if (it == step_ms_.end() || it->second.size() < kQueueHistory) return false;
+  double sum = 0;
+  for (double ms : it->second) sum += ms;
+  return sum < kQueueTaskMs * static_cast<double>(kQueueHistory);
+}
+
+void RunLoop::NoteDuration(const std::string& step, double ms) {
+  std::deque<double>& last = step_ms_[step];
+  last.push_back(ms);
+  if (last.size() > kQueueHistory) last.pop_front();
+  // The look-ahead is sized for the tasks it claims: the fast steps'.
+  if (Fast(step)) task_ms_ = task_ms_ == 0 ? ms : 0.8 * task_ms_ + 0.2 * ms;
 }
 
 Outcome RunLoop::Judge(const Task& task, const AttemptResult& result) const {
@@ -150,6 +207,27 @@ Outcome RunLoop::Judge(const Task& task, const AttemptResult& result) const {
     o.adopted_attempt = task.attempts;
     o.waited_ms = result.waited_ms;
   }
+  // An exit status and a stderr file are a process's: a Command's, or a
+  // Pool task's agent (a Prompt or a Function has none of its own).
+  const Step* step = nullptr;
+  const Action* action = ActionFor(task, &step);
+  if (action != nullptr && (action->kind == Action::Kind::kCommand ||
+                            action->kind == Action::Kind::kPool)) {
+    using Result = AttemptResult::Outcome;
+    if (!result.lost && (result.outcome == Result::kResponded ||
+                         result.outcome == Result::kExited)) {
+      o.end.exit_code = result.exit_code;
+    }
+    // An adopted attempt may be an older wizq's, in its layout.
+    o.end.stderr_path =
+        (result.adopted
+             ? AttemptFiles::Existing(config_.env ? config_.env : Env::Posix(),
+                                      queue_->wizard_dir(), task.id,
+                                      task.attempts)
+             : AttemptFiles(queue_->wizard_dir(), task.id, task.attempts))
+            .stderr_path();
+  }
+  o.end.duration_ms = static_cast<int64_t>(result.seconds * 1000 + 0.5);
   return o;
 }
 

@@ -83,7 +83,9 @@ std::vector<int64_t> RunLoop::Waiting(const QueueState& s) const {
     return ids;
   }
   for (int64_t id : s.pending()) {
-    if (!WaitsHere(*s.Find(id))) return {};
+    const Task& t = *s.Find(id);
+    if (s.HookWaits(t)) continue;  // runs after the gates beneath its owner
+    if (!WaitsHere(t)) return {};
     ids.push_back(id);
   }
   return ids;

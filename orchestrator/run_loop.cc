@@ -58,6 +58,8 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
     qo.initial_tasks.push_back(RootTask(*workflow_, config_.input));
   }
   qo.retry_failed = config_.retry_failed;
+  qo.no_reuse = config_.no_reuse;
+  qo.from = config_.from;
   qo.retry_budget = [this](const Task& t) {
     const Step* step = workflow_->FindStep(t.type);
     return step ? step->options.max_attempts() : t.max_attempts;
@@ -143,7 +145,10 @@ Progress RunLoop::CurrentProgress() const {
     p.failed = s.count(TaskState::kFailed);
     p.total = s.total();
     p.reused = s.reused();
+    p.imported = s.imported();
   }
+  p.queued = static_cast<int64_t>(queued_.size() + ready_.size());
+  p.running = std::max<int64_t>(0, p.running - p.queued);
   p.elapsed_ms = ElapsedMs();
   return p;
 }
@@ -205,7 +210,9 @@ Status RunLoop::CheckSomethingCanRun() {
   int64_t waiting = 0;
   for (int64_t id : s.pending()) {
     const Step* step = nullptr;
-    const Action* a = ActionFor(*s.Find(id), &step);
+    const Task& t = *s.Find(id);
+    if (s.HookWaits(t)) continue;  // runs after the tasks beneath its owner
+    const Action* a = ActionFor(t, &step);
     if (a == nullptr || executor_->CanRun(*a)) return Status::OK();
     waiting++;
   }

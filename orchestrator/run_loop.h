@@ -16,10 +16,14 @@
 // the loop never waits for one while it could start a task: commits run on
 // a helper thread, one at a time, each carrying every result that arrived
 // since the last one, the finally hooks that became due, and enough claims
-// to refill the slots plus a small look-ahead of tasks claimed ahead
-// (durably) so that a slot that frees up starts its next task at once.
-// Claimed-ahead tasks that never started are given back on Ctrl+C, and a
-// crash does not count their attempt (QueueOptions::attempt_started).
+// to refill the slots; for short tasks also a small look-ahead of tasks
+// claimed ahead (durably) so that a slot that frees up starts its next task
+// at once. Only a step whose last kQueueHistory attempts here took less
+// than kQueueTaskMs on average is claimed (and queued) beyond the slots
+// (FastSteps): a slow task claimed ahead would gain nothing and be held
+// from other workers meanwhile. Claimed-ahead tasks that never started are
+// given back on Ctrl+C, and a crash does not count their attempt
+// (QueueOptions::attempt_started).
 //
 // Only the commit thread touches the Queue while a commit is in flight; the
 // main thread works on copies (Claimed) and the CommitResult it gets back.
@@ -35,6 +39,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,14 +79,25 @@ struct Outcome {
   // The result is an adopted attempt's (task_adopted is recorded with it).
   int adopted_attempt = 0;  // 0: not adopted
   int64_t waited_ms = 0;
+  AttemptEnd end;  // for the observer
+};
+
+// What a commit claims (RunLoop::ClaimInTxn): up to `slots` tasks of any
+// step, then up to `ahead` more of the steps in `fast`, none of which
+// overtakes a task of another step.
+struct ClaimWant {
+  int slots = 0;
+  int ahead = 0;
+  std::set<std::string> fast;
 };
 
 // What one commit did, for the main thread.
 struct CommitResult {
   Status status;
-  std::vector<Task> claimed;   // copies, in claim order
-  std::vector<Task> finished;  // the outcomes' tasks after the commit
-  std::vector<int64_t> lost;   // dead workers' tasks failed as worker_lost
+  std::vector<Task> claimed;     // copies, in claim order
+  std::vector<Task> finished;    // the outcomes' tasks after the commit
+  std::vector<AttemptEnd> ends;  // finished[i]'s attempt's
+  std::vector<int64_t> lost;     // dead workers' tasks failed as worker_lost
   std::vector<std::string> notes;
   std::vector<int64_t> reused_ids;        // completed from the previous run
   std::vector<Task> reused;               // their copies after the commit
@@ -90,16 +106,6 @@ struct CommitResult {
   Progress progress;
   int answers_bound = 0;  // --answer flags recorded by this commit
 };
-
-struct RunOptions;
-
-// Checks --answer arguments against the run they would resume in
-// `install_dir` (read-only; none when it would start fresh), before anything
-// is written (orchestrator/run_answers.cc). InvalidArgument: exit 2.
-Status CheckFlagAnswers(const RunOptions& options, const Workflow& workflow,
-                        const std::string& install_dir,
-                        const std::string& run_id,
-                        std::vector<FlagAnswer>* out);
 
 class RunLoop {
  public:
@@ -110,7 +116,8 @@ class RunLoop {
     Env* env = nullptr;
     // Runs the attempts; required, must outlive the RunLoop.
     Executor* executor = nullptr;
-    // Incremental re-runs (orchestrator/reuse.h): --no-reuse, --from.
+    // Incremental re-runs (orchestrator/reuse.h): --no-reuse, --from; a
+    // fresh run records them, a resumed one adds what it recorded.
     bool no_reuse = false;
     std::vector<std::string> from;  // step names and previous task ids
     bool retry_failed = false;      // --retry-failed
@@ -146,21 +153,31 @@ class RunLoop {
   void ReapLostOrphans(const std::vector<int64_t>& ids);
   Status StartReady();
   void MaybeLaunchCommit();
-  // How many short tasks StartReady starts beyond the slots, to wait in
-  // the executor (four per slot: the spawner then wakes wizq once per few
-  // ended tasks, tasks/spawner.h); none before a task has ended, nor for
-  // tasks of kQueueTaskMs or more (queueing would gain them nothing, and
-  // would announce their start, and hold their claims, that much earlier).
-  // Nor under --halt: a slot freed by a failure must not start a queued
-  // task before the failure is counted.
+  // The steps whose tasks may be claimed, and queued, beyond the slots:
+  // those whose last kQueueHistory attempts that ran in this process took
+  // less than kQueueTaskMs on average (a step with fewer, or none, never
+  // queues: a slow task queued or claimed ahead gains nothing and is held
+  // from other workers meanwhile).
+  std::set<std::string> FastSteps() const;
+  bool Fast(const std::string& step) const;
+  // Records how long an attempt of `step` ran (FastSteps).
+  void NoteDuration(const std::string& step, double ms);
+  // How many tasks of fast steps StartReady starts beyond the slots, to
+  // wait in the executor (four per slot: the spawner then wakes wizq once
+  // per few ended tasks, tasks/spawner.h). None under --halt: a slot freed
+  // by a failure must not start a queued task before the failure is
+  // counted.
   int QueueAhead() const {
-    if (config_.halt.when != HaltPolicy::When::kNever) return 0;
-    return task_ms_ > 0 && task_ms_ < kQueueTaskMs ? 4 * jobs_ : 0;
+    return config_.halt.when != HaltPolicy::When::kNever ? 0 : 4 * jobs_;
   }
   static constexpr double kQueueTaskMs = 50;
+  static constexpr size_t kQueueHistory = 8;
   static constexpr int kLazyHarvestMs = 10;
   Status CollectResults();
   Status StartTask(const Task& task);
+  // The attempt of task `id` that the executor started began (its process
+  // runs): tells the observer.
+  void Began(int64_t id);
   Outcome Judge(const Task& task, const AttemptResult& result) const;
   Outcome JudgeAttempt(const Task& task, const AttemptResult& result) const;
   Outcome JudgeResponse(const Task& task, const AttemptResult& result) const;
@@ -170,10 +187,13 @@ class RunLoop {
   Progress CurrentProgress() const;
 
   // Commit thread (and Open/Interrupt while no commit is in flight).
-  CommitResult Commit(std::vector<Outcome> outcomes, int want,
+  CommitResult Commit(std::vector<Outcome> outcomes, const ClaimWant& want,
                       std::map<std::string, int> per_step);
-  Status CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes, int want,
+  Status CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
+                     const ClaimWant& want,
                      std::map<std::string, int>& per_step, CommitResult* r);
+  Status ClaimInTxn(Txn& txn, const ClaimWant& want,
+                    std::map<std::string, int>& per_step, CommitResult* r);
   Status SubmitDueHooks(Txn& txn);
   bool Claimable(const Task& t,
                  const std::map<std::string, int>& per_step) const;
@@ -214,11 +234,16 @@ class RunLoop {
   int64_t run_started_ms_ = 0;
 
   std::map<int64_t, Task> running_;  // started, by id
-  std::deque<Task> ready_;           // claimed, not started yet
-  std::vector<Outcome> outcomes_;    // results not yet committed
+  // Of running_: handed to an executor that tells when they begin
+  // (Executor::TakeBegun), not begun yet: waiting for a slot.
+  std::set<int64_t> queued_;
+  std::deque<Task> ready_;         // claimed, not started yet
+  std::vector<Outcome> outcomes_;  // results not yet committed
   std::future<CommitResult> inflight_;
   int lookahead_ = 0;
-  double task_ms_ = 0;    // moving average of task durations
+  double task_ms_ = 0;  // moving average of the fast steps' task durations
+  // Per step, how long its last kQueueHistory attempts ran here (ms).
+  std::map<std::string, std::deque<double>> step_ms_;
   double commit_ms_ = 0;  // moving average of commit latencies
   int64_t commit_started_ms_ = 0;
   int64_t next_poll_ms_ = 0;
@@ -238,6 +263,14 @@ class RunLoop {
   // Last: its thread, which uses the members above, ends first.
   CommitThread commits_;
 };
+
+// Checks the --answer arguments `args` against the run `config` would
+// resume (read-only), or against the tasks of the import it would start
+// with (none for a root task), before anything is written
+// (orchestrator/run_answers.cc). InvalidArgument: exit 2.
+Status CheckFlagAnswers(const RunLoop::Config& config, const Workflow& workflow,
+                        const std::vector<std::string>& args,
+                        std::vector<FlagAnswer>* out);
 
 }  // namespace wizq
 

@@ -24,10 +24,15 @@ bool IsId(const std::string& s) {
 
 void RunLoop::OpenReuse() {
   hasher_ = std::make_unique<DefHasher>(*workflow_, config_.env);
-  const std::string& prev_dir = queue_->state().run().previous_run;
+  const RunInfo& run = queue_->state().run();
+  const std::string& prev_dir = run.previous_run;
+  // What the run chose when it started (recorded with it), and what this
+  // command adds.
   Reuser::Options opts;
-  opts.enabled = !config_.no_reuse;
-  for (const std::string& f : config_.from) {
+  opts.enabled = !config_.no_reuse && !run.no_reuse;
+  std::vector<std::string> from = run.from;
+  from.insert(from.end(), config_.from.begin(), config_.from.end());
+  for (const std::string& f : from) {
     if (IsId(f)) {
       opts.from_ids.insert(std::stoll(f));
     } else {

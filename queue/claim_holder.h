@@ -12,7 +12,9 @@
 //
 // A lost holder's tasks are put back (pending, or failed with worker_lost
 // when no attempt is left) by the next transaction of any process, before
-// its callback runs (Queue::Transact, Txn::reclaimed()).
+// its callback runs (Queue::Transact, Txn::reclaimed()). So is a leased
+// attempt past its step's timeout (AttemptTimedOut), failed with reason
+// timeout whether or not its holder still heartbeats.
 #ifndef WIZQ_QUEUE_CLAIM_HOLDER_H_
 #define WIZQ_QUEUE_CLAIM_HOLDER_H_
 
@@ -48,6 +50,14 @@ struct ClaimHolder {
     return kind == Kind::kLease && now_ms > expires_ms;
   }
 };
+
+// Whether `t`'s leased attempt has run past its time limit (Task::
+// deadline_ms) by `now_ms`, before its lease lapsed: it is then failed
+// with reason timeout, not put back as a lost holder's.
+inline bool AttemptTimedOut(const Task& t, int64_t now_ms) {
+  return t.deadline_ms > 0 && now_ms > t.deadline_ms &&
+         t.deadline_ms <= t.lease_expires_ms;
+}
 
 // Who holds `t` (meaningful while it is in_progress): its lease if it has
 // one, else the worker named by `claimed_by`.

@@ -107,16 +107,25 @@ bool RunResumed::operator==(const RunResumed& o) const {
 void QueueArchived::EncodeTo(JsonWriter& w) const {
   w.Field("reason", reason);
   w.Field("path", path);
+  if (no_reuse) w.Key("no_reuse").Bool(true);
+  if (!from.empty()) {
+    w.Key("from").BeginArray();
+    for (const std::string& f : from) w.String(f);
+    w.EndArray();
+  }
 }
 
 EventError QueueArchived::DecodeField(std::string_view key, EventValue v) {
   if (key == "reason") return StringView(v, &reason);
   if (key == "path") return StringView(v, &path);
+  if (key == "no_reuse") return ReadBool(v, &no_reuse);
+  if (key == "from") return ReadStrings(v, &from);
   return SUCCESS;
 }
 
 bool QueueArchived::operator==(const QueueArchived& o) const {
-  return reason == o.reason && path == o.path;
+  return reason == o.reason && path == o.path && no_reuse == o.no_reuse &&
+         from == o.from;
 }
 
 // --- worker_joined, worker_left ----------------------------------------------
@@ -159,6 +168,7 @@ void TaskSubmitted::EncodeTo(JsonWriter& w) const {
   w.Key("max_attempts").Int(max_attempts);
   w.Field("has_finally", has_finally);
   WriteId(w, "finally_for", finally_for);
+  if (generation > 1) w.Key("generation").Int(generation);
 }
 
 EventError TaskSubmitted::DecodeField(std::string_view key, EventValue v) {
@@ -171,6 +181,7 @@ EventError TaskSubmitted::DecodeField(std::string_view key, EventValue v) {
   if (key == "max_attempts") return ReadInt(v, &max_attempts);
   if (key == "has_finally") return ReadBool(v, &has_finally);
   if (key == "finally_for") return IntOrNull(v, &finally_for);
+  if (key == "generation") return ReadInt(v, &generation);
   return SUCCESS;
 }
 
@@ -178,7 +189,8 @@ bool TaskSubmitted::operator==(const TaskSubmitted& o) const {
   return id == o.id && type == o.type && inputs == o.inputs &&
          parent_id == o.parent_id && origin == o.origin &&
          dedup_key == o.dedup_key && max_attempts == o.max_attempts &&
-         has_finally == o.has_finally && finally_for == o.finally_for;
+         has_finally == o.has_finally && finally_for == o.finally_for &&
+         generation == o.generation;
 }
 
 void TaskDeduplicated::EncodeTo(JsonWriter& w) const {
@@ -212,6 +224,10 @@ void TaskClaimed::EncodeTo(JsonWriter& w) const {
     w.Field("lease", lease);
     w.Key("lease_expires_ms").Int(lease_expires_ms);
     if (!agent.empty()) w.Field("agent", agent);
+    if (timeout_ms > 0) {
+      w.Key("timeout_ms").Int(timeout_ms);
+      w.Field("retry_on_timeout", retry_on_timeout);
+    }
   }
 }
 
@@ -223,13 +239,16 @@ EventError TaskClaimed::DecodeField(std::string_view key, EventValue v) {
   if (key == "lease") return StringView(v, &lease);
   if (key == "lease_expires_ms") return ReadInt(v, &lease_expires_ms);
   if (key == "agent") return StringView(v, &agent);
+  if (key == "timeout_ms") return ReadInt(v, &timeout_ms);
+  if (key == "retry_on_timeout") return ReadBool(v, &retry_on_timeout);
   return SUCCESS;
 }
 
 bool TaskClaimed::operator==(const TaskClaimed& o) const {
   return id == o.id && type == o.type && worker == o.worker &&
          attempt == o.attempt && lease == o.lease &&
-         lease_expires_ms == o.lease_expires_ms && agent == o.agent;
+         lease_expires_ms == o.lease_expires_ms && agent == o.agent &&
+         timeout_ms == o.timeout_ms && retry_on_timeout == o.retry_on_timeout;
 }
 
 void TaskCompleted::EncodeTo(JsonWriter& w) const {
@@ -312,6 +331,7 @@ void TaskReset::EncodeTo(JsonWriter& w) const {
   w.Field("message", message);
   w.Key("attempt").Int(attempt);
   if (refund) w.Field("refund", true);
+  if (never_started) w.Field("never_started", true);
 }
 
 EventError TaskReset::DecodeField(std::string_view key, EventValue v) {
@@ -321,12 +341,14 @@ EventError TaskReset::DecodeField(std::string_view key, EventValue v) {
   if (key == "message") return StringView(v, &message);
   if (key == "attempt") return ReadInt(v, &attempt);
   if (key == "refund") return ReadBool(v, &refund);
+  if (key == "never_started") return ReadBool(v, &never_started);
   return SUCCESS;
 }
 
 bool TaskReset::operator==(const TaskReset& o) const {
   return id == o.id && worker == o.worker && reason == o.reason &&
-         message == o.message && attempt == o.attempt && refund == o.refund;
+         message == o.message && attempt == o.attempt && refund == o.refund &&
+         never_started == o.never_started;
 }
 
 // --- run_finished ------------------------------------------------------------
@@ -343,6 +365,7 @@ void RunFinished::EncodeTo(JsonWriter& w) const {
     w.Key("tasks_live").Int(tasks_live);
   }
   if (tasks_adopted != 0) w.Key("tasks_adopted").Int(tasks_adopted);
+  if (tasks_imported != 0) w.Key("tasks_imported").Int(tasks_imported);
 }
 
 EventError RunFinished::DecodeField(std::string_view key, EventValue v) {
@@ -358,6 +381,7 @@ EventError RunFinished::DecodeField(std::string_view key, EventValue v) {
   }
   if (key == "tasks_live") return ReadInt(v, &tasks_live);
   if (key == "tasks_adopted") return ReadInt(v, &tasks_adopted);
+  if (key == "tasks_imported") return ReadInt(v, &tasks_imported);
   return SUCCESS;
 }
 
@@ -367,7 +391,7 @@ bool RunFinished::operator==(const RunFinished& o) const {
          tasks_failed == o.tasks_failed && duration_ms == o.duration_ms &&
          has_reuse_counts == o.has_reuse_counts &&
          tasks_reused == o.tasks_reused && tasks_live == o.tasks_live &&
-         tasks_adopted == o.tasks_adopted;
+         tasks_adopted == o.tasks_adopted && tasks_imported == o.tasks_imported;
 }
 
 // --- task_retried ------------------------------------------------------------

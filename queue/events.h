@@ -89,6 +89,11 @@ struct QueueArchived {
   static constexpr std::string_view kName = "queue_archived";
   std::string_view reason;
   std::string_view path;  // the archive directory
+  // What the new run may reuse of it (orchestrator/reuse.h), as chosen
+  // when it started: nothing (--no-reuse), and the steps and previous ids
+  // that run live (--from). Written only when set.
+  bool no_reuse = false;
+  std::vector<std::string> from;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const QueueArchived& o) const;
@@ -125,6 +130,9 @@ struct TaskSubmitted {
   int64_t max_attempts = 0;
   bool has_finally = false;
   int64_t finally_for = 0;  // the owner of a finally hook, 0 (null) if none
+  // A hook's generation (Task::generation); written only when above 1, so
+  // a first hook's line is what it was before generations existed.
+  int64_t generation = 1;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const TaskSubmitted& o) const;
@@ -154,6 +162,11 @@ struct TaskClaimed {
   std::string_view lease;        // the token
   int64_t lease_expires_ms = 0;  // wall-clock ms
   std::string_view agent;        // the agent's name; written only if given
+  // The attempt's time limit, ms after the claim (the step's `timeout`),
+  // and whether a timed-out attempt is retried (the step's option); written
+  // only with a lease and a limit (timeout_ms > 0).
+  int64_t timeout_ms = 0;
+  bool retry_on_timeout = true;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const TaskClaimed& o) const;
@@ -184,7 +197,9 @@ struct TaskFailed {
   static constexpr std::string_view kName = "task_failed";
   int64_t id = 0;
   std::string_view worker;
-  std::string_view reason;  // exit_code, timeout, invalid_response, worker_lost
+  // exit_code, timeout, invalid_response, worker_lost, agent_failed,
+  // agent_disconnected
+  std::string_view reason;
   std::string_view message;
   int64_t attempt = 0;
   bool will_retry = false;
@@ -199,10 +214,13 @@ struct TaskReset {
   static constexpr std::string_view kName = "task_reset";
   int64_t id = 0;
   std::string_view worker;  // the one that held it
-  std::string_view reason;  // worker_lost, interrupted
+  std::string_view reason;  // worker_lost, interrupted, released, ...
   std::string_view message;
   int64_t attempt = 0;
   bool refund = false;  // the attempt does not count; written only when true
+  // The attempt never began (claimed ahead, or waiting in the spawner, when
+  // its worker died): no work was lost. Written only when true.
+  bool never_started = false;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const TaskReset& o) const;
@@ -226,6 +244,9 @@ struct RunFinished {
   // Attempts adopted over the run (task_adopted); written only when
   // non-zero.
   int64_t tasks_adopted = 0;
+  // Tasks that finished before an import (QueueState::imported), not in
+  // tasks_live; written only when non-zero.
+  int64_t tasks_imported = 0;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const RunFinished& o) const;

@@ -162,7 +162,10 @@ class HistoryBuilder {
       Seen(e.worker);
     }
     AttemptRecord* a = Open(e.id);
-    if (a != nullptr) a->refunded = e.refund;
+    if (a != nullptr) {
+      a->refunded = e.refund;
+      a->never_started = e.never_started;
+    }
     End(e.id, "reset", e.reason, e.message);
   }
   void On(const RunFinished& e) {

@@ -44,7 +44,10 @@ struct AttemptRecord {
   std::string message;  // its message
   bool will_retry = false;  // a failure that goes back to pending
   bool refunded = false;    // a reset that does not count the attempt
-  bool adopted = false;     // this claim adopted a lost worker's attempt
+  // A reset of an attempt that never began (claimed ahead or queued when
+  // its worker died): nothing ran, nothing was lost.
+  bool never_started = false;
+  bool adopted = false;  // this claim adopted a lost worker's attempt
   int64_t adopted_waited_ms = 0;
   bool reused = false;  // completed from the previous run, never ran
 };

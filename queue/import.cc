@@ -1,5 +1,7 @@
 #include "queue/import.h"
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "queue/queue_impl.h"
@@ -59,23 +61,19 @@ Status CheckTask(const RunImport& import, size_t i) {
 }
 
 // The submission of task `id`, with its dedup key (none when another task
-// of the import already has that key: the source did not deduplicate).
+// of the import already has that key: the source did not deduplicate). A
+// hook is its owner's next generation (`hooks`: per owner, so far).
 Status StageSubmit(DirQueue* q, const NewTask& t, int64_t id,
-                   std::set<std::string>* keys) {
+                   std::set<std::string>* keys, std::map<int64_t, int>* hooks) {
   std::string key;
+  int generation = 1;
   if (t.origin == Origin::kFinally) {
-    key = "finally:" + std::to_string(t.finally_for);
+    generation = ++(*hooks)[t.finally_for];
+    key = FinallyDedupKey(t.finally_for, generation);
   } else {
     WIZQ_RETURN_IF_ERROR(DedupKey(t.type, t.inputs, &key));
   }
-  if (!keys->insert(key).second) {
-    if (t.origin == Origin::kFinally) {
-      return Status::InvalidArgument("imported task " + std::to_string(id) +
-                                     ": a second finally hook " + "for task " +
-                                     std::to_string(t.finally_for));
-    }
-    key.clear();
-  }
+  if (!keys->insert(key).second) key.clear();
   TaskSubmitted e;
   e.id = id;
   e.type = t.type;
@@ -86,12 +84,13 @@ Status StageSubmit(DirQueue* q, const NewTask& t, int64_t id,
   e.max_attempts = t.max_attempts;
   e.has_finally = t.has_finally;
   e.finally_for = t.finally_for;
+  e.generation = generation;
   return q->Stage(e);
 }
 
 // The attempts task `id` already had.
 Status StageAttempts(DirQueue* q, const ImportedTask& it, int64_t id) {
-  const std::string& worker = q->worker_id();
+  const std::string worker(kImportWorker);
   int64_t attempt = 0;
   for (size_t k = 0; k < it.failures.size(); k++) {
     WIZQ_RETURN_IF_ERROR(
@@ -126,6 +125,27 @@ Status ValidateImport(const RunImport& import) {
   return Status::OK();
 }
 
+Status ImportedState(const RunImport& import, QueueState* state) {
+  for (size_t i = 0; i < import.tasks.size(); i++) {
+    const ImportedTask& it = import.tasks[i];
+    Task t;
+    t.id = static_cast<int64_t>(i) + 1;
+    t.type = it.task.type;
+    t.inputs = it.task.inputs;
+    t.state = it.state;
+    t.attempts = static_cast<int>(it.failures.size()) +
+                 (it.state == TaskState::kDone ? 1 : 0);
+    t.max_attempts = it.task.max_attempts;
+    t.parent_id = it.task.parent_id;
+    t.origin = it.task.origin;
+    t.has_finally = it.task.has_finally;
+    t.finally_for = it.task.finally_for;
+    WIZQ_RETURN_IF_ERROR(state->AddStoredTask(std::move(t)));
+  }
+  state->Rebuild();
+  return Status::OK();
+}
+
 Status StageImport(DirQueue* q, const RunImport& import) {
   WIZQ_RETURN_IF_ERROR(ValidateImport(import));
   if (q->state().total() != 0) {
@@ -139,11 +159,18 @@ Status StageImport(DirQueue* q, const RunImport& import) {
   WIZQ_RETURN_IF_ERROR(q->Stage(header));
   // Every task first, so that no parent has settled when a child attaches.
   std::set<std::string> keys;
+  std::map<int64_t, int> hooks;
   for (size_t i = 0; i < import.tasks.size(); i++) {
-    WIZQ_RETURN_IF_ERROR(StageSubmit(q, import.tasks[i].task,
-                                     static_cast<int64_t>(i) + 1, &keys));
+    WIZQ_RETURN_IF_ERROR(StageSubmit(
+        q, import.tasks[i].task, static_cast<int64_t>(i) + 1, &keys, &hooks));
   }
-  for (size_t i = 0; i < import.tasks.size(); i++) {
+  // Then what ran, in the order the source finished it.
+  std::vector<size_t> by_order(import.tasks.size());
+  for (size_t i = 0; i < by_order.size(); i++) by_order[i] = i;
+  std::stable_sort(by_order.begin(), by_order.end(), [&](size_t a, size_t b) {
+    return import.tasks[a].order < import.tasks[b].order;
+  });
+  for (size_t i : by_order) {
     WIZQ_RETURN_IF_ERROR(
         StageAttempts(q, import.tasks[i], static_cast<int64_t>(i) + 1));
   }

@@ -4,7 +4,13 @@
 // wizq as a fresh run whose first batch records every task as it stood:
 // submitted, then, for each task that already ran, its attempts as
 // ordinary events (task_claimed + task_failed for each failed attempt,
-// task_claimed + task_completed for the one that succeeded). `wizq
+// task_claimed + task_completed for the one that succeeded), by the worker
+// kImportWorker ("import": no wizq worker ran them), task by task
+// in the order the source finished them (ImportedTask::order). So a
+// finally hook that ran before a task beneath its owner completed is
+// stale, as it would be in a wizq run (Task::hook_stale), and runs again
+// once the subtree settles. Several hooks of one owner are its
+// generations, in id order. `wizq
 // status`, `wizq log`, resume and export then need nothing special. The
 // batch is written with run_started and run_imported, in one commit: a
 // crash leaves either no run or the whole import. An import of no task
@@ -25,6 +31,7 @@
 namespace wizq {
 
 class DirQueue;
+class QueueState;
 
 // One failed attempt of an imported task.
 struct ImportedFailure {
@@ -45,6 +52,9 @@ struct ImportedTask {
   // kDone: the ids the successful attempt spawned (as task_completed lists
   // them; children attach through their parent_id).
   std::vector<int64_t> spawned;
+  // Where the source finished the task (e.g. its log line): attempts are
+  // staged in this order, ties (and 0, unknown) by id.
+  int64_t order = 0;
 };
 
 struct RunImport {
@@ -57,9 +67,14 @@ struct RunImport {
 };
 
 // Checks what the queue requires of an import (ids refer to earlier tasks,
-// a Finally task names its owner, at most one hook per owner, states and
-// attempts consistent, inputs are JSON). InvalidArgument naming the task.
+// a Finally task names its owner, states and attempts consistent, inputs
+// are JSON). InvalidArgument naming the task.
 Status ValidateImport(const RunImport& import);
+
+// The tasks as the import would record them, into the empty *state (no
+// event is written): what checks made before a run starts (`--answer`)
+// read. REQUIRES: ValidateImport(import) is OK.
+Status ImportedState(const RunImport& import, QueueState* state);
 
 // Stages run_imported and the tasks' events on a fresh run (internal to
 // queue/: DirQueue::StartFresh calls it). REQUIRES: lock held, run_started

@@ -5,7 +5,9 @@
 
 #include <simdjson.h>
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace wizq {
 
@@ -68,6 +70,24 @@ inline simdjson::error_code StringView(simdjson::ondemand::value v,
     }
   }
   return v.get_string().get(*out);  // escapes, or not a string
+}
+
+// An array of strings, copied into *out.
+inline simdjson::error_code ReadStrings(simdjson::ondemand::value v,
+                                        std::vector<std::string>* out) {
+  out->clear();
+  simdjson::ondemand::array arr;
+  auto err = v.get_array().get(arr);
+  if (err) return err;
+  for (auto element : arr) {
+    simdjson::ondemand::value item;
+    err = element.get(item);
+    std::string_view s;
+    if (!err) err = StringView(item, &s);
+    if (err) return err;
+    out->emplace_back(s);
+  }
+  return simdjson::SUCCESS;
 }
 
 // A nullable integer: null reads as 0.

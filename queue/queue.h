@@ -63,8 +63,14 @@ struct QueueOptions {
   // one), its failed tasks go back to pending (task_retried) with a fresh
   // budget of retry_budget(task) attempts (null: the task's max_attempts).
   // A completed run is left as it is.
+  // A fresh run (an import) starts with its failed tasks put back the same
+  // way.
   bool retry_failed = false;
   std::function<int(const Task&)> retry_budget;
+  // What a fresh run may reuse of the run it replaces (--no-reuse, --from):
+  // recorded with queue_archived (RunInfo::no_reuse, from).
+  bool no_reuse = false;
+  std::vector<std::string> from;
   // With OpenMode::kAttach: hold nothing but leases (one `wizq agent`
   // call). No worker is registered (no worker_joined/worker_left), claims
   // must be ClaimLeased, and Close writes nothing.
@@ -169,7 +175,8 @@ class Txn {
                       std::string_view message, bool retryable,
                       int64_t retry_delay_ms, bool* will_retry) = 0;
   // Gives back a task this worker holds but stopped before it finished
-  // (wizq was interrupted): pending again, and the attempt does not count.
+  // (wizq was interrupted), or whose lease UseLease accepted (an agent's
+  // `release`): pending again, and the attempt does not count.
   virtual Status Release(int64_t id, std::string_view reason) = 0;
   // Records run_finished with the status and counts.
   virtual Status FinishRun(RunStatus status, int64_t duration_ms) = 0;
@@ -203,20 +210,33 @@ class Txn {
   // next transaction of any process puts its task back (task_reset
   // lease_expired) or fails it (worker_lost), as for a dead worker.
 
-  // As ClaimNext, but the claim is held by a new random lease that lapses
-  // `lease_ms` from now; *token receives it. `agent` (may be empty) names
-  // the taker for status and the log.
+  // A leased attempt's terms: the lease lapses `lease_ms` after the claim
+  // or a renewal; `agent` (may be empty) names the taker for status and
+  // the log. With `timeout_ms` > 0 the attempt times out that long after
+  // the claim, heartbeats or not: the next transaction of any process
+  // fails it (task_failed timeout), retried if `retry_on_timeout` and
+  // attempts remain (Reclaimed::timed_out).
+  struct LeaseTerms {
+    int64_t lease_ms = 0;
+    std::string_view agent;
+    int64_t timeout_ms = 0;
+    bool retry_on_timeout = true;
+  };
+  // As ClaimNext, but the claim is held by a new random lease on `terms`;
+  // *token receives it.
   virtual Status ClaimLeased(const std::function<bool(const Task&)>& accept,
-                             int64_t lease_ms, std::string_view agent,
-                             int64_t* id, std::string* token) = 0;
+                             const LeaseTerms& terms, int64_t* id,
+                             std::string* token) = 0;
   // Extends the lease on `id` to now + lease_ms (lease_renewed). Conflict
-  // "lease lost: ..." when the task is no longer held by that lease (it
-  // lapsed and was put back, it finished, or the token is unknown).
+  // when the task is no longer held by that lease, with a message that
+  // says what became of it: never taken, put back after its lease lapsed,
+  // timed out, given back, attempt N failed (reason), completed, held by
+  // another holder. InvalidArgument when there is no task `id`.
   virtual Status RenewLease(int64_t id, std::string_view token,
                             int64_t lease_ms, int64_t* expires_ms) = 0;
   // Lets this transaction act for the holder of the lease on `id`: after
-  // it, Complete, Fail and Release accept `id`. Conflict "lease lost: ..."
-  // as for RenewLease; the check and the action are under the same lock.
+  // it, Complete, Fail and Release accept `id`. Conflict as for
+  // RenewLease; the check and the action are under the same lock.
   virtual Status UseLease(int64_t id, std::string_view token) = 0;
   // Records task_adopted: the result about to be committed for task `id`
   // (held by this worker) is that of attempt `attempt`, started by a worker
@@ -226,6 +246,12 @@ class Txn {
   // (task_started), once each; a task no longer held is skipped.
   virtual Status MarkStarted(const std::vector<int64_t>& ids) = 0;
 };
+
+// Why a lease on `t` is not (or no longer) valid, the message of a refused
+// lease (Txn::UseLease, RenewLease): what became of the task — never
+// taken, put back after its lease lapsed ("lease lost: ..."), timed out,
+// given back, attempt N failed (reason), completed, held by another holder.
+std::string WhyNotHeld(const Task& t);
 
 // Where the directory store keeps a run: `<install_dir>/.wizard`. The one
 // place that spells the name (docs/FORMAT.md, "Folder layout").

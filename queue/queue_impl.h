@@ -67,6 +67,7 @@ class DirQueue : public Queue {
   Status ApplyStaged(std::string_view event);
   bool HolderLost(const ClaimHolder& holder, int64_t now_ms);
   Status PutBack(const Task& t, Reclaimed* out);
+  Status TimeOut(const Task& t, int64_t now_ms, Reclaimed* out);
   Status CommitStaged();
   Status MaybeCheckpoint();
   Status WriteCheckpointLocked();

@@ -103,8 +103,9 @@ Status DirQueue::StartFresh(OpenReport* report) {
   started.workflow = options_.workflow_json;
   WIZQ_RETURN_IF_ERROR(Stage(started));
   if (!report->archived_to.empty()) {
-    WIZQ_RETURN_IF_ERROR(
-        Stage(QueueArchived{report->archive_reason, report->archived_to}));
+    QueueArchived archived{report->archive_reason, report->archived_to,
+                           options_.no_reuse, options_.from};
+    WIZQ_RETURN_IF_ERROR(Stage(archived));
   }
   WIZQ_RETURN_IF_ERROR(Stage(WorkerJoined{workers_.self(), getpid()}));
   reclaimed_ = Reclaimed();
@@ -117,9 +118,10 @@ Status DirQueue::StartFresh(OpenReport* report) {
   if (options_.import != nullptr) {
     WIZQ_RETURN_IF_ERROR(StageImport(this, *options_.import));
   }
+  report->tasks_pending = state_->count(TaskState::kPending);
+  if (WantsRetry()) WIZQ_RETURN_IF_ERROR(StageRetries(report));
   WIZQ_RETURN_IF_ERROR(CommitStaged());
   report->action = OpenAction::kStartedFresh;
-  report->tasks_pending = state_->count(TaskState::kPending);
   return WriteCheckpointLocked();
 }
 

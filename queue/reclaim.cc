@@ -1,5 +1,8 @@
 // DirQueue: putting back the claims of lost holders (queue/claim_holder.h),
-// at the start of every transaction and when a run is resumed or attached.
+// and failing leased attempts past their timeout, at the start of every
+// transaction and when a run is resumed or attached.
+#include <cstdio>
+
 #include "queue/queue_impl.h"
 
 namespace wizq {
@@ -65,12 +68,37 @@ Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
     fill(&e);
     if (leased) e.reason = kReasonLeaseExpired;
     e.refund = !ran || adoptable;
+    e.never_started = !ran;
     return Stage(e);
   }
   out->lost.push_back(t.id);
   TaskFailed e;
   fill(&e);
   e.will_retry = false;
+  return Stage(e);
+}
+
+// A leased attempt past its time limit fails with reason timeout, at once
+// (no backoff, as a lapsed lease is put back); retried if its step allows
+// it (recorded at claim) and attempts remain, else failed for good.
+Status DirQueue::TimeOut(const Task& t, int64_t now_ms, Reclaimed* out) {
+  char limit[32];
+  std::snprintf(limit, sizeof(limit), "%gs", t.timeout_ms / 1000.0);
+  TaskFailed e;
+  e.id = t.id;
+  e.worker = t.claimed_by;
+  e.reason = kReasonTimeout;
+  const std::string message =
+      std::string("timed out after ") + limit + " (the step's timeout) while " +
+      (t.agent.empty() ? std::string("its agent") : "agent " + t.agent) +
+      " held it (attempt " + std::to_string(t.attempts) + " of " +
+      std::to_string(t.max_attempts) + ")";
+  e.message = message;
+  e.attempt = t.attempts;
+  e.will_retry = t.retry_on_timeout && t.attempts < t.max_attempts;
+  if (e.will_retry) e.retry_at = now_ms;
+  (e.will_retry ? out->reset : out->lost).push_back(t.id);
+  out->timed_out.push_back(t.id);
   return Stage(e);
 }
 
@@ -82,6 +110,7 @@ Status DirQueue::ReclaimLostClaims(Reclaimed* out) {
   out->reset.clear();
   out->lost.clear();
   out->adopt.clear();
+  out->timed_out.clear();
   const std::string& self = workers_.self();
   std::vector<int64_t> others;
   for (int64_t id : state_->in_progress()) {
@@ -95,6 +124,10 @@ Status DirQueue::ReclaimLostClaims(Reclaimed* out) {
   const int64_t now = NowMs();
   for (int64_t id : others) {
     const Task* t = state_->Find(id);
+    if (AttemptTimedOut(*t, now)) {
+      WIZQ_RETURN_IF_ERROR(TimeOut(*t, now, out));
+      continue;
+    }
     if (!HolderLost(HolderOf(*t), now)) continue;
     WIZQ_RETURN_IF_ERROR(PutBack(*t, out));
   }

@@ -1,7 +1,9 @@
 // DirQueue: `wizq run --retry-failed` (SPEC §11). The failed tasks of the
 // run being resumed go back to pending with a fresh attempt budget, one
 // task_retried event each, in the batch that resumes the run; a finished
-// run with failed tasks is resumed for it (a completed one is not).
+// run with failed tasks is resumed for it (a completed one is not). An
+// import's failed tasks (a Barnum run's dropped ones) are put back the same
+// way, in the batch that starts the run.
 #include <algorithm>
 
 #include "queue/events.h"

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace wizq {
@@ -41,6 +42,10 @@ struct RunInfo {
   // one started; "" if none: what reuse draws on (orchestrator/reuse.h).
   // The directory store: the archive directory's path.
   std::string previous_run;
+  // What this run may reuse of previous_run, as chosen when it started
+  // (queue_archived: --no-reuse, --from): a resumed run keeps it.
+  bool no_reuse = false;
+  std::vector<std::string> from;
   int64_t adopted = 0;  // task_adopted events so far
 };
 

@@ -40,6 +40,9 @@ void EncodeTask(const Task& t, JsonWriter* w) {
   w->Field("has_finally", t.has_finally);
   WriteNullableId(w, "finally_for", t.finally_for);
   WriteNullableId(w, "finally_task", t.finally_task);
+  // Only when set, so a run without re-run hooks writes what it did before.
+  if (t.generation > 1) w->Key("generation").Int(t.generation);
+  if (t.hook_stale) w->Field("hook_stale", true);
   w->Key("error");
   if (t.error_reason.empty()) {
     w->Null();
@@ -61,6 +64,13 @@ void EncodeTask(const Task& t, JsonWriter* w) {
     w->Key("lease").BeginObject().Field("token", t.lease_token);
     w->Key("expires_ms").Int(t.lease_expires_ms);
     w->Field("agent", t.agent).EndObject();
+  }
+  // Only while a leased attempt with a time limit runs (SPEC §9).
+  if (t.timeout_ms > 0) {
+    w->Key("attempt_timeout").BeginObject();
+    w->Key("timeout_ms").Int(t.timeout_ms);
+    w->Key("deadline_ms").Int(t.deadline_ms);
+    w->Field("retry_on_timeout", t.retry_on_timeout).EndObject();
   }
   w->EndObject();
 }
@@ -86,6 +96,12 @@ std::string EncodeSnapshot(const QueueState& state, uint64_t audit_offset) {
   w.Key("finished_ms").Int(run.finished_ms);
   w.Key("resumes").Int(run.resumes);
   if (!run.previous_run.empty()) w.Field("previous_run", run.previous_run);
+  if (run.no_reuse) w.Key("no_reuse").Bool(true);
+  if (!run.from.empty()) {
+    w.Key("from").BeginArray();
+    for (const std::string& f : run.from) w.String(f);
+    w.EndArray();
+  }
   if (run.adopted != 0) w.Key("adopted").Int(run.adopted);
   w.Key("input").RawValue(run.entry_input);
   w.Key("workflow").RawValue(run.workflow);

@@ -20,6 +20,8 @@
 //
 // `children` and `finally_task` are written for readers; the loader derives
 // them again from `parent_id` and `finally_for`. `counts` is informational.
+// Written only when set: a re-run hook's `"generation":N` (N > 1) and an
+// owner's `"hook_stale":true` (Task::generation, Task::hook_stale).
 // Unknown fields are ignored (a later minor addition); a higher `version` is
 // refused, a lower one is archived (queue/queue.cc).
 #ifndef WIZQ_QUEUE_SNAPSHOT_H_

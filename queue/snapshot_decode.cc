@@ -219,6 +219,10 @@ error_code SnapshotDecoder::ReadTop(std::string_view key, value v,
   } else if (key == "previous_run") {
     err = StringView(v, &s);
     run->previous_run = s;
+  } else if (key == "no_reuse") {
+    err = v.get_bool().get(run->no_reuse);
+  } else if (key == "from") {
+    err = ReadStrings(v, &run->from);
   } else if (key == "adopted") {
     err = v.get_int64().get(run->adopted);
   } else if (key == "input") {
@@ -332,6 +336,15 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
     err = v.get_bool().get(t->has_finally);
   } else if (key == "finally_for") {
     err = IntOrNull(v, &t->finally_for);
+  } else if (key == "generation") {
+    err = v.get_int64().get(n);
+    if (!err && (n < 1 || n >= std::numeric_limits<int>::max())) {
+      problem_ = "generation " + std::to_string(n) + " is out of range";
+      return simdjson::INCORRECT_TYPE;
+    }
+    t->generation = static_cast<int>(n);
+  } else if (key == "hook_stale") {
+    err = v.get_bool().get(t->hook_stale);
   } else if (key == "error") {
     bool is_null = false;
     err = v.is_null().get(is_null);
@@ -371,6 +384,12 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
     if (!err) err = l["expires_ms"].get_int64().get(t->lease_expires_ms);
     if (!err) err = l["agent"].get_string().get(s);
     t->agent = s;
+  } else if (key == "attempt_timeout") {
+    object a;
+    err = v.get_object().get(a);
+    if (!err) err = a["timeout_ms"].get_int64().get(t->timeout_ms);
+    if (!err) err = a["deadline_ms"].get_int64().get(t->deadline_ms);
+    if (!err) err = a["retry_on_timeout"].get_bool().get(t->retry_on_timeout);
   }
   // children, finally_task: derived again by QueueState::Rebuild.
   return err;

@@ -36,6 +36,11 @@ const char* OriginName(Origin o) { return kOriginNames[static_cast<int>(o)]; }
 bool ParseOrigin(std::string_view n, Origin* o) {
   return ParseName(kOriginNames, n, o);
 }
+std::string FinallyDedupKey(int64_t owner, int generation) {
+  std::string key = "finally:" + std::to_string(owner);
+  if (generation > 1) key += ":" + std::to_string(generation);
+  return key;
+}
 const char* RunStatusName(RunStatus s) {
   return kRunStatusNames[static_cast<int>(s)];
 }
@@ -84,6 +89,8 @@ Status QueueState::ApplyEvent(std::string_view line) {
 Status QueueState::Apply(const UnknownEvent&, int64_t) { return Status::OK(); }
 Status QueueState::Apply(const QueueArchived& e, int64_t) {
   run_.previous_run = e.path;
+  run_.no_reuse = e.no_reuse;
+  run_.from = e.from;
   return Status::OK();
 }
 Status QueueState::Apply(const WorkerJoined&, int64_t) { return Status::OK(); }
@@ -165,6 +172,12 @@ Status QueueState::Apply(const TaskSubmitted& e, int64_t ts) {
   t.dedup_key = e.dedup_key;
   t.has_finally = e.has_finally;
   t.finally_for = e.finally_for;
+  if (e.generation < 1 || !AttemptsInRange(e.generation) ||
+      (e.generation > 1 && e.finally_for == 0)) {
+    return Status::Corruption("generation " + std::to_string(e.generation) +
+                              " is out of range or not of a finally hook");
+  }
+  t.generation = static_cast<int>(e.generation);
   t.created_ms = t.updated_ms = ts;
   if (!ParseOrigin(e.origin, &t.origin)) {
     return Status::Corruption("unknown origin '" + std::string(e.origin) + "'");
@@ -212,6 +225,12 @@ Status QueueState::Apply(const TaskClaimed& e, int64_t ts) {
   t->lease_token = e.lease;
   t->lease_expires_ms = e.lease.empty() ? 0 : e.lease_expires_ms;
   t->agent = e.agent;
+  if (!e.lease.empty() && e.timeout_ms > 0) {
+    t->timeout_ms = e.timeout_ms;
+    t->deadline_ms =
+        ts > 0 && e.timeout_ms > INT64_MAX - ts ? INT64_MAX : ts + e.timeout_ms;
+    t->retry_on_timeout = e.retry_on_timeout;
+  }
   return Status::OK();
 }
 
@@ -243,6 +262,7 @@ Status QueueState::Apply(const TaskCompleted& e, int64_t ts) {
     reused_count_++;
   }
   t->updated_ms = ts;
+  MarkHooksStale(t->parent_id);
   SetState(t, TaskState::kDone);
   Settle(t);
   return Status::OK();
@@ -292,14 +312,23 @@ Status QueueState::AddLiveTask(Task t) {
     parent->children.push_back(id);
     parent->open_children++;
     UpdateHookDue(*parent);  // a task due for its hook now waits again
+    MarkHooksStale(parent->id);
   }
   if (task.finally_for != 0) {
     Task* owner = MutableFind(task.finally_for);
-    if (owner->finally_task != 0) {
-      return Status::Corruption("a second finally hook for task " +
-                                std::to_string(owner->id));
+    const Task* prev =
+        owner->finally_task != 0 ? Find(owner->finally_task) : nullptr;
+    const int next = prev != nullptr ? prev->generation + 1 : 1;
+    if (task.generation != next) {
+      return Status::Corruption("finally hook " + std::to_string(id) +
+                                " of task " + std::to_string(owner->id) +
+                                " has generation " +
+                                std::to_string(task.generation) + " where " +
+                                std::to_string(next) + " was next");
     }
+    if (prev == nullptr && !owner->settled_counted) hooks_reopened_++;
     owner->finally_task = id;
+    owner->hook_stale = false;
     Settle(owner);
   }
   return Status::OK();
@@ -325,7 +354,18 @@ bool QueueState::AllSettled() const {
          settled_count_ == static_cast<int64_t>(tasks_.size());
 }
 
+namespace {
+
+bool Finished(TaskState s) {
+  return s == TaskState::kDone || s == TaskState::kFailed;
+}
+
+}  // namespace
+
 void QueueState::SetState(Task* t, TaskState s) {
+  if (t->claimed_by == kImportWorker) {  // finished, or retried, as imported
+    imported_count_ += Finished(s) - Finished(t->state);
+  }
   counts_[static_cast<int>(t->state)]--;
   counts_[static_cast<int>(s)]++;
   if (t->state == TaskState::kPending) RemovePending(*t);
@@ -333,6 +373,8 @@ void QueueState::SetState(Task* t, TaskState s) {
     in_progress_.erase(t->id);
     t->lease_token.clear();  // a lease ends with its claim
     t->lease_expires_ms = 0;
+    t->timeout_ms = t->deadline_ms = 0;  // so does its time limit
+    t->retry_on_timeout = true;
   }
   if (s == TaskState::kPending) AddPending(*t);
   if (s == TaskState::kInProgress) in_progress_.insert(t->id);
@@ -352,9 +394,34 @@ void QueueState::RemovePending(const Task& t) {
   if (it->second.empty()) pending_by_type_.erase(it);
 }
 
+bool QueueState::HookWaits(const Task& t) const {
+  if (t.origin != Origin::kFinally || t.state != TaskState::kPending) {
+    return false;
+  }
+  const Task* owner = Find(t.finally_for);
+  return owner != nullptr && owner->open_children > 0;
+}
+
+// A task was attached beneath `from` or completed beneath it: every hook
+// above that ran or runs (is not pending) no longer saw the whole subtree.
+// Only a run with a hook over an unsettled subtree can have one (after
+// --retry-failed, or in an import), so other runs skip the walk.
+void QueueState::MarkHooksStale(int64_t from) {
+  if (hooks_reopened_ == 0) return;
+  for (Task* a = MutableFind(from); a != nullptr;
+       a = MutableFind(a->parent_id)) {
+    if (a->finally_task == 0 || a->hook_stale ||
+        Find(a->finally_task)->state == TaskState::kPending) {
+      continue;
+    }
+    a->hook_stale = true;
+    UpdateHookDue(*a);
+  }
+}
+
 void QueueState::UpdateHookDue(const Task& t) {
   bool due = t.state == TaskState::kDone && t.has_finally &&
-             t.finally_task == 0 && t.open_children == 0;
+             (t.finally_task == 0 || t.hook_stale) && t.open_children == 0;
   if (due) {
     hooks_due_.insert(t.id);
   } else {
@@ -368,6 +435,7 @@ void QueueState::Settle(Task* t) {
     if (t->settled_counted || !t->settled()) return;
     t->settled_counted = true;
     settled_count_++;
+    if (t->finally_task != 0) hooks_reopened_--;
     t = t->parent_id != 0 ? MutableFind(t->parent_id) : nullptr;
     if (t != nullptr) t->open_children--;
   }
@@ -411,6 +479,8 @@ void QueueState::Rebuild() {
   counts_.fill(0);
   settled_count_ = 0;
   reused_count_ = 0;
+  imported_count_ = 0;
+  hooks_reopened_ = 0;
   // children and finally_task are derived from parent_id and finally_for.
   for (Task& t : tasks_) {
     t.children.clear();
@@ -426,6 +496,7 @@ void QueueState::Rebuild() {
     if (!t.dedup_key.empty()) by_dedup_key_.emplace(t.dedup_key, t.id);
     counts_[static_cast<int>(t.state)]++;
     if (t.reused_from != 0 && t.state == TaskState::kDone) reused_count_++;
+    if (t.claimed_by == kImportWorker && Finished(t.state)) imported_count_++;
     if (t.state == TaskState::kPending) AddPending(t);
     if (t.state == TaskState::kInProgress) in_progress_.insert(t.id);
   }
@@ -436,6 +507,8 @@ void QueueState::Rebuild() {
       it->settled_counted = true;
       settled_count_++;
       if (it->parent_id != 0) tasks_[it->parent_id - 1].open_children--;
+    } else if (it->finally_task != 0) {
+      hooks_reopened_++;
     }
   }
 }

@@ -81,12 +81,20 @@ class QueueState {
   }
   const std::set<int64_t>& in_progress() const { return in_progress_; }
   // Tasks that succeeded, whose subtree has settled, whose step has a
-  // finally hook not yet submitted.
+  // finally hook not yet submitted or whose hook is stale (Task::hook_stale:
+  // the next generation is due).
   const std::set<int64_t>& hooks_due() const { return hooks_due_; }
+  // A pending finally hook whose owner's subtree has not settled (again):
+  // a hook put back by --retry-failed together with tasks beneath its
+  // owner. It is not claimed before they settle (SPEC §2).
+  bool HookWaits(const Task& t) const;
   int64_t count(TaskState s) const { return counts_[static_cast<int>(s)]; }
   int64_t total() const { return static_cast<int64_t>(tasks_.size()); }
   // Done tasks completed from a previous run's result (Task::reused_from).
   int64_t reused() const { return reused_count_; }
+  // Tasks (done or failed) that finished before an import, in the tool
+  // whose run this one continues (claimed_by kImportWorker): not run here.
+  int64_t imported() const { return imported_count_; }
   // All tasks settled (and at least one exists).
   bool AllSettled() const;
 
@@ -129,6 +137,7 @@ class QueueState {
   void RemovePending(const Task& t);  // from both
   void Settle(Task* t);               // propagate settledness upward
   void UpdateHookDue(const Task& t);
+  void MarkHooksStale(int64_t from);  // from and its ancestors
 
   RunInfo run_;
   int64_t last_seq_ = 0;
@@ -141,6 +150,10 @@ class QueueState {
   std::array<int64_t, 4> counts_{};
   int64_t settled_count_ = 0;
   int64_t reused_count_ = 0;
+  int64_t imported_count_ = 0;
+  // Tasks with a finally hook whose subtree is not settled: 0 in a run
+  // that was never repaired by --retry-failed (nor imported with hooks).
+  int64_t hooks_reopened_ = 0;
 };
 
 }  // namespace wizq

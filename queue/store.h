@@ -143,6 +143,10 @@ struct Reclaimed {
   std::vector<int64_t> reset;  // put back to pending (task_reset)
   std::vector<int64_t> lost;   // no attempt left: failed (worker_lost)
   std::vector<int64_t> adopt;  // of `reset`: refunded, to be adopted
+  // Of `reset` and `lost`: leased attempts past their step's timeout,
+  // failed with reason timeout instead (task_failed; pending again for a
+  // retry, or failed for good).
+  std::vector<int64_t> timed_out;
 };
 
 // Tasks by a filter given as data (a store evaluates it in its own query

@@ -35,6 +35,16 @@ inline constexpr std::string_view kReasonWorkerLost = "worker_lost";
 // called `fail` (task_failed).
 inline constexpr std::string_view kReasonLeaseExpired = "lease_expired";
 inline constexpr std::string_view kReasonAgentFailed = "agent_failed";
+// An agent gave its task back uncharged (`wizq agent release`, task_reset),
+// or its MCP client went away holding it (`wizq mcp`, task_failed).
+inline constexpr std::string_view kReasonReleased = "released";
+inline constexpr std::string_view kReasonAgentDisconnected =
+    "agent_disconnected";
+
+// The `worker` of the attempts an import records (queue/import.h): they
+// ran in the tool whose run wizq continues, in no wizq worker. A task that
+// finished so keeps it as its last claimer (QueueState::imported).
+inline constexpr std::string_view kImportWorker = "import";
 
 struct Task {
   int64_t id = 0;
@@ -63,6 +73,14 @@ struct Task {
   std::string lease_token;
   int64_t lease_expires_ms = 0;
   std::string agent;
+  // A leased attempt's time limit (its step's `timeout`, SPEC §9), set
+  // while the task is in_progress under a lease with one: the attempt
+  // times out once now_ms > deadline_ms (the claim's time + timeout_ms),
+  // heartbeats or not, and is retried only if retry_on_timeout (the step's
+  // option, recorded at claim) and attempts remain. 0: no limit.
+  int64_t timeout_ms = 0;
+  int64_t deadline_ms = 0;
+  bool retry_on_timeout = true;
   // Finally hooks (SPEC §2). `has_finally`: the step has a hook, so the
   // task is not settled until its hook task exists. `finally_task`: the id
   // of that hook task once submitted. `finally_for`: for a hook task, the
@@ -70,6 +88,14 @@ struct Task {
   bool has_finally = false;
   int64_t finally_task = 0;
   int64_t finally_for = 0;
+  // A hook task's generation: 1 for the first hook of its owner, N + 1 for
+  // the hook that re-runs generation N (see hook_stale).
+  int generation = 1;
+  // The owner's hook (finally_task) ran, or was running, when a task in its
+  // subtree that had failed completed, or a task was attached beneath it
+  // (after --retry-failed): a hook of the next generation is due once the
+  // subtree settles again. Cleared when that hook is submitted.
+  bool hook_stale = false;
   // The id, in the previous run (RunInfo::previous_run), of the task whose
   // recorded result completed this one without running; 0 if it ran (or
   // has not finished). See orchestrator/reuse.h.
@@ -87,12 +113,19 @@ struct Task {
     return state == TaskState::kDone || state == TaskState::kFailed;
   }
   // A task is settled when it and everything attached below it has
-  // finished, and its finally hook (if it succeeded and has one) exists.
+  // finished, and its finally hook (if it succeeded and has one) exists
+  // and is not stale.
   bool settled() const {
     return terminal() && open_children == 0 &&
-           (state == TaskState::kFailed || !has_finally || finally_task != 0);
+           (state == TaskState::kFailed || !has_finally ||
+            (finally_task != 0 && !hook_stale));
   }
 };
+
+// The dedup key of the finally hook of generation `generation` of task
+// `owner`: "finally:<owner>" for the first (as before generations existed),
+// "finally:<owner>:<generation>" for a later one (docs/FORMAT.md).
+std::string FinallyDedupKey(int64_t owner, int generation);
 
 // What a caller asks the store to submit.
 struct NewTask {

@@ -13,8 +13,16 @@ int64_t TxnImpl::now_ms() const { return q_->NowMs(); }
 
 Status TxnImpl::Submit(const NewTask& task, int64_t* id, bool* deduplicated) {
   std::string key;
+  int generation = 1;
   if (task.origin == Origin::kFinally) {
-    key = "finally:" + std::to_string(task.finally_for);
+    // The owner's first hook, or the one after its stale hook; a hook that
+    // is not stale has the key of the hook it has, and is deduplicated.
+    const Task* owner = state().Find(task.finally_for);
+    if (owner != nullptr && owner->finally_task != 0) {
+      generation = state().Find(owner->finally_task)->generation +
+                   (owner->hook_stale ? 1 : 0);
+    }
+    key = FinallyDedupKey(task.finally_for, generation);
   } else {
     Status s = DedupKey(task.type, task.inputs, &key);
     if (!s.ok()) return s.Annotate("inputs of a " + task.type + " task");
@@ -41,14 +49,20 @@ Status TxnImpl::Submit(const NewTask& task, int64_t* id, bool* deduplicated) {
   e.max_attempts = task.max_attempts;
   e.has_finally = task.has_finally;
   e.finally_for = task.finally_for;
+  e.generation = generation;
   return q_->Stage(e);
+}
+
+// Not before its retry time, nor a hook before its owner's subtree settled.
+bool TxnImpl::Ready(const Task& t, int64_t now) const {
+  return t.retry_at_ms <= now && !state().HookWaits(t);
 }
 
 int64_t TxnImpl::NextReady(const std::function<bool(const Task&)>& accept,
                            int64_t now) const {
   for (int64_t pid : state().pending()) {
     const Task* t = state().Find(pid);
-    if (t->retry_at_ms > now || (accept && !accept(*t))) continue;
+    if (!Ready(*t, now) || (accept && !accept(*t))) continue;
     return pid;
   }
   return 0;
@@ -63,7 +77,7 @@ int64_t TxnImpl::NextReadyOfSteps(
     for (int64_t pid : ids) {
       if (best != 0 && pid > best) break;  // cannot beat the best so far
       const Task* t = state().Find(pid);
-      if (t->retry_at_ms > now || (accept && !accept(*t))) continue;
+      if (!Ready(*t, now) || (accept && !accept(*t))) continue;
       best = pid;
       break;
     }
@@ -181,7 +195,13 @@ Status TxnImpl::Release(int64_t id, std::string_view reason) {
   e.id = id;
   e.worker = Actor();
   e.reason = reason;
-  e.message = "stopped before it finished; the attempt does not count";
+  const std::string agent =
+      t->agent.empty() ? std::string("its agent") : "agent " + t->agent;
+  const std::string message =
+      leased_.count(id) != 0
+          ? agent + " gave the task back; the attempt does not count"
+          : "stopped before it finished; the attempt does not count";
+  e.message = message;
   e.attempt = t->attempts;
   e.refund = true;
   return q_->Stage(e);
@@ -198,7 +218,9 @@ Status TxnImpl::FinishRun(RunStatus status, int64_t duration_ms) {
   e.duration_ms = duration_ms;
   e.has_reuse_counts = true;
   e.tasks_reused = s.reused();
-  e.tasks_live = e.tasks_done + e.tasks_failed - e.tasks_reused;
+  e.tasks_imported = s.imported();
+  e.tasks_live =
+      e.tasks_done + e.tasks_failed - e.tasks_reused - e.tasks_imported;
   e.tasks_adopted = s.run().adopted;
   return q_->Stage(e);
 }
@@ -246,10 +268,10 @@ std::string NewLeaseToken() {
 }  // namespace
 
 Status TxnImpl::ClaimLeased(const std::function<bool(const Task&)>& accept,
-                            int64_t lease_ms, std::string_view agent,
-                            int64_t* id, std::string* token) {
+                            const LeaseTerms& terms, int64_t* id,
+                            std::string* token) {
   *id = 0;
-  if (lease_ms <= 0) {
+  if (terms.lease_ms <= 0) {
     return Status::InvalidArgument("a lease must last at least 1 ms");
   }
   const int64_t now = now_ms();
@@ -258,9 +280,60 @@ Status TxnImpl::ClaimLeased(const std::function<bool(const Task&)>& accept,
   *token = NewLeaseToken();
   TaskClaimed e = ClaimOf(*id);
   e.lease = *token;
-  e.lease_expires_ms = now + lease_ms;
-  e.agent = agent;
+  e.lease_expires_ms = now + terms.lease_ms;
+  e.agent = terms.agent;
+  e.timeout_ms = std::max<int64_t>(0, terms.timeout_ms);
+  e.retry_on_timeout = terms.retry_on_timeout;
   return q_->Stage(e);
+}
+
+namespace {
+
+// How the last ended attempt of `t` ended, from its recorded failure or
+// reset: a clause for "task N: ...".
+std::string LastEnd(const Task& t) {
+  const std::string& why = t.error_reason;
+  if (why == kReasonLeaseExpired) return "its lease lapsed and it was put back";
+  if (why == kReasonTimeout) return t.error_message;  // "timed out after ..."
+  if (why == kReasonReleased) return "its agent gave it back (released)";
+  const std::string what = "(" + why + ": " + t.error_message + ")";
+  if (t.state == TaskState::kPending &&
+      (why == kReasonWorkerLost || why == "interrupted" ||
+       why == "environment_error" || why == "unanswered")) {
+    return "it was put back " + what;  // a reset, not a failure
+  }
+  const int attempt = t.attempts - (t.state == TaskState::kInProgress ? 1 : 0);
+  return "attempt " + std::to_string(attempt) + " already failed " + what;
+}
+
+}  // namespace
+
+std::string WhyNotHeld(const Task& t) {
+  const std::string task = "task " + std::to_string(t.id);
+  std::string why;
+  switch (t.state) {
+    case TaskState::kPending:
+      if (t.error_reason.empty()) {
+        return task + " was never taken (it is pending); take it first";
+      }
+      why = task + ": " + LastEnd(t) + "; it is pending again: take it anew";
+      break;
+    case TaskState::kInProgress:
+      why = task + " is held by another " +
+            (t.lease_token.empty()
+                 ? "worker (" + t.claimed_by + ")"
+                 : std::string("lease") +
+                       (t.agent.empty() ? "" : " (agent " + t.agent + ")")) +
+            " now, in attempt " + std::to_string(t.attempts) +
+            (t.error_reason.empty() ? "" : "; before that: " + LastEnd(t));
+      break;
+    case TaskState::kDone:
+      return task + " is already completed";
+    case TaskState::kFailed:
+      why = task + ": " + LastEnd(t) + "; the task failed for good";
+      break;
+  }
+  return (t.error_reason == kReasonLeaseExpired ? "lease lost: " : "") + why;
 }
 
 // A lapsed lease is refused even if no transaction has put its task back
@@ -272,22 +345,13 @@ Status TxnImpl::CheckLease(int64_t id, std::string_view token,
     return Status::InvalidArgument("no task " + std::to_string(id) +
                                    " in this run");
   }
-  const std::string head = "lease lost: task " + std::to_string(id);
   if (t->state != TaskState::kInProgress || t->lease_token.empty() ||
       t->lease_token != token) {
-    std::string why;
-    if (t->state == TaskState::kPending) {
-      why = " was put back (its lease lapsed or was replaced); take it again";
-    } else if (t->state == TaskState::kInProgress) {
-      why = " was put back (its lease lapsed) and is now held by another " +
-            std::string(t->lease_token.empty() ? "worker" : "agent");
-    } else {
-      why = std::string(" is already ") + TaskStateName(t->state);
-    }
-    return Status::Conflict(head + why);
+    return Status::Conflict(WhyNotHeld(*t));
   }
   if (t->lease_expires_ms < now_ms()) {
-    return Status::Conflict(head + " was put back: its lease lapsed " +
+    return Status::Conflict("lease lost: task " + std::to_string(id) +
+                            " was put back: its lease lapsed " +
                             std::to_string(now_ms() - t->lease_expires_ms) +
                             " ms ago");
   }

@@ -41,7 +41,7 @@ class TxnImpl : public Txn {
                 std::string_view source) override;
   Status Pause(std::string_view waiting_json) override;
   Status ClaimLeased(const std::function<bool(const Task&)>& accept,
-                     int64_t lease_ms, std::string_view agent, int64_t* id,
+                     const LeaseTerms& terms, int64_t* id,
                      std::string* token) override;
   Status RenewLease(int64_t id, std::string_view token, int64_t lease_ms,
                     int64_t* expires_ms) override;
@@ -52,6 +52,7 @@ class TxnImpl : public Txn {
  private:
   Status RequireHeld(int64_t id, const Task** task) const;
   std::string_view Actor() const;
+  bool Ready(const Task& t, int64_t now) const;
   // The lowest-id pending task ready at `now` that `accept` takes (0: none).
   int64_t NextReady(const std::function<bool(const Task&)>& accept,
                     int64_t now) const;

@@ -7,6 +7,7 @@
 #include "tasks/attempt_files.h"
 #include "tasks/orphans_record.h"
 #include "tasks/posix_util.h"
+#include "util/environment.h"
 #include "util/json_writer.h"
 
 namespace wizq {
@@ -60,7 +61,9 @@ AttemptResult AttemptResultOf(CommandResult c) {
 CommandExecutor::CommandExecutor(Env* env, std::string wizard_dir)
     : env_(env != nullptr ? env : Env::Posix()),
       wizard_dir_(std::move(wizard_dir)),
-      runner_(env_) {}
+      runner_(env_) {
+  runner_.set_report_begun(true);  // TakeBegun
+}
 
 CommandExecutor::~CommandExecutor() = default;
 
@@ -74,13 +77,13 @@ Status CommandExecutor::Start(const Attempt& a) {
   spec.script = a.action->script;
   spec.cwd = a.base_dir;
   spec.stdin_data = StdinOf(a);
-  spec.env = {{"WIZQ_RUN_ID", a.run_id},
-              {"WIZQ_TASK_ID", std::to_string(a.task_id)},
-              {"WIZQ_ATTEMPT", std::to_string(a.number)},
-              {"WIZQ_INSTALL_DIR", a.install_dir},
-              {"WIZQ_IDEMPOTENCY_KEY", a.idempotency_key},
-              {"WIZQ_STEP", a.step},
-              {"WIZQ_ORIGIN", OriginName(a.origin)}};
+  spec.env = {{kEnvRunId, a.run_id},
+              {kEnvTaskId, std::to_string(a.task_id)},
+              {kEnvAttempt, std::to_string(a.number)},
+              {kEnvInstallDir, a.install_dir},
+              {kEnvIdempotencyKey, a.idempotency_key},
+              {kEnvStep, a.step},
+              {kEnvOrigin, OriginName(a.origin)}};
   spec.output_dir = files.dir();
   spec.attempt = a.number;
   spec.timeout_seconds = a.timeout_seconds;
@@ -89,7 +92,10 @@ Status CommandExecutor::Start(const Attempt& a) {
   WIZQ_RETURN_IF_ERROR(runner_.StartOrAdopt(
       spec, static_cast<uint64_t>(a.task_id), a.adopt_expected, &adopted));
   adoption_notes_.erase(a.task_id);
-  if (adopted) NoteAdoptionWait(spec, a.task_id);
+  if (adopted) {
+    NoteAdoptionWait(spec, a.task_id);
+    adopted_begun_.push_back(a.task_id);  // it runs (or ran) already
+  }
   attempts_[a.task_id] = a.number;
   return Status::OK();
 }
@@ -113,6 +119,15 @@ Status CommandExecutor::Wait(int timeout_ms, Done* done) {
   return Status::OK();
 }
 
+void CommandExecutor::TakeBegun(std::vector<int64_t>* task_ids) {
+  task_ids->insert(task_ids->end(), adopted_begun_.begin(),
+                   adopted_begun_.end());
+  adopted_begun_.clear();
+  std::vector<uint64_t> tokens;
+  runner_.TakeBegun(&tokens);
+  for (uint64_t t : tokens) task_ids->push_back(static_cast<int64_t>(t));
+}
+
 size_t CommandExecutor::running() const { return runner_.running(); }
 
 bool CommandExecutor::FindByProcess(int pid, int64_t* task_id) const {
@@ -125,6 +140,7 @@ bool CommandExecutor::FindByProcess(int pid, int64_t* task_id) const {
 void CommandExecutor::TerminateAll(double grace_seconds) {
   runner_.TerminateAll(grace_seconds);
   attempts_.clear();
+  adopted_begun_.clear();
 }
 
 void CommandExecutor::NoteAdoptionWait(const CommandSpec& spec,

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "tasks/command_runner.h"
 #include "tasks/executor.h"
@@ -52,6 +53,8 @@ class CommandExecutor : public Executor {
   bool Queues(const Action& action) const override { return CanRun(action); }
   void SetQueueSlots(int slots) override { runner_.set_max_running(slots); }
   void CancelQueued() override { runner_.CancelWaiting(); }
+  // A shell the spawner started; an adopted attempt at its Start.
+  void TakeBegun(std::vector<int64_t>* task_ids) override;
   bool SetWakeFd(int fd) override {
     runner_.set_wake_fd(fd);
     return true;
@@ -70,6 +73,7 @@ class CommandExecutor : public Executor {
   std::map<int64_t, int> attempts_;  // running: task id -> attempt number
   // Adopted attempts still running when started: AdoptionNote's text.
   std::map<int64_t, std::string> adoption_notes_;
+  std::vector<int64_t> adopted_begun_;  // adopted, for the next TakeBegun
 };
 
 }  // namespace wizq

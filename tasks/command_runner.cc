@@ -275,6 +275,7 @@ bool CommandRunner::NeverStarted(const Child& c) {
 
 void CommandRunner::Started(Child* c, pid_t pid, int64_t at_ns) {
   c->pid = pid;
+  if (report_begun_) begun_.push_back(c->token);
   const int64_t now = NowNs();
   // The spawner may have held the event back a little (tasks/spawner.h).
   c->start_ns = at_ns > 0 && at_ns <= now ? at_ns : now;
@@ -305,6 +306,11 @@ void CommandRunner::UpdateLimit() {
   spawner_.SetLimit(limit);  // nothing to tell when none runs yet
 }
 
+void CommandRunner::TakeBegun(std::vector<uint64_t>* tokens) {
+  tokens->insert(tokens->end(), begun_.begin(), begun_.end());
+  begun_.clear();
+}
+
 void CommandRunner::CancelWaiting() {
   for (const auto& c : children_) {
     if (!c->adopted && c->pid <= 0 && !c->exited && c->signalled == 0) {
@@ -324,6 +330,9 @@ Status CommandRunner::ReadSpawnEvents() {
       if (c->adopted || c->serial != ev.serial) continue;
       if (ev.pid > 0 && c->pid <= 0) Started(c.get(), ev.pid, ev.at_ns);
       if (ev.kind == internal::SpawnEvent::kEnded) {
+        // The spawner may have held the event back (tasks/spawner.h).
+        const int64_t now = NowNs();
+        c->end_ns = ev.at_ns > 0 && ev.at_ns <= now ? ev.at_ns : now;
         c->exited = true;
         c->end.ended = true;
         c->end.end = static_cast<AttemptRecord::End>(ev.end);
@@ -403,7 +412,8 @@ CommandResult CommandRunner::Reap(const Child& c) {
   }
   spawner_.Release(c.serial);
   CommandResult result;
-  result.seconds = NsToSeconds(NowNs() - c.start_ns);
+  result.seconds =
+      NsToSeconds((c.end_ns > 0 ? c.end_ns : NowNs()) - c.start_ns);
   if (!c.end.ended) {
     result.outcome = CommandResult::Outcome::kSignaled;
     result.signal = SIGKILL;
@@ -468,7 +478,10 @@ Status CommandRunner::Wait(int timeout_ms, Done* done) {
         PollChildren(have_some ? 0 : MillisToNextEvent(deadline)));
     EnforceTimeouts();
     CollectExited(done);
-    if (done->size() > before || NowNs() >= deadline || woken_) break;
+    if (done->size() > before || !begun_.empty() || NowNs() >= deadline ||
+        woken_) {
+      break;
+    }
   }
   return Status::OK();
 }
@@ -526,6 +539,7 @@ void CommandRunner::TerminateAll(double grace_seconds) {
     ReapOrphans(dir, 0.2, 5.0, env_).IgnoreError();
   }
   spawner_.FlushReleases();
+  begun_.clear();  // none of them is reported any more
 }
 
 }  // namespace wizq

@@ -92,7 +92,9 @@ struct CommandResult {
   // Empty for exit code 0; else a readable summary ("exit code 3", "killed
   // by signal 9", "timed out after 5s") or why the spawn failed.
   std::string error;
-  double seconds = 0;  // from Start to the end of the command
+  // From the shell's start (Start, until the spawner says it began) to its
+  // end (as the spawner saw it, when it did).
+  double seconds = 0;
   // Adopt(): the result is an earlier attempt's, waited for this long.
   bool adopted = false;
   double waited_seconds = 0;
@@ -158,9 +160,10 @@ class CommandRunner {
 
   // Waits up to timeout_ms (0 = just look, negative = no limit) until at
   // least one started command has finished, including its timeout
-  // handling, and appends every finished one to *done. Returns at once when
-  // nothing is running. Timeouts are only enforced while the caller is in
-  // Wait (or TerminateAll), so call it at least every few hundred ms.
+  // handling, or one has begun (with set_report_begun), and appends every
+  // finished one to *done. Returns at once when nothing is running. Timeouts
+  // are only enforced while the caller is in Wait (or TerminateAll), so call it
+  // at least every few hundred ms.
   Status Wait(int timeout_ms, Done* done);
 
   // Commands started and not yet returned by Wait.
@@ -174,6 +177,12 @@ class CommandRunner {
   // Gives back every command that waits and has not started: the next Wait
   // reports each with CommandResult::cancelled (it never began).
   void CancelWaiting();
+  // Whether the runner tells when each command's shell began (off by
+  // default): Wait then also returns when one has, and TakeBegun appends
+  // the tokens of those that began since the last call (an adopted
+  // attempt, already running, is not among them).
+  void set_report_begun(bool on) { report_begun_ = on; }
+  void TakeBegun(std::vector<uint64_t>* tokens);
 
   // Wait also returns (without reading it) when `fd` is readable; -1: none.
   void set_wake_fd(int fd) { wake_fd_ = fd; }
@@ -230,6 +239,8 @@ class CommandRunner {
   void UpdateLimit();
   int wake_fd_ = -1;
   bool woken_ = false;  // the wake fd was readable in the last poll
+  bool report_begun_ = false;
+  std::vector<uint64_t> begun_;  // started since the last TakeBegun
 };
 
 // Before a task runs again: ends or awaits the process tree that an earlier

@@ -33,6 +33,8 @@ struct CommandRunner::Child {
   std::string stdout_path;
   size_t max_stdout_bytes = 0;
   int64_t start_ns = 0;
+  int64_t end_ns =
+      0;  // when the shell ended (the spawner's kEnded); 0: unknown
   int64_t term_ns = internal::kNever;  // when SIGTERM is due (the timeout)
   int64_t kill_ns = internal::kNever;  // when SIGKILL is due
   bool has_timeout = false;

@@ -45,6 +45,74 @@ std::vector<std::string> Tokens(std::string_view text) {
   return out;
 }
 
+// The first word of shell text `script` that lists or globs a directory:
+// `ls` or `find`, or a word with an unquoted glob (`*.c`, `dir/*`, `f?`,
+// `[ab].c`); "" if none. A heuristic that reads the text as sh does where
+// it matters: quoted text ('*', "a*"), comments, `${...}`, `$((...))` and
+// special parameters (`$*`, `$?`) are no globs, nor a case pattern (a word
+// right before a `)` that closes no `(`: `*)`), nor the `[` command.
+std::string DirectoryListing(std::string_view script) {
+  static const std::string_view kOperators = " \t\r\n;|&()<>`";
+  std::string word;
+  bool glob = false, quoted = false;
+  size_t bracket = 0;  // 1 + where an unquoted '[' of the word is
+  int depth = 0;       // open '(' of subshells and $(...)
+  // Ends the current word at script[i] (an operator or the end).
+  auto end_word = [&](size_t i) {
+    const bool case_pattern =
+        i < script.size() && script[i] == ')' && depth == 0;
+    const bool test = word == "[" || word == "[[";
+    const bool lists = !quoted && (word == "ls" || word == "find");
+    const bool found = lists || (glob && !case_pattern && !test);
+    glob = quoted = false;
+    bracket = 0;
+    return found;
+  };
+  for (size_t i = 0; i < script.size(); i++) {
+    const char c = script[i];
+    if (kOperators.find(c) != std::string_view::npos) {
+      if (end_word(i)) return word;
+      word.clear();
+      if (c == '(') depth++;
+      if (c == ')' && depth > 0) depth--;
+      continue;
+    }
+    if (c == '#' && word.empty()) {  // a comment, to the end of the line
+      while (i + 1 < script.size() && script[i + 1] != '\n') i++;
+      continue;
+    }
+    size_t end = i + 1;  // one past what this character starts
+    if (c == '\\') {
+      end = std::min(i + 2, script.size());
+    } else if (c == '\'' || c == '"') {
+      end = script.find(c, i + 1);  // (a '\"' inside is rare enough)
+      end = end == std::string_view::npos ? script.size() : end + 1;
+      quoted = true;
+    } else if (c == '$' && i + 1 < script.size()) {
+      const char n = script[i + 1];
+      const bool arith = script.compare(i + 1, 2, "((") == 0;
+      if (arith || n == '{') {
+        const std::string_view close = arith ? "))" : "}";
+        end = script.find(close, i + 2);
+        end =
+            end == std::string_view::npos ? script.size() : end + close.size();
+      } else if (std::string_view("*?@#!$-0123456789").find(n) !=
+                 std::string_view::npos) {
+        end = i + 2;
+      }
+    } else if (c == '*' || c == '?') {
+      glob = true;
+    } else if (c == '[') {
+      bracket = word.size() + 1;  // `[]` matches nothing: no glob
+    } else if (c == ']' && bracket > 0 && word.size() > bracket) {
+      glob = true;
+    }
+    word.append(script.substr(i, end - i));
+    i = end - 1;
+  }
+  return end_word(script.size()) ? word : "";
+}
+
 // `rel` resolved lexically against the workflow's directory; "" if it
 // leaves it.
 std::string Relative(const std::string& base, const std::string& token) {
@@ -226,6 +294,12 @@ Status DefHasher::CollectFiles(const StepDef& def,
   }
   *out = std::move(*c.files());
   return Status::OK();
+}
+
+std::string DefHasher::DirectoryListing(const std::string& step) const {
+  auto it = steps_.find(step);
+  if (it == steps_.end() || it->second.reuse_files_json != "[]") return "";
+  return wizq::DirectoryListing(it->second.scripts);
 }
 
 std::string DefHasher::Hash(const std::string& step, std::string* why) const {

@@ -63,6 +63,15 @@ class DefHasher {
   // null) when it cannot be hashed. A finally hook's task uses its step's.
   std::string Hash(const std::string& step, std::string* why) const;
 
+  // What in step `step`'s scripts (its action's and its hook's) lists or
+  // globs a directory: `ls`, `find`, or a word with an unquoted glob
+  // (`*.c`, `dir/*`). The hash covers the files a script names, not what
+  // a directory holds, so a file added there or removed leaves the hash
+  // as it was. "" when there is none, or when the step lists
+  // `reuse_files` (it names what it reads). A heuristic over the shell
+  // text: what a named script file does in turn is not read.
+  std::string DirectoryListing(const std::string& step) const;
+
  private:
   struct StepDef {
     std::string canonical;         // item 2

@@ -86,7 +86,7 @@ struct AttemptResult {
   // For failures: the last non-empty line the body wrote to its stderr,
   // for the failure message. May be empty.
   std::string stderr_tail;
-  double seconds = 0;  // from Start to the end of the attempt
+  double seconds = 0;  // from the attempt's start (when it began) to its end
   // A Prompt's answer (JSON text): the run loop turns it into the response
   // (tasks/prompt.h). `answer_source` (terminal, default) is set when the
   // answer is new and must be recorded (task_answered) with the result;
@@ -197,6 +197,13 @@ class Executor {
   // Gives back the queued attempts that have not started: Wait reports
   // each with AttemptResult::never_started. Default: none.
   virtual void CancelQueued() {}
+  // For the attempts of actions it Queues, an executor says when each one
+  // began (its process runs), which may be well after Start: appends the
+  // task ids of the attempts that began since the last call (Wait also
+  // returns when one began). An attempt whose result comes first began
+  // too, unless it never_started. Default: none (the run loop takes an
+  // attempt of an action that does not queue as begun at Start).
+  virtual void TakeBegun(std::vector<int64_t>* task_ids) { (void)task_ids; }
 
   // After a Start that adopted a dead worker's attempt of `task_id` which
   // still runs: what it waits for, for the user ("waiting for its earlier

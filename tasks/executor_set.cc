@@ -32,6 +32,12 @@ void ExecutorSet::CancelQueued() {
   for (Executor* m : members_) m->CancelQueued();
 }
 
+void ExecutorSet::TakeBegun(std::vector<int64_t>* task_ids) {
+  task_ids->insert(task_ids->end(), begun_.begin(), begun_.end());
+  begun_.clear();
+  for (Executor* m : members_) m->TakeBegun(task_ids);
+}
+
 bool ExecutorSet::CanRunTask(const Task& task, const Action& action) const {
   Executor* m = MemberFor(action);
   return m != nullptr && m->CanRunTask(task, action);
@@ -79,8 +85,13 @@ Status ExecutorSet::Wait(int timeout_ms, Done* done) {
         (wake_fd_ < 0 || wakes_[busy[0]])) {
       return Collect(busy[0], left_ms(), done);
     }
-    for (Executor* m : busy) WIZQ_RETURN_IF_ERROR(Collect(m, 0, done));
-    if (done->size() > before || timeout_ms == 0) return Status::OK();
+    for (Executor* m : busy) {
+      WIZQ_RETURN_IF_ERROR(Collect(m, 0, done));
+      m->TakeBegun(&begun_);
+    }
+    if (done->size() > before || !begun_.empty() || timeout_ms == 0) {
+      return Status::OK();
+    }
     const int left = left_ms();
     if (left == 0) return Status::OK();
     const int slice = left < 0 ? kSliceMs : std::min(left, kSliceMs);
@@ -119,6 +130,7 @@ bool ExecutorSet::FindByProcess(int pid, int64_t* task_id) const {
 void ExecutorSet::TerminateAll(double grace_seconds) {
   for (Executor* m : members_) m->TerminateAll(grace_seconds);
   owner_.clear();
+  begun_.clear();
 }
 
 bool ExecutorSet::AttemptStarted(int64_t task_id, int attempt) const {

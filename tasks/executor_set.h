@@ -33,8 +33,8 @@ class ExecutorSet : public Executor {
   Status Start(const Attempt& attempt) override;
   // Waits on every member that has attempts running. With one busy member
   // this is its Wait; with several it looks at each in turn, sleeping in
-  // short slices (kSliceMs) on one of them, so a result of any member is
-  // seen within a slice.
+  // short slices (kSliceMs) on one of them, so a result of any member, or
+  // an attempt that began (TakeBegun), is seen within a slice.
   Status Wait(int timeout_ms, Done* done) override;
   size_t running() const override;
   bool FindByProcess(int pid, int64_t* task_id) const override;
@@ -49,6 +49,7 @@ class ExecutorSet : public Executor {
   bool Queues(const Action& action) const override;
   void SetQueueSlots(int slots) override;
   void CancelQueued() override;
+  void TakeBegun(std::vector<int64_t>* task_ids) override;
   // Always true: members that take the descriptor wake on it in their own
   // Wait; while others are waited for, the set polls it between slices.
   bool SetWakeFd(int fd) override;
@@ -66,6 +67,7 @@ class ExecutorSet : public Executor {
   std::map<int64_t, Executor*> owner_;  // running attempts, by task id
   int wake_fd_ = -1;
   std::map<const Executor*, bool> wakes_;  // members that took wake_fd_
+  std::vector<int64_t> begun_;  // taken from members in Wait, not yet told
 };
 
 }  // namespace wizq

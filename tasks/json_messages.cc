@@ -1,6 +1,8 @@
 #include "tasks/json_messages.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "tasks/jsonc.h"
 
@@ -21,7 +23,46 @@ bool IsIdentifier(const std::string& key) {
   return true;
 }
 
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      size_t cost = (a[i - 1] == b[j - 1]) ? 0 : 1;
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + cost});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string Suggest(std::string_view name,
+                    const std::vector<std::string>& candidates) {
+  const std::string* best = nullptr;
+  size_t limit = std::max<size_t>(1, name.size() / 3);
+  size_t best_distance = limit + 1;
+  for (const std::string& c : candidates) {
+    size_t d = EditDistance(Lower(name), Lower(c));
+    if (d < best_distance && d < name.size() && c != name) {
+      best_distance = d;
+      best = &c;
+    }
+  }
+  return best ? " (did you mean " + Quote(*best) + "?)" : "";
+}
 
 std::string Quote(std::string_view s) {
   return Json(std::string(s))

@@ -2,7 +2,7 @@
 // findings, value_schema violations, invalid responses): the JSON path of
 // an offending value ($.steps[2].next[0], $.env["a b"]), strings quoted as
 // JSON literals, and what was found where something else was expected
-// ("got 5", "got an object").
+// ("got 5", "got an object"), and "did you mean" for a misspelt name.
 //
 // Every function is thread-safe and safe on any bytes: invalid UTF-8 is
 // replaced, and Got cuts long values.
@@ -13,6 +13,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace wizq {
 
@@ -28,6 +29,12 @@ std::string IndexPath(const std::string& base, size_t index);
 
 // "got 5", "got \"x\"", "got an object" -- for type mismatch messages.
 std::string Got(const nlohmann::json& v);
+
+// " (did you mean \"x\"?)" for the candidate closest to `name` (case
+// aside) if it is close enough to be a typo (at most a third of its length
+// away), else "". For misspelt workflow fields, steps and response kinds.
+std::string Suggest(std::string_view name,
+                    const std::vector<std::string>& candidates);
 
 }  // namespace wizq
 

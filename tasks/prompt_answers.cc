@@ -26,7 +26,9 @@ std::string WhyNotWaiting(const Task& t) {
   if (!t.answer.empty()) {
     return "task " + std::to_string(t.id) + " was already answered " +
            t.answer + " (" + t.answer_source +
-           "); a recorded answer is never replaced";
+           "); a recorded answer is never replaced (to ask again, run the "
+           "step anew: wizq run ... --fresh --from " +
+           t.type + ")";
   }
   if (t.state == TaskState::kInProgress) {
     return "task " + std::to_string(t.id) +

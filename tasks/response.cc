@@ -70,8 +70,8 @@ Status CheckKind(const Workflow& wf, const Step* from,
     std::vector<std::string> names;
     for (const Step& s : wf.steps()) names.push_back(s.name);
     return Status::InvalidArgument(
-        "kind " + Quote(kind) +
-        " is not a step of the workflow; steps: " + QuotedList(names));
+        "kind " + Quote(kind) + " is not a step of the workflow" +
+        Suggest(kind, names) + "; steps: " + QuotedList(names));
   }
   for (const std::string& n : from->next) {
     if (n == kind) return Status::OK();
@@ -81,9 +81,9 @@ Status CheckKind(const Workflow& wf, const Step* from,
         "kind " + Quote(kind) + " is not allowed: step " + Quote(from->name) +
         " is terminal (its next is []), so it must print []");
   }
-  return Status::InvalidArgument("kind " + Quote(kind) +
-                                 " is not a next step of " + Quote(from->name) +
-                                 "; allowed: " + QuotedList(from->next));
+  return Status::InvalidArgument(
+      "kind " + Quote(kind) + " is not a next step of " + Quote(from->name) +
+      Suggest(kind, from->next) + "; allowed: " + QuotedList(from->next));
 }
 
 // Checks one element of the array and fills *task.
@@ -96,7 +96,7 @@ Status CheckElement(const Workflow& wf, const Step* from, const Json& elem,
   for (auto& [key, unused] : elem.items()) {
     if (key != "kind" && key != "value") {
       return Status::InvalidArgument(
-          "unknown field " + Quote(key) +
+          "unknown field " + Quote(key) + Suggest(key, {"kind", "value"}) +
           "; an element has only \"kind\" and \"value\"");
     }
   }

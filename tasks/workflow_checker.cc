@@ -35,47 +35,6 @@ std::string Join(const std::vector<std::string>& names) {
   return out;
 }
 
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      size_t cost = (a[i - 1] == b[j - 1]) ? 0 : 1;
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + cost});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
-// " (did you mean \"x\"?)" for a candidate close to `name` (case aside), or
-// "".
-std::string Suggest(std::string_view name,
-                    const std::vector<std::string>& candidates) {
-  const std::string* best = nullptr;
-  size_t limit = std::max<size_t>(1, name.size() / 3);
-  size_t best_distance = limit + 1;
-  for (const std::string& c : candidates) {
-    size_t d = EditDistance(Lower(name), Lower(c));
-    if (d < best_distance && d < name.size() && c != name) {
-      best_distance = d;
-      best = &c;
-    }
-  }
-  return best ? " (did you mean " + Quote(*best) + "?)" : "";
-}
-
 // Walks a workflow DOM, filling a Workflow::Impl and a list of findings.
 class WorkflowChecker {
  public:
@@ -348,6 +307,14 @@ class WorkflowChecker {
               " bytes; a script passed to sh -c can be at most " +
               std::to_string(kMaxScript) +
               " bytes: put the commands in a file and run that file");
+      return false;
+    }
+    // exec passes C strings: sh would run only what comes before a NUL.
+    const size_t nul = out->script.find('\0');
+    if (nul != std::string::npos) {
+      Add(KeyPath(path, "script"),
+          "holds a NUL character (\\u0000) at byte " + std::to_string(nul) +
+              "; sh -c would run only the text before it: remove it");
       return false;
     }
     return true;

@@ -79,7 +79,9 @@ TEST_F(AgentCliTest, TakeHeartbeatDoneRoundTrip) {
   r = RunWizq({"wizq", "agent", "heartbeat", "--dir", dir_.path(), "--task", id,
                "--lease", "wrong"});
   EXPECT_TRUE(r.exited && r.code == 3) << r.Describe();
-  EXPECT_TRUE(Contains(r.err, "wizq agent heartbeat: lease lost: task 1"))
+  EXPECT_TRUE(Contains(r.err,
+                       "wizq agent heartbeat: task 1 is held by another lease "
+                       "(agent me) now, in attempt 1"))
       << r.err;
 
   // An invalid response from a file: exit 1, retried per the policy.

@@ -140,7 +140,7 @@ TEST_F(AgentServiceTest, LapsedLeaseGoesToASecondAgentAndTheFirstIsRefused) {
       << late.message;
   late = svc_->Heartbeat(1, stale);
   EXPECT_EQ(late.exit_code, 3);
-  late = svc_->Fail(1, stale, "give up");
+  late = svc_->Fail(1, stale, kReasonAgentFailed, "give up");
   EXPECT_EQ(late.exit_code, 3);
   EXPECT_EQ(Log(), before) << "a lapsed holder's calls recorded something";
   EXPECT_EQ(TaskOf(1)["lease"]["agent"], "second");
@@ -246,7 +246,8 @@ TEST_F(AgentServiceTest, InvalidResponseWithoutRetryFailsForGood) {
 TEST_F(AgentServiceTest, FailAppliesTheRetryPolicy) {
   StartRun();
   Json p = Take("a");
-  AgentReply r = svc_->Fail(1, p["lease"], "cannot review binary files");
+  AgentReply r = svc_->Fail(1, p["lease"], kReasonAgentFailed,
+                            "cannot review binary files");
   EXPECT_EQ(r.exit_code, 0) << r.message;
   EXPECT_EQ(Json::parse(r.json)["will_retry"], true);
   Json t = TaskOf(1);
@@ -254,9 +255,41 @@ TEST_F(AgentServiceTest, FailAppliesTheRetryPolicy) {
   EXPECT_EQ(t["error"]["message"], "cannot review binary files");
   env_.Advance(6);
   p = Take("a");
-  r = svc_->Fail(1, p["lease"], "");
+  r = svc_->Fail(1, p["lease"], kReasonAgentFailed, "");
   EXPECT_EQ(Json::parse(r.json)["will_retry"], false);
   EXPECT_EQ(TaskOf(1)["state"], "failed");
+}
+
+// A leased attempt's time limit is part of the state a checkpoint keeps
+// (queue.json's "attempt_timeout"): after one, the claim is no longer
+// replayed from the log, and heartbeats still do not outlast the timeout.
+TEST_F(AgentServiceTest, TimeoutIsKeptAcrossACheckpoint) {
+  std::string wf = kWorkflow;
+  wf.replace(wf.find("\"lease\": 60"), 11, "\"lease\": 60, \"timeout\": 600");
+  StartRun(wf);
+  const Json p = Take("a");
+  QueueOptions o;
+  o.env = &env_;
+  o.install_dir = dir_.path();
+  o.mode = OpenMode::kAttach;
+  o.leases_only = true;
+  std::unique_ptr<Queue> q;
+  ASSERT_TRUE(Queue::Open(o, &q, nullptr).ok());
+  ASSERT_TRUE(q->Checkpoint().ok());
+  ASSERT_TRUE(q->Close().ok());
+  EXPECT_NE(test::ReadAll(dir_.Join(".wizard/queue.json"))
+                .find("\"attempt_timeout\":{\"timeout_ms\":600000,"),
+            std::string::npos);
+  for (int i = 0; i < 11; i++) {  // 550 s of heartbeats, 50 s apart
+    env_.Advance(50);
+    ASSERT_EQ(svc_->Heartbeat(1, p["lease"]).exit_code, 0) << i;
+  }
+  env_.Advance(52);  // 602 s since the claim
+  const AgentReply r = svc_->Heartbeat(1, p["lease"]);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.message.find("task 1: timed out after 600s"), std::string::npos)
+      << r.message;
+  EXPECT_EQ(TaskOf(1)["error"]["reason"], "timeout");
 }
 
 TEST_F(AgentServiceTest, NoRunIsAnEnvironmentError) {

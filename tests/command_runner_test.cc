@@ -307,6 +307,40 @@ TEST_F(CommandRunnerTest, WaitReturnsAtItsTimeout) {
   EXPECT_LT(SecondsSince(start), 1.0);
 }
 
+// With set_report_begun, Wait also returns when a shell began, and
+// TakeBegun names it once; a queued command begins only when a place frees
+// up. Without it (the default, as above), Wait waits for an end.
+TEST_F(CommandRunnerTest, ReportsWhenACommandBegins) {
+  runner_.set_report_begun(true);
+  runner_.set_max_running(1);
+  ASSERT_TRUE(runner_.Start(Spec("sleep 0.5"), 1).ok());
+  CommandSpec queued = Spec("sleep 100");
+  queued.output_dir = dir_.Join(".wizard/tasks/2");
+  ASSERT_TRUE(runner_.Start(queued, 2).ok());
+  CommandRunner::Done done;
+  std::vector<uint64_t> begun;
+  const auto start = Clock::now();
+  while (begun.empty() && SecondsSince(start) < 5) {
+    ASSERT_TRUE(runner_.Wait(10000, &done).ok());
+    runner_.TakeBegun(&begun);
+  }
+  EXPECT_LT(SecondsSince(start), 0.4) << "Wait did not return at the start";
+  EXPECT_TRUE(done.empty());
+  EXPECT_EQ(begun, std::vector<uint64_t>{1});
+  begun.clear();
+  runner_.TakeBegun(&begun);
+  EXPECT_TRUE(begun.empty()) << "told twice";
+  // The first ends, then the queued one begins.
+  while (begun.empty() && SecondsSince(start) < 5) {
+    ASSERT_TRUE(runner_.Wait(10000, &done).ok());
+    runner_.TakeBegun(&begun);
+  }
+  EXPECT_EQ(begun, std::vector<uint64_t>{2});
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].first, 1u);
+  runner_.TerminateAll(1);
+}
+
 TEST_F(CommandRunnerTest, TerminateAllKillsWhatIgnoresSigterm) {
   ASSERT_TRUE(runner_.Start(Spec("trap '' TERM; sleep 100"), 1).ok());
   CommandSpec other = Spec("sleep 100");

@@ -47,6 +47,22 @@ class DefHashTest : public ::testing::Test {
     return out;
   }
 
+  // DirectoryListing of step "S" whose script is `script` (as JSON text),
+  // with `options` as the step's options.
+  std::string Listing(const std::string& script,
+                      const std::string& options = "{}") {
+    const std::string text =
+        R"({"entrypoint":"S","steps":[{"name":"S","action":{"kind":)"
+        R"("Command","script":)" +
+        script + R"(},"options":)" + options + R"(,"next":[]}]})";
+    std::unique_ptr<Workflow> wf;
+    Status s = Workflow::Parse(text, "wf.json", &wf);
+    EXPECT_TRUE(s.ok()) << s.message();
+    if (!s.ok()) return "parse error";
+    wf->set_base_dir(dir_.path());
+    return DefHasher(*wf, nullptr).DirectoryListing("S");
+  }
+
   test::ScratchDir dir_;
 };
 
@@ -152,6 +168,27 @@ TEST_F(DefHashTest, ReuseFilesIsValidated) {
   ASSERT_EQ(findings.size(), 2u) << s.message();
   EXPECT_EQ(findings[0].path, "$.steps[0].options.reuse_files[0]");
   EXPECT_EQ(findings[1].path, "$.steps[0].options.reuse_files[1]");
+}
+
+TEST_F(DefHashTest, DirectoryListingFindsListingsAndGlobsOnly) {
+  // What lists or globs a directory (the word shown in the run's note).
+  EXPECT_EQ(Listing(R"("ls src | wc -l")"), "ls");
+  EXPECT_EQ(Listing(R"("cd data && find . -type f")"), "find");
+  EXPECT_EQ(Listing(R"("cat src/*.c > all")"), "src/*.c");
+  EXPECT_EQ(Listing(R"("for f in dir/*; do echo $f; done")"), "dir/*");
+  EXPECT_EQ(Listing(R"("wc \"$D\"/f?.txt")"), "\"$D\"/f?.txt");
+  EXPECT_EQ(Listing(R"("cat conf/[ab].yml")"), "conf/[ab].yml");
+  EXPECT_EQ(Listing(R"j("echo $(echo *)")j"), "*");
+  // What does not: quoted text, comments, parameter and arithmetic
+  // expansions, special parameters, case patterns, the [ command.
+  EXPECT_EQ(Listing(R"("jq -c '[.value.items[] | {k: .}]'")"), "");
+  EXPECT_EQ(Listing(R"("echo \"*.c\" 'ls'")"), "");
+  EXPECT_EQ(Listing(R"("true # for f in *.c\necho []")"), "");
+  EXPECT_EQ(Listing(R"("echo ${f#*/} $((2 * 3)) $* $? \\*")"), "");
+  EXPECT_EQ(Listing(R"("case $x in a) echo a;; *) echo b;; esac")"), "");
+  EXPECT_EQ(Listing(R"("[ -e ./run.sh ] && echo [] || echo []")"), "");
+  // A step that lists reuse_files names what it reads: no listing.
+  EXPECT_EQ(Listing(R"("cat src/*.c")", R"({"reuse_files":["run.sh"]})"), "");
 }
 
 }  // namespace

@@ -70,6 +70,16 @@ inline bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
+// How many times `part` (not empty) occurs in `s`, not overlapping.
+inline int CountOf(const std::string& s, const std::string& part) {
+  int n = 0;
+  for (size_t at = s.find(part); at != std::string::npos;
+       at = s.find(part, at + part.size())) {
+    n++;
+  }
+  return n;
+}
+
 // --- child processes ---------------------------------------------------------
 
 // Children the tests wait for; ReapStrays() keeps their statuses for them.

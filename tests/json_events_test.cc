@@ -5,6 +5,7 @@
 // documented (or documented but never printed) fails here.
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -197,6 +198,52 @@ TEST_F(JsonEventsTest, TaskEventsCarryValueFinallyAndTimestamps) {
   EXPECT_EQ(ev2[0]["tasks_done"], 4);
 }
 
+// run_finished names the run, as run_opened does: a consumer of several
+// runs' events ties the end to its run.
+TEST_F(JsonEventsTest, RunFinishedCarriesTheRunId) {
+  const WizqResult r = Run({DataFile("../json/events.jsonc"), "--dir",
+                            dir_.Join("d"), "--run-id", "my-run"});
+  ASSERT_TRUE(r.exited && r.code == 1) << r.Describe();
+  const std::vector<Json> ev = Check(r.out);
+  ASSERT_EQ(Named(ev, "run_finished").size(), 1u) << r.out;
+  EXPECT_EQ(Named(ev, "run_finished")[0]["run_id"], "my-run") << r.out;
+  EXPECT_EQ(ev.front()["run_id"], "my-run") << r.out;
+}
+
+// task_finished says how the attempt that ran ended: its exit code, how
+// long it took, its stderr file.
+TEST_F(JsonEventsTest, TaskFinishedCarriesExitCodeDurationAndStderr) {
+  const WizqResult r =
+      Run({DataFile("../json/events.jsonc"), "--dir", dir_.Join("d")});
+  ASSERT_TRUE(r.exited && r.code == 1) << r.Describe();
+  const std::vector<Json> ev = Check(r.out);
+  const std::string tasks =
+      std::filesystem::canonical(dir_.Join("d")).string() + "/.wizard/tasks/";
+  // Step and state -> the exit code and stderr its attempt had.
+  const std::map<std::string, std::pair<int, std::string>> want = {
+      {"Root done", {0, ""}},  {"Flaky pending", {3, "flaky\n"}},
+      {"Flaky done", {0, ""}}, {"Bad failed", {1, "bad\n"}},
+      {"Big done", {0, ""}},   {"Root (finally) done", {0, ""}}};
+  std::set<std::string> seen;
+  for (const Json& j : Named(ev, "task_finished")) {
+    const std::string key = j["type"].get<std::string>() +
+                            (j["finally"] == true ? " (finally) " : " ") +
+                            j["state"].get<std::string>();
+    ASSERT_TRUE(want.count(key)) << j;
+    seen.insert(key);
+    EXPECT_EQ(j.value("exit_code", -1), want.at(key).first) << j;
+    ASSERT_TRUE(j.contains("duration_ms")) << j;
+    EXPECT_GE(j["duration_ms"].get<int64_t>(), 0) << j;
+    EXPECT_LT(j["duration_ms"].get<int64_t>(), 60000) << j;
+    EXPECT_EQ(j.value("stderr", ""),
+              tasks + std::to_string(j["id"].get<int>()) + "." +
+                  std::to_string(j["attempt"].get<int>()) + ".stderr")
+        << j;
+    EXPECT_EQ(test::ReadAll(j.value("stderr", "")), want.at(key).second) << j;
+  }
+  EXPECT_EQ(seen.size(), want.size()) << r.out;
+}
+
 // SIGTERM and SIGINT end the events with run_interrupted naming the signal.
 TEST_F(JsonEventsTest, InterruptEndsWithRunInterrupted) {
   for (int sig : {SIGTERM, SIGINT}) {
@@ -330,6 +377,9 @@ TEST_F(JsonEventsTest, EveryDocumentedEventIsProduced) {
             .out);
   Check(Run({DataFile("../json/prompt.jsonc"), "--dir", dir_.Join("p")}).out);
   Check(Run({DataFile("invalid_workflow.jsonc"), "--dir", dir_.Join("w")}).out);
+  Check(Run({DataFile("../json/queued.jsonc"), "--dir", dir_.Join("q"), "-j",
+             "1"})
+            .out);
   const std::string wf = dir_.Join("wf.json");
   test::WriteAll(wf, test::ReadAll(DataFile("../json/prompt.jsonc")));
   Run({wf, "--dir", dir_.Join("f"), "--run-id", "x"});

@@ -16,6 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "queue/queue.h"
+#include "tasks/response.h"
+#include "tasks/workflow.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 
@@ -112,6 +115,18 @@ class McpProcess {
   int CloseAndWait() {
     close(to_);
     to_ = -1;
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (Clock::now() > deadline) return -1;
+      usleep(10000);
+    }
+    reaped_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  // Sends `sig`, stdin left open; the exit code (-1 as for CloseAndWait).
+  int SignalAndWait(int sig) {
+    kill(pid_, sig);
     const auto deadline = Clock::now() + std::chrono::seconds(30);
     int status = 0;
     while (waitpid(pid_, &status, WNOHANG) == 0) {
@@ -241,8 +256,42 @@ TEST(McpBinaryTest, ServesTheWorkingDirectoryWithAnEmptyEnvironment) {
       kInit + R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})" + "\n"));
   EXPECT_EQ(mcp.Answer()["id"], 0);
   Json list = mcp.Answer();
-  EXPECT_EQ(list["result"]["tools"].size(), 5u) << list.dump();
+  EXPECT_EQ(list["result"]["tools"].size(), 6u) << list.dump();
   EXPECT_EQ(mcp.CloseAndWait(), 0) << mcp.Stderr();
+}
+
+// A client that stops its server with SIGTERM, stdin still open (as the
+// SDKs do when a server has not exited soon after its stdin closed), ends
+// the session in order: the task it held is failed at once, charged
+// (agent_disconnected), not left to its 60 s lease; the server exits 130.
+TEST(McpBinaryTest, SigtermEndsTheSessionAndFailsItsLeases) {
+  ScratchDir dir;
+  std::unique_ptr<Workflow> wf;
+  ASSERT_TRUE(Workflow::Parse(R"({"entrypoint": "Review", "steps": [
+      {"name": "Review", "action": {"kind": "Pool", "instructions": "x"}}]})",
+                              "wf", &wf)
+                  .ok());
+  QueueOptions o;
+  o.install_dir = dir.path();
+  o.run_id = "rsig";
+  o.workflow_json = wf->frozen_json();
+  o.initial_tasks.push_back(RootTask(*wf, "{}"));
+  std::unique_ptr<Queue> q;
+  ASSERT_TRUE(Queue::Open(o, &q, nullptr).ok());
+  ASSERT_TRUE(q->Close().ok());
+  McpProcess mcp({"--dir", dir.path()}, "/");
+  ASSERT_TRUE(mcp.Send(kInit +
+                       R"({"jsonrpc":"2.0","id":1,"method":"tools/call",)"
+                       R"("params":{"name":"take_task","arguments":{}}})"
+                       "\n"));
+  EXPECT_EQ(mcp.Answer()["id"], 0);
+  const Json take = mcp.Answer();
+  ASSERT_EQ(take["result"]["structuredContent"]["task_id"], 1) << take.dump();
+  EXPECT_EQ(mcp.SignalAndWait(SIGTERM), 130) << mcp.Stderr();
+  const std::string log = test::ReadAll(dir.Join(".wizard/audit.jsonl"));
+  EXPECT_NE(log.find(R"("event":"task_failed")"), std::string::npos) << log;
+  EXPECT_NE(log.find(R"("reason":"agent_disconnected")"), std::string::npos)
+      << log;
 }
 
 TEST(McpBinaryTest, AMissingDirectoryIsServedAFileIsExit2) {

@@ -43,9 +43,15 @@ class FakeAgentService : public AgentService {
     return reply;
   }
   AgentReply Fail(int64_t task_id, const std::string& lease,
+                  std::string_view reason,
                   const std::string& message) override {
     calls.push_back("fail " + std::to_string(task_id) + " " + lease + " " +
                     message);
+    fail_reason = reason;
+    return reply;
+  }
+  AgentReply Release(int64_t task_id, const std::string& lease) override {
+    calls.push_back("release " + std::to_string(task_id) + " " + lease);
     return reply;
   }
   AgentReply RunStatus() override {
@@ -55,6 +61,7 @@ class FakeAgentService : public AgentService {
   }
 
   std::vector<std::string> calls;
+  std::string fail_reason;
   bool throw_in_status = false;
   TakeRequest take;
   AgentReply take_reply{
@@ -187,10 +194,13 @@ TEST(McpServerTest, ToolsListGivesAnObjectSchemaForEachTool) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"take_task", "heartbeat",
                                              "submit_response", "fail_task",
-                                             "run_status"}));
+                                             "release_task", "run_status"}));
   EXPECT_EQ(tools[2]["inputSchema"]["required"],
             Json({"task_id", "lease", "response"}));
-  EXPECT_EQ(tools[2]["inputSchema"]["properties"]["response"]["type"], "array");
+  // The array, or the array as a JSON string (Barnum's "JSON array string").
+  const Json& response = tools[2]["inputSchema"]["properties"]["response"];
+  EXPECT_EQ(response["anyOf"][0]["type"], "array") << response.dump();
+  EXPECT_EQ(response["anyOf"][1]["type"], "string") << response.dump();
 }
 
 TEST(McpServerTest, TakeTaskReturnsThePayloadAsStructuredContentAndText) {
@@ -231,15 +241,20 @@ TEST(McpServerTest, EachToolCallsTheServiceWithItsArguments) {
               Call(5, "fail_task",
                    {{"task_id", 9}, {"lease", "N"}, {"message", "why"}}),
               Call(6, "run_status", Json::object()),
-              Request(7, "tools/call", {{"name", "run_status"}})});
-  ASSERT_EQ(s.answers.size(), 6u);
+              Request(7, "tools/call", {{"name", "run_status"}}),
+              Call(8, "release_task", {{"task_id", 10}, {"lease", "O"}}),
+              Call(9, "submit_response",
+                   {{"task_id", 11}, {"lease", "P"}, {"response", "[]"}})});
+  ASSERT_EQ(s.answers.size(), 8u);
   for (const Json& a : s.answers) {
     EXPECT_EQ(a["result"]["structuredContent"], Json({{"status", "ok"}}));
   }
   EXPECT_EQ(fake.calls,
             (std::vector<std::string>{
                 "heartbeat 7 L", R"(done 7 L [{"kind":"Next","value":[1,2]}])",
-                "fail 8 M ", "fail 9 N why", "status", "status"}));
+                "fail 8 M ", "fail 9 N why", "status", "status", "release 10 O",
+                "done 11 P []"}));
+  EXPECT_EQ(fake.fail_reason, "agent_failed");
 }
 
 TEST(McpServerTest, ARefusedCallIsAToolErrorWithTheMessage) {
@@ -262,6 +277,30 @@ TEST(McpServerTest, ARefusedCallIsAToolErrorWithTheMessage) {
             7);
 }
 
+// The session's leases are failed (agent_disconnected) when its input ends:
+// those it took and did not end, not those it completed, failed or released.
+TEST(McpServerTest, LeasesStillHeldWhenTheInputEndsAreFailedDisconnected) {
+  FakeAgentService fake;
+  Served s =
+      Session(&fake, {Call(2, "take_task", Json::object()),
+                      Call(3, "heartbeat", {{"task_id", 7}, {"lease", "L"}})});
+  ASSERT_EQ(s.answers.size(), 2u);
+  EXPECT_EQ(fake.calls.back().rfind(
+                "fail 7 L the MCP session of mcp:test-client ended", 0),
+            0u)
+      << fake.calls.back();
+  EXPECT_EQ(fake.fail_reason, "agent_disconnected");
+  EXPECT_NE(s.log.find("task 7: handed back, charged"), std::string::npos)
+      << s.log;
+  for (const char* end : {"submit_response", "fail_task", "release_task"}) {
+    FakeAgentService ended;
+    Json args = {{"task_id", 7}, {"lease", "L"}};
+    if (std::string(end) == "submit_response") args["response"] = Json::array();
+    Session(&ended, {Call(2, "take_task", Json::object()), Call(3, end, args)});
+    EXPECT_EQ(ended.calls.size(), 2u) << end << ": " << ended.calls.back();
+  }
+}
+
 TEST(McpServerTest, WrongArgumentsAreToolErrorsThatReachNoCall) {
   const std::vector<std::pair<std::string, Json>> bad = {
       {"heartbeat", {{"task_id", "7"}, {"lease", "L"}}},
@@ -273,7 +312,7 @@ TEST(McpServerTest, WrongArgumentsAreToolErrorsThatReachNoCall) {
       {"heartbeat", {{"task_id", 7}}},
       {"heartbeat", {{"task_id", 7}, {"lease", "L"}, {"taskid", 7}}},
       {"submit_response", {{"task_id", 7}, {"lease", "L"}}},
-      {"submit_response", {{"task_id", 7}, {"lease", "L"}, {"response", "[]"}}},
+      {"submit_response", {{"task_id", 7}, {"lease", "L"}, {"response", 5}}},
       {"submit_response",
        {{"task_id", 7}, {"lease", "L"}, {"response", {{"kind", "A"}}}}},
       {"fail_task", {{"task_id", 7}, {"lease", "L"}, {"message", 1}}},

@@ -6,11 +6,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -293,6 +296,97 @@ TEST_F(ProgressCliTest, CtrlZStopsTasksAndTheirTimeoutClock) {
   const WizqResult& r = run.Wait(test::seconds(30));
   EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
   EXPECT_EQ(ReadAll(dir_.Join("ticks")), "1\n2\n3\n4\n5\n6\n7\n8\n");
+}
+
+// The most attempts claimed and not finished at once, by the audit log.
+int MostHeld(const std::vector<Json>& audit) {
+  std::set<int64_t> held;
+  size_t most = 0;
+  for (const Json& e : audit) {
+    const std::string ev = e["event"];
+    if (ev == "task_claimed") held.insert(e["id"].get<int64_t>());
+    if (ev == "task_completed" || ev == "task_failed" || ev == "task_reset") {
+      held.erase(e["id"].get<int64_t>());
+    }
+    most = std::max(most, held.size());
+  }
+  return static_cast<int>(most);
+}
+
+// When each attempt's shell started ("<task>.<attempt>" -> wall ms), by
+// the journal's start lines (tasks/attempt_journal.h).
+std::map<std::string, int64_t> JournalStarts(const std::string& dir) {
+  std::map<std::string, int64_t> out;
+  std::istringstream in(ReadAll(dir + "/.wizard/tasks/attempts.journal"));
+  std::string kind, key, attempt, pid, ticks, boot;
+  int64_t ms = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream l(line);
+    if (l >> kind >> key >> attempt >> pid >> ticks >> boot >> ms &&
+        kind == "start") {
+      out[key + "." + attempt] = ms;
+    }
+  }
+  return out;
+}
+
+// Every task_started (--json) comes when its shell runs, not before: its
+// time is not earlier than the journal's start line; a task_queued, if
+// any, comes first. Returns how many task_queued there were.
+int CheckStartsAreReal(const std::string& dir, const std::string& ndjson) {
+  const std::map<std::string, int64_t> starts = JournalStarts(dir);
+  std::set<std::string> queued, started;
+  for (const Json& e : test::ParseJsonLines(ndjson)) {
+    if (e["event"] != "task_started" && e["event"] != "task_queued") continue;
+    const std::string key = std::to_string(e["id"].get<int64_t>()) + "." +
+                            std::to_string(e["attempt"].get<int>());
+    if (e["event"] == "task_queued") {
+      EXPECT_EQ(started.count(key), 0u) << key << " queued after its start";
+      queued.insert(key);
+      continue;
+    }
+    EXPECT_TRUE(started.insert(key).second) << key << " started twice";
+    auto it = starts.find(key);
+    if (it == starts.end()) {
+      ADD_FAILURE() << "attempt " << key << " has no start in the journal";
+      continue;
+    }
+    EXPECT_GE(e["ts"].get<int64_t>(), it->second)
+        << "attempt " << key << " was reported started "
+        << it->second - e["ts"].get<int64_t>() << " ms before its shell ran";
+  }
+  EXPECT_EQ(started.size(), starts.size());
+  return static_cast<int>(queued.size());
+}
+
+// Tasks of 1 to 3 s with -j 3: never queued in the spawner nor claimed
+// ahead (Root's one short attempt is no history), so no more than 3
+// attempts are claimed and unfinished at once; each "started" line (and
+// task_started) comes when the task's shell starts, and the log never
+// shows more than 3 started tasks unfinished.
+TEST_F(ProgressCliTest, SlowTasksAreNeitherQueuedNorClaimedAhead) {
+  const WizqResult r = RunWizq({"wizq", "run", Workflow("slow.jsonc"), "--dir",
+                                dir_.path(), "-j", "3", "--json"});
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_EQ(MostHeld(Audit()), 3);
+  EXPECT_EQ(CheckStartsAreReal(dir_.path(), r.out), 0) << r.out;
+  int unfinished = 0, most = 0;
+  for (const std::string& line : test::SplitLines(r.err)) {
+    if (Contains(line, " Slow started ")) most = std::max(most, ++unfinished);
+    if (Contains(line, " Slow done ")) unfinished--;
+  }
+  EXPECT_EQ(most, 3) << r.err;
+}
+
+// Short tasks still wait in the spawner beyond the slots (once 8 have
+// ended): more than -j attempts are claimed at once, each queued one is
+// told as task_queued first and as task_started when its shell runs.
+TEST_F(ProgressCliTest, ShortTasksQueueAheadAndStartWhenTheyRun) {
+  const WizqResult r = RunWizq({"wizq", "run", Workflow("fast.jsonc"), "--dir",
+                                dir_.path(), "-j", "2", "--json", "--quiet"});
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_GT(MostHeld(Audit()), 2);
+  EXPECT_GT(CheckStartsAreReal(dir_.path(), r.out), 0) << "none queued";
 }
 
 // --quiet hides progress, never failures: the run ends with the list

@@ -70,10 +70,16 @@ TEST(QueueEventsTest, RunEventsEncodeToTheirGoldenLines) {
               std::string(kHead) +
                   "\"run_imported\",\"source\":\"barnum-v2:/x/state.ndjson\","
                   "\"tasks_pending\":2,\"tasks_waiting\":1,\"tasks_done\":5}");
-  ExpectCodec(QueueArchived{"--fresh", "/x/.wizard/archive/a"},
+  ExpectCodec(QueueArchived{"--fresh", "/x/.wizard/archive/a", false, {}},
               std::string(kHead) +
                   "\"queue_archived\",\"reason\":\"--fresh\","
                   "\"path\":\"/x/.wizard/archive/a\"}");
+  // What the new run reuses of the archived one (--no-reuse, --from).
+  ExpectCodec(QueueArchived{"--fresh", "/x/a", true, {"Ask", "7"}},
+              std::string(kHead) +
+                  "\"queue_archived\",\"reason\":\"--fresh\","
+                  "\"path\":\"/x/a\",\"no_reuse\":true,"
+                  "\"from\":[\"Ask\",\"7\"]}");
   ExpectCodec(
       WorkerJoined{"w1-ab", 9},
       std::string(kHead) + "\"worker_joined\",\"worker\":\"w1-ab\",\"pid\":9}");
@@ -139,6 +145,15 @@ TEST(QueueEventsTest, TaskEventsEncodeToTheirGoldenLines) {
                        "\"origin\":\"Finally\",\"dedup_key\":\"finally:2\","
                        "\"max_attempts\":2,\"has_finally\":false,"
                        "\"finally_for\":2}");
+  // A hook that re-runs a stale one (after --retry-failed): its generation.
+  sub.dedup_key = "finally:2:2";
+  sub.generation = 2;
+  ExpectCodec(sub, std::string(kHead) +
+                       "\"task_submitted\",\"id\":3,\"type\":\"Step\","
+                       "\"inputs\":{\"n\":1},\"parent_id\":null,"
+                       "\"origin\":\"Finally\",\"dedup_key\":\"finally:2:2\","
+                       "\"max_attempts\":2,\"has_finally\":false,"
+                       "\"finally_for\":2,\"generation\":2}");
   ExpectCodec(TaskDeduplicated{"Step", "abc", 3, 1},
               std::string(kHead) +
                   "\"task_deduplicated\",\"type\":\"Step\","
@@ -159,6 +174,15 @@ TEST(QueueEventsTest, TaskEventsEncodeToTheirGoldenLines) {
                   "\"task_claimed\",\"id\":4,\"type\":\"Review\","
                   "\"worker\":\"agent\",\"attempt\":1,\"lease\":\"0a1b\","
                   "\"lease_expires_ms\":99}");
+  // A leased claim of a step with a timeout (issue 21): its limit and
+  // whether a timeout is retried, for any process to enforce.
+  ExpectCodec(
+      TaskClaimed{4, "Review", "agent", 1, "0a1b", 99, "c", 600000, false},
+      std::string(kHead) +
+          "\"task_claimed\",\"id\":4,\"type\":\"Review\","
+          "\"worker\":\"agent\",\"attempt\":1,\"lease\":\"0a1b\","
+          "\"lease_expires_ms\":99,\"agent\":\"c\",\"timeout_ms\":600000,"
+          "\"retry_on_timeout\":false}");
   ExpectCodec(LeaseRenewed{4, 1700000090000},
               std::string(kHead) +
                   "\"lease_renewed\",\"id\":4,"

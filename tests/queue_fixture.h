@@ -76,6 +76,8 @@ inline std::string Describe(const QueueState& s) {
         t.error_message + " retry_at=" + std::to_string(t.retry_at_ms) +
         " fin=" + std::to_string(t.has_finally) + "/" +
         std::to_string(t.finally_for) + "/" + std::to_string(t.finally_task) +
+        " gen=" + std::to_string(t.generation) +
+        (t.hook_stale ? " stale" : "") +
         " open=" + std::to_string(t.open_children) + " children=";
     for (int64_t c : t.children) out += std::to_string(c) + ",";
     out += "\n";

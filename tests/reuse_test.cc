@@ -322,6 +322,107 @@ TEST_F(ReuseTest, UnhashableStepRunsLiveWithANote) {
             (std::map<std::string, int>{{"cfg", 1}, {"hook", 1}}));
 }
 
+// What the hash cannot see, said where it matters: a reused step whose
+// script lists or globs a directory gets one note per run (not one per
+// task), naming reuse_files; a step that lists reuse_files gets none.
+TEST_F(ReuseTest, ReusedStepThatListsADirectoryGetsOneNoteNamingReuseFiles) {
+  std::string wf = test::ReadAll(wf_dir_ + "/wf.json");
+  for (const auto& [from, to] : std::map<std::string, std::string>{
+           {R"("./work.sh")", R"("ls data >/dev/null 2>&1; ./work.sh")"},
+           {R"("./cfg.sh")", R"(": conf/*.yml; ./cfg.sh")"}}) {
+    wf.replace(wf.find(from), from.size(), to);
+  }
+  test::WriteAll(wf_dir_ + "/wf.json", wf);
+  auto notes = [](const std::string& err) {
+    std::vector<std::string> out;
+    for (const std::string& l : test::SplitLines(err)) {
+      if (test::Contains(l, "its script lists a directory")) out.push_back(l);
+    }
+    return out;
+  };
+  WizqResult r = Run({});
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  EXPECT_EQ(notes(r.err), std::vector<std::string>{}) << r.err;  // all live
+  r = Run({"--fresh", "--json"});
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  EXPECT_EQ(Total(TakeLedger()), 11);  // the first run's; nothing ran now
+  const std::vector<std::string> shown = notes(r.err);
+  ASSERT_EQ(shown.size(), 2u) << r.err;  // three Works reused, one note
+  EXPECT_EQ(shown[0],
+            "wizq: step Work was reused, but its script lists a directory "
+            "(`ls`) and reuse does not see the files in it: if they matter, "
+            "name them in the step's options (\"reuse_files\": [\"DIR\"]) "
+            "or run it with --from Work");
+  EXPECT_TRUE(test::Contains(shown[1], "step Cfg was reused")) << shown[1];
+  EXPECT_TRUE(test::Contains(shown[1], R"(("reuse_files": ["conf/*.yml"]))"))
+      << shown[1];
+  int events = 0;
+  for (const Json& e : test::ParseJsonLines(r.out)) {
+    events += e["event"] == "note" &&
+              test::Contains(e["message"], "its script lists a directory");
+  }
+  EXPECT_EQ(events, 2) << r.out;
+  // With reuse_files, the step names what it reads: no note.
+  const std::string cfg = R"(": conf/*.yml; ./cfg.sh" },)";
+  wf.replace(wf.find(cfg), cfg.size(),
+             cfg + R"( "options": {"reuse_files": ["cfg.sh"]},)");
+  test::WriteAll(wf_dir_ + "/wf.json", wf);
+  ASSERT_EQ(Run({}).code, 0);  // a changed workflow: Cfg runs live
+  r = Run({"--fresh"});
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  ASSERT_EQ(notes(r.err).size(), 1u) << r.err;
+  EXPECT_TRUE(test::Contains(notes(r.err)[0], "step Work")) << r.err;
+}
+
+// The reuse_files pattern README and CLI.md give for what reuse does not
+// see (a helper the script runs, a directory's files, a glob), taken from
+// the docs as written: it is a valid step, and a change in any of those
+// files, a file added to the listed directory included, runs it again.
+TEST_F(ReuseTest, DocumentedReuseFilesPatternSeesWhatTheScriptReads) {
+  for (const char* doc : {"README.md", "docs/CLI.md"}) {
+    SCOPED_TRACE(doc);
+    const std::string text = test::ReadAll(test::SourceDir() + "/" + doc);
+    const size_t said = text.find("does **not** see") != std::string::npos
+                            ? text.find("does **not** see")
+                            : text.find("What reuse does not see");
+    ASSERT_NE(said, std::string::npos) << doc << " does not say it";
+    const size_t open = text.find("```jsonc\n", said);
+    ASSERT_NE(open, std::string::npos);
+    const size_t from = open + 9;
+    const std::string step = text.substr(from, text.find("```", from) - from);
+    ASSERT_TRUE(test::Contains(step, "reuse_files")) << step;
+    const ScratchDir wf, inst;
+    test::WriteAll(wf.Join("wf.json"),
+                   "{\"entrypoint\": \"Build\", \"steps\": [" + step + "]}");
+    test::WriteAll(wf.Join("build.sh"),
+                   "#!/bin/sh\necho build >>\"$WIZQ_INSTALL_DIR/ledger\"\n"
+                   ". lib/helpers.sh; cat src/* conf/*.yml >/dev/null; "
+                   "echo '[]'\n");
+    fs::permissions(wf.Join("build.sh"), fs::perms::owner_all);
+    for (const char* f : {"lib/helpers.sh", "src/a.c", "conf/app.yml"}) {
+      fs::create_directories(fs::path(wf.Join(f)).parent_path());
+      test::WriteAll(wf.Join(f), "1\n");
+    }
+    auto runs = [&] {  // whether Build ran, in a run --fresh
+      const WizqResult r = test::RunWizq(
+          {"wizq", "run", wf.Join("wf.json"), "--dir", inst.path(), "--fresh"});
+      EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
+      const bool ran = fs::exists(inst.Join("ledger"));
+      fs::remove(inst.Join("ledger"));
+      return ran;
+    };
+    EXPECT_TRUE(runs());
+    EXPECT_FALSE(runs());  // nothing changed: reused
+    test::WriteAll(wf.Join("src/b.c"), "new\n");
+    EXPECT_TRUE(runs()) << "a file added to a listed directory";
+    EXPECT_FALSE(runs());
+    test::WriteAll(wf.Join("lib/helpers.sh"), "2\n");
+    EXPECT_TRUE(runs()) << "a helper the script runs";
+    test::WriteAll(wf.Join("conf/app.yml"), "2\n");
+    EXPECT_TRUE(runs()) << "a file a glob lists";
+  }
+}
+
 TEST_F(ReuseTest, KillNineInAReusingRunThenResume) {
   ASSERT_EQ(Run({}).code, 0);
   TakeLedger();
@@ -428,9 +529,10 @@ TEST_F(ReuseTest, RetryFailedRunsOnlyTheFailedTasksThenTheirChildren) {
   r = Run({"--retry-failed"});
   ASSERT_EQ(r.code, 0) << r.Describe();
   EXPECT_TRUE(test::Contains(r.err, "1 failed task(s) retried")) << r.err;
-  // Work 2, its Leaf {k:0} (new) and its hook; Root's hook had run.
+  // Work 2, its Leaf {k:0} (new) and its hook; Root's hook, which had run
+  // without them, runs again (docs/FORMAT.md, "Re-run finally hooks").
   EXPECT_EQ(TakeLedger(), (std::map<std::string, int>{
-                              {"work", 1}, {"leaf", 1}, {"hook", 1}}));
+                              {"work", 1}, {"leaf", 1}, {"hook", 2}}));
   int retried = 0;
   for (const Json& e : test::ReadAudit(dir_)) {
     if (e["event"] != "task_retried") continue;

@@ -106,7 +106,10 @@ TEST_F(RunHistoryTest, LapsedLeaseIsAResetOfTheLease) {
   int64_t id = 0;
   std::string token;
   ASSERT_TRUE(q->Transact([&](Txn& txn) {
-                 return txn.ClaimLeased(nullptr, 1, "bot", &id, &token);
+                 Txn::LeaseTerms terms;
+                 terms.lease_ms = 1;
+                 terms.agent = "bot";
+                 return txn.ClaimLeased(nullptr, terms, &id, &token);
                }).ok());
   ASSERT_EQ(id, 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));

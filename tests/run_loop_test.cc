@@ -10,8 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "orchestrator/run.h"
 #include "queue/state.h"
 #include "tests/fake_executor.h"
+#include "tests/integration_util.h"
 #include "tests/queue_test_util.h"
 #include "tests/test_util.h"
 
@@ -96,6 +99,7 @@ class Scenario {
   Scenario() : env_(&nosync_) {}
 
   FaultInjectionEnv& env() { return env_; }
+  const std::string& dir() const { return dir_.path(); }
   std::string wizard() const { return dir_.path() + "/.wizard"; }
 
   // Runs (or resumes) the workflow to its end or its first error.
@@ -392,6 +396,100 @@ TEST(RunLoopTest, CrashAtEveryEnvOperationThenResume) {
     if (HasFailure()) return;
   }
   EXPECT_GT(ops, 20) << "the run should take more file operations";
+}
+
+// A FakeExecutor that queues like the CommandExecutor (Executor::Queues):
+// it counts the attempts handed to it and not yet taken back by Wait, and
+// each attempt reports `seconds` as its duration.
+class QueueingFake : public FakeExecutor {
+ public:
+  QueueingFake(Ledger* ledger, double seconds) : FakeExecutor(ledger) {
+    SetBody("Item", [seconds](const Attempt&) {
+      AttemptResult r = Respond("[]");
+      r.seconds = seconds;
+      return r;
+    });
+    SetBody("Root", [](const Attempt&) {
+      std::string next = "[";
+      for (int i = 0; i < 40; i++) {
+        next += (i ? "," : "") + std::string(R"({"kind":"Item","value":)") +
+                std::to_string(i) + "}";
+      }
+      AttemptResult r = Respond(next + "]");
+      r.seconds = 0.002;  // one short attempt: not history enough
+      return r;
+    });
+  }
+  bool Queues(const Action&) const override { return true; }
+  Status Start(const Attempt& a) override {
+    // Handed over beyond the slots, after how many Items had ended.
+    if (static_cast<int>(running()) >= 2) queued_after.push_back(items_ended);
+    return FakeExecutor::Start(a);
+  }
+  Status Wait(int timeout_ms, Done* done) override {
+    const size_t before = done->size();
+    Status s = FakeExecutor::Wait(timeout_ms, done);
+    for (size_t i = before; i < done->size(); i++) {
+      items_ended += (*done)[i].first > 1;
+    }
+    return s;
+  }
+
+  int items_ended = 0;
+  std::vector<int> queued_after;
+};
+
+// The most tasks claimed and not yet finished at once, by the audit log.
+int MostHeld(const std::string& dir) {
+  std::set<int64_t> held;
+  size_t most = 0;
+  for (const test::Json& e : test::ReadAudit(dir)) {
+    const std::string ev = e["event"];
+    if (ev == "task_claimed") held.insert(e["id"].get<int64_t>());
+    if (ev == "task_completed" || ev == "task_failed" || ev == "task_reset") {
+      held.erase(e["id"].get<int64_t>());
+    }
+    most = std::max(most, held.size());
+  }
+  return static_cast<int>(most);
+}
+
+constexpr char kFanOutWorkflow[] = R"({
+  "entrypoint": "Root",
+  "steps": [
+    {"name": "Root", "action": {"kind": "Command", "script": "true"},
+     "next": ["Item"]},
+    {"name": "Item", "action": {"kind": "Command", "script": "true"},
+     "next": []}
+  ]})";
+
+// A step queues ahead (tasks handed to the executor, and claimed, beyond
+// the slots) only once 8 of its attempts ended here with a mean under
+// 50 ms: not before (Root's one fast attempt does not make Item fast), and
+// never for slower tasks.
+TEST(RunLoopTest, OnlyAStepWithEightShortAttemptsQueuesAhead) {
+  for (const double seconds : {0.001, 0.06}) {
+    SCOPED_TRACE("tasks of " + std::to_string(seconds) + " s");
+    Scenario sc;
+    Ledger ledger;
+    QueueingFake ex(&ledger, seconds);
+    std::vector<Event> events;
+    Recorder rec(&events);
+    int code = -1;
+    ASSERT_TRUE(sc.Run(kFanOutWorkflow, &ex, &rec, &code, /*jobs=*/2).ok());
+    ASSERT_EQ(code, kExitCompleted);
+    EXPECT_EQ(ledger.runs().size(), 41u);
+    if (seconds < 0.05) {
+      ASSERT_FALSE(ex.queued_after.empty()) << "short tasks never queued";
+      EXPECT_GE(
+          *std::min_element(ex.queued_after.begin(), ex.queued_after.end()), 8);
+      EXPECT_GT(MostHeld(sc.dir()), 2);
+    } else {
+      EXPECT_TRUE(ex.queued_after.empty())
+          << ex.queued_after.size() << " slow tasks queued";
+      EXPECT_LE(MostHeld(sc.dir()), 2);
+    }
+  }
 }
 
 }  // namespace

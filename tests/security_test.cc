@@ -51,9 +51,12 @@ std::string CopyWorkflows(const ScratchDir& scratch) {
 std::set<std::string> ListTree(const std::string& root) {
   std::set<std::string> out;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, ec);
+  // Lexically relative: nothing here may stat what it lists (a test
+  // running beside this one may mount /proc under the build directory).
+  for (auto it = fs::recursive_directory_iterator(
+           root, fs::directory_options::skip_permission_denied, ec);
        it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    out.insert(fs::relative(it->path(), root).string());
+    out.insert(it->path().lexically_relative(root).string());
   }
   return out;
 }

@@ -147,6 +147,43 @@ TEST_F(StatusReportTest, KilledRunIsInterruptedWithNoLiveWorker) {
   EXPECT_EQ(st["resumes"], 1);
 }
 
+// Killed right after its claims became durable (none of them started),
+// wizq leaves tasks held that lost no work: status says so instead of
+// "put back"; the resume records their resets as never_started (no
+// charge), log --table says "never started", and the report draws them
+// hollow, never as lost with their worker.
+TEST_F(StatusReportTest, NeverStartedClaimsAreNotLostWork) {
+  const std::vector<std::string> run = {
+      "wizq",       "run",       DataFile("basic.jsonc"),
+      "--dir",      dir_.path(), "--input",
+      R"({"n":4})", "-q"};
+  test::SpawnOptions crash{"", {{"WIZQ_CRASH_AT", "run.after_claim_commit:2"}}};
+  WizqResult r = RunWizq(run, crash);
+  ASSERT_TRUE(r.exited && r.code == 86) << r.Describe();
+  const WizqResult st = Wizq({"status", "--dir", dir_.path()});
+  EXPECT_TRUE(Contains(st.out, "its attempt never started")) << st.out;
+  EXPECT_FALSE(Contains(st.out, "(dead: put back")) << st.out;
+  r = RunWizq(run);
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  std::set<int64_t> unstarted;
+  for (const Json& e : test::ReadAudit(dir_.path())) {
+    if (e["event"] != "task_reset") continue;
+    EXPECT_EQ(e["reason"], "worker_lost") << e.dump();
+    EXPECT_EQ(e.value("refund", false), true) << e.dump();
+    EXPECT_EQ(e.value("never_started", false), true) << e.dump();
+    unstarted.insert(e["id"].get<int64_t>());
+  }
+  ASSERT_EQ(unstarted.size(), 2u) << "-j 2: the two Items claimed";
+  const WizqResult table = Wizq({"log", "--table", "--dir", dir_.path()});
+  EXPECT_EQ(test::CountOf(table.out, "never started (not charged)"), 2)
+      << table.out;
+  const std::string html = dir_.path() + "/r.html";
+  ASSERT_EQ(Wizq({"report", "--dir", dir_.path(), "-o", html}).code, 0);
+  const std::string page = test::ReadAll(html);
+  EXPECT_EQ(test::CountOf(page, "class=\"attempt reset unstarted\""), 2);
+  EXPECT_FALSE(Contains(page, "class=\"attempt reset lost")) << page;
+}
+
 // status reads a read-only mount of a run and a plain copy: it works and
 // writes nothing (not even the lock file).
 TEST_F(StatusReportTest, StatusReadsAReadOnlyMountAndACopyWithoutWriting) {
@@ -470,8 +507,9 @@ TEST_F(StatusReportTest, ReportRendersInChromiumWithTheCrashMarkers) {
   const Json st = test::StatusJson(dir_.path());
   ASSERT_EQ(st["tasks"].size(), 5u);
   for (const Json& t : st["tasks"]) {
-    const std::string li = "class=\"task\" data-task-id=\"" +
-                           std::to_string(t["id"].get<int64_t>()) +
+    const std::string id = std::to_string(t["id"].get<int64_t>());
+    const std::string li = "class=\"task\" id=\"task-" + id +
+                           "\" data-task-id=\"" + id +
                            "\" data-state=\"" + t["state"].get<std::string>() +
                            "\"";
     EXPECT_TRUE(Contains(dom.out, li)) << li;

@@ -6,10 +6,18 @@
 // at that exact instruction as a test can get. Without the variable a crash
 // point costs one predictable branch.
 //
+// With WIZQ_CRASH_IF=<text> as well, only the passes whose text (the
+// second argument: the batch of audit lines at log.before_write and
+// log.after_sync) contains <text> count: `wizq crashtest` kills a run just
+// before or after the commit of one event (`"event":"task_completed","id":4,`)
+// whatever the batches around it.
+//
 // Every durable step has a point; add one whenever you add a durable step,
 // and list it in kCrashPoints so the sweep covers it.
 #ifndef WIZQ_UTIL_CRASH_POINT_H_
 #define WIZQ_UTIL_CRASH_POINT_H_
+
+#include <string_view>
 
 namespace wizq {
 
@@ -59,11 +67,16 @@ inline bool IsGateCrashPoint(const char* name) {
 
 namespace internal {
 extern bool g_crash_points_armed;
-void CrashPointSlow(const char* name);
+void CrashPointSlow(const char* name, std::string_view text, bool has_text);
 }  // namespace internal
 
 inline void CrashPoint(const char* name) {
-  if (internal::g_crash_points_armed) internal::CrashPointSlow(name);
+  if (internal::g_crash_points_armed) internal::CrashPointSlow(name, {}, false);
+}
+// A crash point whose passes WIZQ_CRASH_IF can select by `text`.
+inline void CrashPoint(const char* name, std::string_view text) {
+  if (internal::g_crash_points_armed)
+    internal::CrashPointSlow(name, text, true);
 }
 
 }  // namespace wizq

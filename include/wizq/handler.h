@@ -97,8 +97,10 @@ class HandlerResult {
 // A handler. Called on a worker thread of the library, possibly several at
 // once (for different tasks), so it must be safe to call concurrently with
 // itself and with the program's other threads. It must not call back into
-// the Wizard that runs it (Run, Resume, Join would deadlock or fail), may
-// read the run's status (Wizard::Status) and may block.
+// the Wizard that runs it (Wizard::Run would wait for the run it is part
+// of: one Wizard runs one run at a time), may read the run's status
+// (Wizard::ReadStatus), may ask the run to stop (Wizard::RequestStop) and
+// may block.
 using Handler =
     std::function<HandlerResult(const TaskInfo& task, const CancelToken&)>;
 

@@ -69,8 +69,8 @@ class Observer {
   virtual void OnNote(const std::string& message);
   // The run ended (not called when it pauses: see OnPaused).
   virtual void OnRunFinished(RunOutcome outcome, const RunProgress& progress);
-  // The run paused: `task_ids` wait for answers (Wizard::Answer, or a
-  // PromptAnswerer on a later run).
+  // The run paused: `task_ids` wait for answers (WizardOptions::answers
+  // or a PromptAnswerer on a later Wizard::Run, or `wizq answer`).
   virtual void OnPaused(const std::vector<int64_t>& task_ids,
                         const RunProgress& progress);
 };

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Installs the pinned official MCP TypeScript SDK (package.json and
 # package-lock.json beside this script) into DEST (the build folder's
-# node/), and copies the SDK client test there, so that Node resolves the
-# SDK from it. ctest runs it as the setup fixture of mcp_sdk_client_test.
+# node/), and copies the SDK client tests there, so that Node resolves the
+# SDK from it. ctest runs it as the setup fixture of the mcp_sdk_* tests.
 # Usage: npm_setup.sh SRC_DIR DEST_DIR
 set -eu
 src=$1
@@ -19,7 +19,8 @@ major=$(node -p 'process.versions.node.split(".")[0]') ||
   fail "node --version does not work"
 [ "$major" -ge 18 ] || fail "node $(node --version) is older than 18"
 mkdir -p "$dest"
-cp "$src/sdk_client_test.mjs" "$src/review.jsonc" "$dest/"
+cp "$src/sdk_client_test.mjs" "$src/sdk_agent_test.mjs" "$src/review.jsonc" \
+  "$dest/"
 if cmp -s "$src/package-lock.json" "$dest/package-lock.json" &&
   [ -f "$dest/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
   echo "mcp_sdk_setup: @modelcontextprotocol/sdk already installed in $dest"

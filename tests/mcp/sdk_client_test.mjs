@@ -90,9 +90,10 @@ async function main() {
   await client.ping();
 
   const { tools } = await client.listTools();
-  check('tools/list: the five tools, each with an object schema', () => {
+  check('tools/list: the six tools, each with an object schema', () => {
     assert.deepEqual(tools.map((t) => t.name).sort(), ['fail_task',
-      'heartbeat', 'run_status', 'submit_response', 'take_task']);
+      'heartbeat', 'release_task', 'run_status', 'submit_response',
+      'take_task']);
     for (const t of tools) assert.equal(t.inputSchema.type, 'object');
   });
 

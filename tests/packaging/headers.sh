@@ -9,6 +9,10 @@
 # usage: headers.sh private PREFIX TU...
 #   packaging_headers_private: no public header names, or includes even
 #   indirectly, simdjson, nlohmann, valijson, CLI11, xxhash or Boost.
+# usage: headers.sh names PREFIX TU...
+#   packaging_headers_names: every `Wizard::NAME` a public header writes
+#   (its comments included) is a member wizard.h declares: a comment never
+#   points a reader at a call that does not exist.
 # Environment: CXX (default c++).
 set -u
 mode=$1 prefix=$2
@@ -40,6 +44,14 @@ for tu in "$@"; do
         printf '%s\n' "$bad" >&2
         failed=1
       fi ;;
+    names)
+      for member in $(grep -oE 'Wizard::[A-Za-z_][A-Za-z0-9_]*' \
+                        "$prefix/include/$name" | sed 's/^Wizard:://' | sort -u); do
+        if ! grep -qE "[ *&]$member\(" "$prefix/include/wizq/wizard.h"; then
+          echo "FAIL: $name names Wizard::$member, which wizard.h does not declare" >&2
+          failed=1
+        fi
+      done ;;
     *) echo "headers.sh: unknown mode $mode" >&2; exit 2 ;;
   esac
 done

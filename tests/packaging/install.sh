@@ -21,9 +21,15 @@ for f in bin/wizq "$libdir/libwizq.a" "$libdir/libwizq.so.$version" \
     "$libdir/cmake/wizq/wizqConfigVersion.cmake" \
     "$libdir/cmake/wizq/wizqTargets.cmake" \
     "$libdir/cmake/wizq/wizqStaticTargets.cmake" \
-    "$libdir/pkgconfig/wizq.pc"; do
+    "$libdir/pkgconfig/wizq.pc" share/man/man1/wizq.1 share/man/man1/wizq-run.1 \
+    share/man/man1/wizq-agent-take.1 share/bash-completion/completions/wizq \
+    share/fish/vendor_completions.d/wizq.fish; do
   [ -f "$prefix/$f" ] || fail "$prefix/$f was not installed"
 done
+# zsh's: vendor-completions for a build configured for /usr, else
+# site-functions.
+ls "$prefix"/share/zsh/*/_wizq >/dev/null 2>&1 ||
+  fail "$prefix/share/zsh/*/_wizq was not installed"
 [ "$(readlink "$lib/libwizq.so")" = "libwizq.so.$soversion" ] ||
   fail "$lib/libwizq.so should link to libwizq.so.$soversion"
 [ "$(readlink "$lib/libwizq.so.$soversion")" = "libwizq.so.$version" ] ||

@@ -1,0 +1,178 @@
+// PgConn: one PostgreSQL session, a small RAII layer over libpq for the
+// PostgreSQL store (SPEC §14). Statements take bound parameters only
+// (PgParam); failures come back as a Status whose message never holds the
+// store's password, with the kind and SQLSTATE in last_error().
+//
+// A session that is lost stays lost: PgConn never reconnects by itself
+// (a session-level advisory lock or LISTEN would silently be gone on the
+// new one), every later call fails with kConnectionLost, and the caller
+// opens a new PgConn. A session lost while COMMIT was in flight is
+// kCommitUnknown: the transaction may have committed or not.
+//
+// Not thread-safe: one thread uses a PgConn at a time.
+#ifndef WIZQ_QUEUE_PG_PG_CONN_H_
+#define WIZQ_QUEUE_PG_PG_CONN_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "queue/pg/pg_result.h"
+#include "util/status.h"
+
+typedef struct pg_conn PGconn;
+
+namespace wizq {
+
+// wizq's connection settings (anchors §2.6, §4.3). Client side: a dead
+// server is noticed by TCP keepalives after idle + interval * count
+// seconds, and unacknowledged data is given up after tcp_user_timeout.
+inline constexpr int kPgConnectTimeoutSeconds = 10;
+inline constexpr int kPgKeepalivesIdleSeconds = 10;
+inline constexpr int kPgKeepalivesIntervalSeconds = 5;
+inline constexpr int kPgKeepalivesCount = 3;
+inline constexpr int kPgTcpUserTimeoutMs = 30000;
+// Per session: a transaction left open by a frozen worker ends (and its
+// row locks go) after a minute; no statement of the store waits on a lock
+// or runs for long.
+inline constexpr int kPgIdleInTransactionTimeoutMs = 60000;
+inline constexpr int kPgLockTimeoutMs = 10000;
+inline constexpr int kPgStatementTimeoutMs = 60000;
+
+struct PgConnOptions {
+  // Shown in pg_stat_activity: "wizq run", "wizq db migrate"...
+  std::string application_name = "wizq";
+  int connect_timeout_s = kPgConnectTimeoutSeconds;
+  int keepalives_idle_s = kPgKeepalivesIdleSeconds;
+  int keepalives_interval_s = kPgKeepalivesIntervalSeconds;
+  int keepalives_count = kPgKeepalivesCount;
+  int tcp_user_timeout_ms = kPgTcpUserTimeoutMs;
+  // Of the hosts a location lists, connect to a primary (anchors §2.10).
+  std::string target_session_attrs = "read-write";
+  int idle_in_transaction_timeout_ms = kPgIdleInTransactionTimeoutMs;
+  int lock_timeout_ms = kPgLockTimeoutMs;
+  int statement_timeout_ms = kPgStatementTimeoutMs;
+  // 0: a long-lived idle session (a liveness lock, a listener) is never
+  // ended for idling, whatever the server's default says.
+  int idle_session_timeout_ms = 0;
+};
+
+// A notification received on a LISTENed channel.
+struct PgNotification {
+  std::string channel;
+  std::string payload;
+  int sender_pid = 0;
+};
+
+class PgConn {
+ public:
+  // Connects to `location` (a postgresql:// URL or a libpq keyword string;
+  // "" means libpq's defaults: PGHOST, PGUSER...). The connection settings
+  // of `options` come first, so that the location may override them
+  // (`connect_timeout=3`); client_encoding is always UTF8. The session
+  // settings are then set. InvalidArgument if libpq cannot parse the
+  // location, IOError if the server cannot be reached or refuses,
+  // NotSupported for a server older than PostgreSQL 15.
+  static Status Open(std::string_view location, const PgConnOptions& options,
+                     std::unique_ptr<PgConn>* out);
+  ~PgConn();
+  PgConn(const PgConn&) = delete;
+  PgConn& operator=(const PgConn&) = delete;
+
+  // One statement with its parameters ($1...); `result` (may be null) gets
+  // its rows.
+  Status Exec(std::string_view sql, const std::vector<PgParam>& params = {},
+              PgResult* result = nullptr);
+  // Several statements without parameters in one round trip (a schema
+  // migration's DDL: constant text, never built from values).
+  Status ExecScript(std::string_view sql);
+  // A prepared statement of this session, then run by name.
+  Status Prepare(const std::string& name, std::string_view sql);
+  Status ExecPrepared(const std::string& name,
+                      const std::vector<PgParam>& params,
+                      PgResult* result = nullptr);
+
+  // BEGIN ISOLATION LEVEL READ COMMITTED.
+  Status Begin();
+  // COMMIT. Conflict if the server rolled the transaction back instead (a
+  // statement in it had failed); IOError with last_error().kind ==
+  // kCommitUnknown if the session was lost before COMMIT's answer came.
+  Status Commit();
+  Status Rollback();
+  bool in_transaction() const;
+
+  // LISTEN on `channel` (a name, quoted here); notifications are then
+  // collected by WaitForNotifications.
+  Status Listen(std::string_view channel);
+  // pg_notify(channel, payload): delivered at the commit of the
+  // transaction it runs in (at once outside one).
+  Status Notify(std::string_view channel, std::string_view payload);
+  // Waits up to `timeout` for at least one notification and returns those
+  // received so far in *out (empty at the timeout).
+  Status WaitForNotifications(std::chrono::milliseconds timeout,
+                              std::vector<PgNotification>* out);
+
+  // Session-level advisory locks, two-int form (pg_locks shows classid =
+  // space, objid = key, objsubid = 2). Held until unlocked or the session
+  // ends.
+  Status TryAdvisoryLock(int32_t space, int32_t key, bool* acquired);
+  Status AdvisoryUnlock(int32_t space, int32_t key, bool* released);
+
+  // A round trip: OK while the session lives.
+  Status Ping();
+
+  // `name` quoted as an SQL identifier, for DDL (a schema's name), which
+  // cannot take parameters.
+  std::string QuoteIdentifier(std::string_view name) const;
+
+  int backend_pid() const { return backend_pid_; }
+  bool lost() const { return lost_; }
+  // The kind and SQLSTATE of the last failed call.
+  const PgError& last_error() const { return last_error_; }
+  // The location with its password removed (pg_location.h).
+  const std::string& display_location() const { return display_; }
+
+ private:
+  PgConn(PGconn* conn, std::vector<std::string> secrets, std::string display);
+  Status ApplySessionSettings(const PgConnOptions& options);
+  Status Run(const char* what, const std::vector<PgParam>& params,
+             PgResult* result,
+             const std::function<PGresult*(const char* const*, const int*,
+                                           const int*)>& send);
+  // The Status of a failed result (may be null) of `what`, recording
+  // last_error_.
+  Status Fail(const char* what, PGresult* res);
+  Status LostStatus(const char* what);
+  std::string Scrub(std::string text) const;
+
+  PGconn* conn_;
+  std::vector<std::string> secrets_;  // kept out of every message
+  std::string display_;
+  int backend_pid_ = 0;
+  bool lost_ = false;
+  PgError last_error_;
+};
+
+// Rolls back the open transaction of `conn` when it goes out of scope
+// before Commit() (an early return on an error).
+class PgTxn {
+ public:
+  explicit PgTxn(PgConn* conn) : conn_(conn) {}
+  ~PgTxn();
+  PgTxn(const PgTxn&) = delete;
+  PgTxn& operator=(const PgTxn&) = delete;
+  Status Begin() { return conn_->Begin(); }
+  Status Commit();
+
+ private:
+  PgConn* conn_;
+  bool done_ = false;
+};
+
+}  // namespace wizq
+
+#endif  // WIZQ_QUEUE_PG_PG_CONN_H_

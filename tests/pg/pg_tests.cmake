@@ -1,0 +1,27 @@
+# PostgreSQL tests (tests/pg/, issue 23). Each binary starts one throwaway
+# cluster (tests/pg/pg_cluster.h) for all its test cases, which isolate
+# themselves by schema; so each binary is ONE ctest test (not one per test
+# case, which would start a cluster per case). initdb's output is cached in
+# build/pg15-template between binaries.
+add_library(wizq_pg_cluster STATIC tests/pg/pg_cluster.cc tests/test_util.cc)
+target_link_libraries(wizq_pg_cluster PUBLIC wizq)
+target_compile_definitions(wizq_pg_cluster PUBLIC
+  WIZQ_BUILD_DIR="${CMAKE_BINARY_DIR}"
+  WIZQ_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+
+# wizq_pg_test(NAME SOURCES...): a gtest binary NAME of SOURCES (under
+# tests/pg/) linked with the cluster, and its ctest test.
+function(wizq_pg_test name)
+  list(TRANSFORM ARGN PREPEND tests/pg/)
+  add_executable(${name} ${ARGN})
+  target_link_libraries(${name} PRIVATE wizq_pg_cluster wizq
+    GTest::gtest GTest::gtest_main)
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 300
+    ENVIRONMENT "WIZQ_BUILD_DIR=${CMAKE_BINARY_DIR}")
+endfunction()
+
+wizq_pg_test(pg_cluster_test pg_cluster_test.cc)
+wizq_pg_test(pg_conn_test pg_conn_test.cc pg_credentials_test.cc)
+wizq_pg_test(pg_migrate_test pg_migrate_test.cc pg_db_cli_test.cc)
+add_dependencies(pg_migrate_test wizq_cli)

@@ -1,0 +1,41 @@
+#include "util/closest_match.h"
+
+#include <algorithm>
+
+namespace wizq {
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  // Optimal string alignment: a swap of two neighbours ("tkae") is one.
+  std::vector<std::vector<size_t>> d(a.size() + 1,
+                                     std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); i++) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); j++) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); i++) {
+    for (size_t j = 1; j <= b.size(); j++) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] =
+          std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+std::string ClosestMatch(const std::string& word,
+                         const std::vector<std::string>& candidates) {
+  const size_t limit = std::max<size_t>(1, word.size() / 3);
+  std::string best;
+  size_t best_d = limit + 1;
+  for (const std::string& c : candidates) {
+    const size_t d = EditDistance(word, c);
+    if (d < best_d) {
+      best = c;
+      best_d = d;
+    }
+  }
+  return best;
+}
+
+}  // namespace wizq
