@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ab_bench.sh: A/B comparison of wizq builds on the process benchmark's
-# work (docs/BENCHMARKS.md, "Issue 13, finished").
+# work (docs/BENCHMARKS.md, "A/B of builds").
 #
 #   bash bench/ab_bench.sh DIR WIZQ_BINARY... [N=2000 R=3 in the environment]
 #
@@ -9,14 +9,17 @@
 # others and with plain `xargs -P2 -n1 sh -c 'cat >/dev/null; echo []'`, R
 # rounds, each in a fresh directory under DIR; nothing is deleted during
 # the series (a deletion slows every file creation after it on ext4 without
-# a journal for up to 6 minutes: see "the recently-deleted effect"). Use a
-# DIR on a filesystem nothing else deletes on, e.g. a loop-mounted ext4:
+# a journal for up to 6 minutes: docs/BENCHMARKS.md, "The recently-deleted
+# effect"). Use a DIR on a filesystem nothing else deletes on, e.g. a
+# loop-mounted ext4:
 #
 #   truncate -s 3G /tmp/bench.img && mkfs.ext4 -q -F -O ^has_journal /tmp/bench.img
 #   mkdir -p /mnt/bench && mount -o loop /tmp/bench.img /mnt/bench
 #
-# Prints each binary's median and its ratio to plain xargs's. DIR is left
-# for the caller to remove (later).
+# Prints the MACHINE line (bench/machine_probe.sh: fdatasync latency, load,
+# cores, measured in DIR; the probe comes from build/ or $MACHINE_PROBE)
+# before the rounds and after them, then each binary's median and its ratio
+# to plain xargs's. DIR is left for the caller to remove (later).
 set -euo pipefail
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 
@@ -31,8 +34,10 @@ for b in "$@"; do
   BINS+=("$(cd "$(dirname "$b")" && pwd)/$(basename "$b")")
 done
 set -- "${BINS[@]}"
+. "$BENCH_DIR/machine_probe.sh"
 W=$(mktemp -d "$DIR/ab.XXXXXX")
 cd "$W"
+machine_line "$W"
 
 # The workflow, the root's response and the ids (bench/fanout_inputs.sh).
 . "$BENCH_DIR/fanout_inputs.sh"
@@ -51,6 +56,8 @@ for r in $(seq "$R"); do
   xargs -P 2 -n 1 sh -c 'cat >/dev/null; echo []' sh < ids | cat >/dev/null
   T[plain]+="$(($(now_ms) - t0)) "
 done
+
+machine_line "$W"
 
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 plain=$(median "${T[plain]}")

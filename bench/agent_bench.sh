@@ -11,17 +11,22 @@
 # the run, transacts once (fdatasync) and exits: what a script or an LLM
 # agent's tool call costs. Timed from the first take to the run's end.
 # The install directory is next to the binary (the build's filesystem,
-# not a tmpfs).
+# not a tmpfs). The MACHINE line (bench/machine_probe.sh: fdatasync latency,
+# load, cores, measured there) is printed before the first agent count and
+# after the last.
 #
 # One line per agent count:
 #   RESULT agents=<A> tasks=<N> seconds=<s> tasks_per_s=<r> median_take_done_ms=<m>
 # where take->done is one agent's take start to its done's end.
 set -euo pipefail
+BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 WIZQ=$(realpath "$1")
 N=${2:-2000}
 AGENTS=${3:-"1 4"}
+. "$BENCH_DIR/machine_probe.sh"
 ROOT=$(mktemp -d "$(dirname "$WIZQ")/agent-bench-XXXXXX")
 trap 'rm -rf "$ROOT"' EXIT
+machine_line "$ROOT"
 
 now_ms() { date +%s%3N; }
 
@@ -74,3 +79,4 @@ JSON
   rate=$(awk -v n="$count" -v ms=$((end - start)) 'BEGIN { printf "%.0f", n * 1000 / ms }')
   echo "RESULT agents=$A tasks=$count seconds=$secs tasks_per_s=$rate median_take_done_ms=$median"
 done
+machine_line "$ROOT"

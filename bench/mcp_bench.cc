@@ -8,7 +8,9 @@
 // submit_response [] until the run has finished). It reports tasks per
 // second (tasks / the time from the first take to the last done) and the
 // median and 90th percentile take->done round trip (sending take_task to
-// the answer of its submit_response).
+// the answer of its submit_response). Its install directories are under
+// /tmp, where it measures the MACHINE line (bench/machine.h: fdatasync
+// latency, load, cores) before the first agent count and after the last.
 //
 // Usage: mcp_bench [--wizq build/wizq] [--tasks 2000] [--agents 1,4]
 #include <fcntl.h>
@@ -33,12 +35,17 @@
 #include <thread>
 #include <vector>
 
+#include "bench/machine.h"
+
 extern char** environ;
 
 namespace {
 
 using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+// Where the install directories go and the MACHINE line is measured.
+constexpr char kBaseDir[] = "/tmp";
 
 double Ms(Clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
@@ -200,8 +207,8 @@ void WriteWorkflow(const std::string& path, int tasks) {
 }
 
 int Bench(const std::string& wizq, int tasks, int agents) {
-  char tmpl[] = "/tmp/wizq-mcp-bench-XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
+  std::string tmpl = std::string(kBaseDir) + "/wizq-mcp-bench-XXXXXX";
+  const std::string dir = mkdtemp(tmpl.data());
   WriteWorkflow(dir + "/workflow.json", tasks);
   const std::string log = dir + "/stderr.log";
   const int err = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
@@ -268,9 +275,12 @@ int main(int argc, char** argv) {
     }
   }
   wizq = std::filesystem::absolute(wizq).string();
+  std::printf("%s\n", wizq::bench::MachineLine(kBaseDir).c_str());
+  std::fflush(stdout);
   int failed = 0;
   std::stringstream list(agents);
   std::string n;
   while (std::getline(list, n, ',')) failed |= Bench(wizq, tasks, std::stoi(n));
+  std::printf("%s\n", wizq::bench::MachineLine(kBaseDir).c_str());
   return failed;
 }

@@ -18,7 +18,7 @@
 #             quiet machine)
 # It also reports wizq's inodes per task (every file and directory its run
 # leaves, / tasks) and fsyncs per task (the audit commits: one fdatasync
-# each; a task's supervisor syncs only when wizq is gone), and one more wizq
+# each; the spawner syncs nothing while wizq is alive), and one more wizq
 # run started right after deleting a previous run's directory (see below).
 # To be fair to the baselines, each of their commands gets what a wizq task
 # gets: its stdin from a small file holding the task's {"kind","value"} line
@@ -36,6 +36,8 @@
 # is probed before and after, and printed: other processes deleting files
 # on the same filesystem (builds) have the same effect.
 #
+# The MACHINE line (bench/machine_probe.sh: fdatasync latency, load, cores,
+# measured in the work directory) is printed before the runs and after them.
 # Last line: RESULT wizq_over_xargs=<ratio> parallel_over_wizq=<ratio>
 #            wizq_over_plain_xargs=<ratio>
 set -euo pipefail
@@ -54,6 +56,7 @@ for tool in xargs parallel awk; do
     exit 2
   }
 done
+. "$BENCH_DIR/machine_probe.sh"
 
 WORK=$(mktemp -d "$(dirname "$WIZQ")/process-bench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -61,7 +64,7 @@ cd "$WORK"
 
 fs_type=$(df -PT "$WORK" | awk 'NR == 2 { print $2 " on " $1 }')
 echo "process_bench: N=$N tasks, $JOBS jobs, median of $REPEAT; in $WORK ($fs_type)"
-echo "process_bench: $(nproc) CPUs; load before:$(uptime | sed 's/.*load average://')"
+machine_line "$WORK"
 dev=$(df -P "$WORK" | awk 'NR == 2 { print $1 }')
 if [ "$(cat "/sys/fs/ext4/${dev#/dev/}/journal_task" 2>/dev/null)" = "<none>" ]; then
   echo "process_bench: note: $dev is ext4 without a journal: fdatasync is cheaper than on a journaled fs"
@@ -200,7 +203,7 @@ I=$(median "${INODES[@]}")
 C=$(median "${COMMITS[@]}")
 E=$(median "${EVENTS[@]}")
 probe_creates after
-echo "process_bench: load after:$(uptime | sed 's/.*load average://')"
+machine_line "$WORK"
 awk -v w="$W" -v x="$X" -v p="$P" -v l="$L" -v i="$I" -v a="$AFTER_DELETE" \
     -v n="$N" -v c="$C" -v e="$E" 'BEGIN {
   printf "wizq      %8.0f ms  %7.1f us/task\n", w / 1000, w / n;

@@ -27,8 +27,10 @@
 // rewrites a long-running queue pays are measured apart (Checkpoint() timed
 // at each N) and added back amortised over that interval.
 //
-// The last line is `RESULT per_transition_100k_over_1k=.. vs_sqlite=..
-// open_100k_ms=..`.
+// The MACHINE line (bench/machine.h: fdatasync latency, load, cores) is
+// printed after the title and again after the measurements. The last line
+// is `RESULT per_transition_100k_over_1k=.. vs_sqlite=.. open_100k_ms=..`
+// (none with --open-only or --claim-only).
 #include "bench/queue_bench.h"
 
 #include <sqlite3.h>
@@ -41,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/machine.h"
 #include "fs/env.h"
 #include "queue/queue.h"
 
@@ -387,6 +390,7 @@ int Main(int argc, char** argv) {
   std::printf("queue_bench: dir %s, %ld CPUs, SQLite %s\n",
               opt.base_dir.c_str(), sysconf(_SC_NPROCESSORS_ONLN),
               sqlite3_libversion());
+  std::printf("%s\n", MachineLine(opt.base_dir).c_str());
   const double fsync_before = MeasureFdatasyncUs(opt.base_dir);
   std::printf("  append(300 B) + fdatasync: %.1f us\n", fsync_before);
   std::printf(
@@ -397,10 +401,12 @@ int Main(int argc, char** argv) {
   std::fflush(stdout);
   if (opt.open_only) {
     BenchAndPrintOpen(opt);
+    std::printf("%s\n", MachineLine(opt.base_dir).c_str());
     return 0;
   }
   if (opt.claim_only) {
     BenchAndPrintClaim(opt);
+    std::printf("%s\n", MachineLine(opt.base_dir).c_str());
     return 0;
   }
 
@@ -490,6 +496,7 @@ int Main(int argc, char** argv) {
       "at 10k wizq %.0f tasks/s, sqlite %.0f tasks/s\n",
       wizq_total[0], wizq_total[2], 1e6 / wizq_total[1],
       1e6 / sqlite_10k->us_per_task());
+  std::printf("%s\n", MachineLine(opt.base_dir).c_str());
   std::printf(
       "RESULT per_transition_100k_over_1k=%.3f vs_sqlite=%.3f "
       "open_100k_ms=%.1f\n",

@@ -12,17 +12,21 @@
 # without running. Printed: wall time per task of each run, and audit.jsonl
 # bytes per task of each (the reusing run's log holds a task_submitted and a
 # task_completed with "reused" per task, no claims). Runs in a temporary
-# directory next to the binary (the build's filesystem, not a tmpfs).
+# directory next to the binary (the build's filesystem, not a tmpfs). The
+# MACHINE line (bench/machine_probe.sh: fdatasync latency, load, cores,
+# measured there) is printed before the runs and after them.
 #
 # Last line: RESULT live_ms_per_task=<x> reused_ms_per_task=<y>
 #            live_bytes_per_task=<a> reused_bytes_per_task=<b> ratio=<x/y>
 set -euo pipefail
+BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 
 WIZQ=${1:?usage: reuse_bench.sh WIZQ_BINARY [N] [JOBS]}
 N=${2:-10000}
 JOBS=${3:-2}
 WIZQ=$(cd "$(dirname "$WIZQ")" && pwd)/$(basename "$WIZQ")
 [ -x "$WIZQ" ] || { echo "reuse_bench: $WIZQ is not executable" >&2; exit 2; }
+. "$BENCH_DIR/machine_probe.sh"
 
 WORK=$(mktemp -d "$(dirname "$WIZQ")/reuse-bench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -48,6 +52,7 @@ log_bytes() {
   tr -d '\000' <"$WORK/install/.wizard/audit.jsonl" | wc -c
 }
 
+machine_line "$WORK"
 t0=$(now_ms); run; t1=$(now_ms)
 live_bytes=$(log_bytes)
 t2=$(now_ms); run --fresh; t3=$(now_ms)
@@ -56,6 +61,7 @@ reused=$("$WIZQ" status --dir "$WORK/install" --json |
          awk -F'"reused":' 'NF>1{split($2,a,","); print a[1]; exit}')
 tasks=$((N + 1))
 [ "$reused" = "$tasks" ] || { echo "reuse_bench: $reused of $tasks reused" >&2; exit 1; }
+machine_line "$WORK"
 
 awk -v n="$tasks" -v lt=$((t1 - t0)) -v rt=$((t3 - t2)) \
     -v lb="$live_bytes" -v rb="$reused_bytes" 'BEGIN {

@@ -103,8 +103,11 @@ inline void CheckStateInvariants(const QueueState& state) {
   FUZZ_CHECK(state.in_progress() == in_progress, "in_progress index");
   for (int64_t id : state.hooks_due()) {
     const Task* t = state.Find(id);
+    // Due: succeeded, subtree settled, and no hook yet or only a stale one
+    // (its subtree changed after it ran: the next generation is due).
     FUZZ_CHECK(t != nullptr && t->state == TaskState::kDone && t->has_finally &&
-                   t->finally_task == 0,
+                   (t->finally_task == 0 || t->hook_stale) &&
+                   t->open_children == 0,
                "hooks_due holds task " + std::to_string(id));
   }
   FUZZ_CHECK(state.next_task_id() == state.total() + 1, "next_task_id");

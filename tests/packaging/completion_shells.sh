@@ -23,6 +23,8 @@ done
 command -v wizq >/dev/null || { echo "completion_shells: no wizq on PATH"; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/wizq-completion-XXXXXX") || exit 1
 socket=wizq-completion-$$
+# tmux's socket directory inside $work, removed with it.
+export TMUX_TMPDIR=$work
 cleanup() {
   tmux -L "$socket" kill-server 2>/dev/null
   rm -rf "$work"

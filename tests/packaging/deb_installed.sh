@@ -36,7 +36,7 @@ cd "$here" || exit 1
 check "man -w wizq-run finds the installed page" \
   sh -c '[ "$(man -w wizq-run)" = /usr/share/man/man1/wizq-run.1.gz ]'
 check "man renders wizq(1) and finds every command's page" sh -c '
-  man -P cat wizq | grep -q "wizq - a crash-resumable task-queue orchestrator" &&
+  man -P cat -l "$(man -w wizq)" | grep -q "wizq - a crash-resumable task-queue orchestrator" &&
   for c in $(wizq --help | sed -n "/^Subcommands:/,\$s/^  \([a-z]*\) .*/\1/p"); do
     man -w "wizq-$c" >/dev/null || { echo "no page wizq-$c"; exit 1; }
   done'
@@ -44,7 +44,7 @@ check "the examples of every man page" sh man_examples.sh /usr/share/man/man1
 
 # A program built against the -dev package: find_package(wizq) (shared and
 # static) and pkg-config, with what the packages' Depends brought.
-for mode in cmake cmake-static pc; do
+for mode in cmake cmake-static pc pc-static; do
   check "consumer built with $mode against the installed libwizq-dev" \
     sh outside_build.sh $mode /usr "$here/consumer" "$here/consumer-$mode" \
     -- wizq-consumer --dir "$here/consumer-$mode/run"

@@ -135,6 +135,11 @@ root_pid=
 
 phase "listing the root, then apt install of the packages"
 listing() { in_root find / -xdev | LC_ALL=C sort; }
+# man-db's cache directories get their CACHEDIR.TAG the first time its
+# trigger runs mandb (any package with man pages fires it): run it now, so
+# that the listing before already has them. (The pages are rendered with
+# `man -l`, which keeps no formatted copy in /var/cache/man.)
+in_root mandb -q >/dev/null 2>&1
 listing >"$work/before.txt"
 t=/tmp/wizq-deb-test
 mkdir -p "$root$t" && cp $debs "$root$t/" &&
