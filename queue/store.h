@@ -192,6 +192,14 @@ struct ClaimFilter {
   bool lease = false;
   int64_t lease_ms = 0;
   std::string agent;  // the agent's name, for status; may be empty
+  // A leased attempt's timeout by step (SPEC §9: it fails with reason
+  // timeout that long after its claim, heart-beating or not; `retry` is
+  // the step's retry_on_timeout). A step without an entry has none.
+  struct Timeout {
+    int64_t ms = 0;
+    bool retry = true;
+  };
+  std::map<std::string, Timeout> timeouts;
 };
 
 // What a completion records besides the state change.

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "fs/env.h"
 #include "queue/claim_holder.h"
@@ -98,11 +99,46 @@ class DirStoreTxn : public StoreTxn {
   }
 
  private:
+  using StepOpen = std::function<bool(std::string_view)>;
+  using Accept = std::function<bool(const Task&)>;
+  Status ClaimOneLeased(const ClaimFilter& f, const StepOpen& step_open,
+                        const Accept& accept, int64_t* id, std::string* token);
+
   Txn* const t_;
 };
 
 bool Has(const std::set<std::string>& set, std::string_view s) {
   return set.find(std::string(s)) != set.end();
+}
+
+// A lease's terms hold the step's timeout, so the task is found first (a
+// probe that accepts nothing, in claim order), then claimed by its id.
+Status DirStoreTxn::ClaimOneLeased(const ClaimFilter& f,
+                                   const StepOpen& step_open,
+                                   const Accept& accept, int64_t* id,
+                                   std::string* token) {
+  Txn::LeaseTerms terms;
+  terms.lease_ms = f.lease_ms;
+  terms.agent = f.agent;
+  int64_t want = 0;
+  std::string type;
+  WIZQ_RETURN_IF_ERROR(t_->ClaimLeased(
+      [&](const Task& t) {
+        if (want == 0 && step_open(t.type) && accept(t)) {
+          want = t.id;
+          type = t.type;
+        }
+        return false;
+      },
+      terms, id, token));
+  if (want == 0) return Status::OK();
+  auto timeout = f.timeouts.find(type);
+  if (timeout != f.timeouts.end()) {
+    terms.timeout_ms = timeout->second.ms;
+    terms.retry_on_timeout = timeout->second.retry;
+  }
+  return t_->ClaimLeased([want](const Task& t) { return t.id == want; }, terms,
+                         id, token);
 }
 
 Status DirStoreTxn::Claim(const ClaimFilter& f, std::vector<Task>* claimed) {
@@ -121,9 +157,7 @@ Status DirStoreTxn::Claim(const ClaimFilter& f, std::vector<Task>* claimed) {
     int64_t id = 0;
     std::string token;
     if (f.lease) {
-      WIZQ_RETURN_IF_ERROR(t_->ClaimLeased(
-          [&](const Task& t) { return step_open(t.type) && accept(t); },
-          f.lease_ms, f.agent, &id, &token));
+      WIZQ_RETURN_IF_ERROR(ClaimOneLeased(f, step_open, accept, &id, &token));
     } else {
       WIZQ_RETURN_IF_ERROR(t_->ClaimNextOfSteps(step_open, accept, &id));
     }
@@ -231,18 +265,25 @@ Status DirStore::ReadEvents(int64_t after_seq, size_t max,
 // the poll interval grows from 2 ms to 50 ms while nothing changes.
 Status DirStore::WaitForChange(int64_t after_seq, int timeout_ms,
                                int64_t* seq) {
-  const uint64_t deadline = env_->NowMicros() / 1000 + timeout_ms;
+  // The monotonic clock, in microseconds: never back before the timeout.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::milliseconds(timeout_ms);
   int sleep_ms = 2;
   while (true) {
     WIZQ_RETURN_IF_ERROR(queue_->Refresh());
     *seq = queue_->state().last_seq();
     if (*seq > after_seq) return Status::OK();
-    const uint64_t now = env_->NowMicros() / 1000;
+    const Clock::time_point now = Clock::now();
     if (now >= deadline) {
       *seq = after_seq;
       return Status::OK();
     }
-    SleepMs(static_cast<int>(std::min<uint64_t>(sleep_ms, deadline - now)));
+    const int64_t left_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(deadline - now)
+            .count();
+    SleepMs(
+        static_cast<int>(std::min<int64_t>(sleep_ms, (left_us + 999) / 1000)));
     sleep_ms = std::min(sleep_ms * 2, 50);
   }
 }

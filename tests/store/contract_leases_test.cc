@@ -88,6 +88,38 @@ TEST_P(StoreContractTest, LapsedLeasesArePutBackByAnyTransaction) {
   EXPECT_EQ(t.error_reason, "worker_lost");
 }
 
+// A Pool step's timeout (SPEC §9) rides on the claim: past it, any
+// transaction fails the attempt with reason timeout even while its lease
+// is renewed; with retry false the task fails for good, and the holder's
+// later calls are refused.
+TEST_P(StoreContractTest, ALeasedAttemptPastItsStepsTimeoutFailsAsTimeout) {
+  auto s = OpenOk(Options({MakeTask("P", "{}", 0, 3, Origin::kInitial),
+                           MakeTask("Q", "{}", 0, 3, Origin::kInitial)}));
+  ClaimFilter f = LeaseOf("P", 60000);
+  f.steps.insert("Q");
+  f.max = 2;
+  f.timeouts["P"] = {150, false};
+  std::vector<Task> got = Claim(s.get(), f);
+  ASSERT_EQ(got.size(), 2u);
+  SleepMs(300);
+  int64_t expires = 0;
+  ASSERT_TRUE(s->Transact([&](StoreTxn& txn) {
+                 return txn.RenewLease(2, got[1].lease_token, 60000, &expires);
+               }).ok());
+  Task p = Get(s.get(), 1);
+  EXPECT_EQ(p.state, TaskState::kFailed) << "P has no retry on timeout";
+  EXPECT_EQ(p.error_reason, "timeout");
+  EXPECT_EQ(p.attempts, 1);
+  EXPECT_EQ(Get(s.get(), 2).state, TaskState::kInProgress)
+      << "Q has no timeout: its lease holds";
+  std::vector<int64_t> ids;
+  const Status st = s->Transact([&](StoreTxn& txn) {
+    WIZQ_RETURN_IF_ERROR(txn.ActAs(1, got[0].lease_token));
+    return txn.Complete(1, Completion(), &ids);
+  });
+  EXPECT_TRUE(st.IsConflict()) << st.ToString();
+}
+
 TEST_P(StoreContractTest, AWrongTokenIsLeaseLost) {
   auto s = OpenOk(Options({MakeTask("P", "{}", 0, 1, Origin::kInitial)}));
   ASSERT_EQ(Claim(s.get(), LeaseOf("P", 60000)).size(), 1u);
