@@ -460,6 +460,23 @@ bool TaskAdopted::operator==(const TaskAdopted& o) const {
          waited_ms == o.waited_ms;
 }
 
+void TaskStarted::EncodeTo(JsonWriter& w) const {
+  w.Key("id").Int(id);
+  w.Field("worker", worker);
+  w.Key("attempt").Int(attempt);
+}
+
+EventError TaskStarted::DecodeField(std::string_view key, EventValue v) {
+  if (key == "id") return ReadInt(v, &id);
+  if (key == "worker") return StringView(v, &worker);
+  if (key == "attempt") return ReadInt(v, &attempt);
+  return SUCCESS;
+}
+
+bool TaskStarted::operator==(const TaskStarted& o) const {
+  return id == o.id && worker == o.worker && attempt == o.attempt;
+}
+
 // --- dispatch ----------------------------------------------------------------
 
 namespace {

@@ -330,6 +330,18 @@ struct TaskAdopted {
   bool operator==(const TaskAdopted& o) const;
 };
 
+// The current attempt of a held task started: its payload went to a
+// process or a handler. A reclaim then charges it wherever it runs.
+struct TaskStarted {
+  static constexpr std::string_view kName = "task_started";
+  int64_t id = 0;
+  std::string_view worker;  // the holder
+  int64_t attempt = 0;
+  void EncodeTo(JsonWriter& w) const;
+  EventError DecodeField(std::string_view key, EventValue v);
+  bool operator==(const TaskStarted& o) const;
+};
+
 // An event this wizq does not know (a newer one's): skipped.
 struct UnknownEvent {
   void EncodeTo(JsonWriter&) const {}
@@ -346,7 +358,7 @@ using Event =
                  WorkerJoined, WorkerLeft, TaskSubmitted, TaskDeduplicated,
                  TaskClaimed, TaskCompleted, TaskFailed, TaskReset, RunFinished,
                  TaskRetried, RunImported, TaskAnswered, RunPaused,
-                 LeaseRenewed, TaskAdopted>;
+                 LeaseRenewed, TaskAdopted, TaskStarted>;
 
 // The name of the event held (the header's name for an UnknownEvent).
 std::string_view EventName(const Event& e);

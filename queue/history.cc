@@ -186,6 +186,7 @@ class HistoryBuilder {
   }
   void On(const RunPaused&) { Milestone("run_paused", "waiting for a person"); }
   void On(const LeaseRenewed&) {}
+  void On(const TaskStarted&) {}
   void On(const TaskAdopted& e) {
     Seen(e.worker);
     AttemptRecord* a = Open(e.id);

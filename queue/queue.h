@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "queue/state.h"
+#include "queue/store.h"
 #include "queue/task.h"
 #include "util/status.h"
 
@@ -38,26 +39,6 @@ namespace wizq {
 class Env;
 class Txn;
 struct RunImport;
-
-// How Open() treats the run it finds.
-enum class OpenMode {
-  // `wizq run`: start a fresh run if there is none; resume (or join, when
-  // other workers are alive) a run of the same run_id and install_dir;
-  // archive a foreign or older one (refused while it has live workers).
-  kRun,
-  // `wizq run --fresh`: as kRun, but archive even a matching run and start
-  // over.
-  kFresh,
-  // `wizq agent`, `wizq answer`: work on whatever run is in the directory,
-  // whatever its run_id, as one more worker (worker_joined), without
-  // starting, resuming or archiving it. NotFound when there is no run,
-  // NotSupported for a newer or older format (nothing is touched). A
-  // finished run is reported as kFinished: nothing is written and
-  // Transact is refused.
-  kAttach,
-  // Load and look only: no worker, no writes (`wizq status`, `wizq log`).
-  kReadOnly,
-};
 
 struct QueueOptions {
   Env* env = nullptr;       // nullptr: Env::Posix()
@@ -114,42 +95,6 @@ struct QueueOptions {
   // that no attempt of the old run overlaps the new one. An error refuses
   // the archive, files untouched. Null: nothing is ended.
   std::function<Status(const Task&)> end_orphan;
-};
-
-enum class OpenAction {
-  kStartedFresh,  // no run was there (or it was archived): a new run
-  kResumed,       // the same run, no other live worker: resumed
-  kJoined,        // the same run, other workers alive: joined as one more
-  kFinished,      // the same run, already completed or failed: nothing to do
-  kReadOnly,      // opened with OpenMode::kReadOnly
-  kAttached,      // OpenMode::kAttach on a run that is not finished
-};
-
-struct OpenReport {
-  OpenAction action = OpenAction::kStartedFresh;
-  std::string archived_to;  // where a previous run was archived, if it was
-  std::string archive_reason;
-  std::string torn_tail_path;  // where a torn log tail was set aside, if any
-  int64_t tasks_pending = 0;
-  int64_t tasks_done = 0;
-  int64_t tasks_reset = 0;  // stale in_progress tasks put back to pending
-  int64_t tasks_lost = 0;   // stale tasks failed with worker_lost
-  // The archived run had not finished (it was stopped or crashed).
-  bool archived_unfinished = false;
-  int64_t tasks_retried = 0;  // failed tasks put back (retry_failed)
-  // Of tasks_reset: attempts to be adopted.
-  int64_t tasks_adopted = 0;
-};
-
-// What the reclaim of lost claims at the start of a transaction did.
-struct Reclaimed {
-  std::vector<int64_t> reset;  // put back to pending (task_reset)
-  std::vector<int64_t> lost;   // no attempt left: failed (worker_lost)
-  std::vector<int64_t> adopt;  // of `reset`: refunded, to be adopted
-  // Of `reset` and `lost`: leased attempts past their step's timeout,
-  // failed with reason timeout instead (task_failed; pending again for a
-  // retry, or failed for good).
-  std::vector<int64_t> timed_out;
 };
 
 class Queue {
@@ -297,6 +242,9 @@ class Txn {
   // (held by this worker) is that of attempt `attempt`, started by a worker
   // that died, waited for `waited_ms`. Call it just before Complete/Fail.
   virtual Status NoteAdopted(int64_t id, int attempt, int64_t waited_ms) = 0;
+  // Records that the current attempts of these held tasks started
+  // (task_started), once each; a task no longer held is skipped.
+  virtual Status MarkStarted(const std::vector<int64_t>& ids) = 0;
 };
 
 // Why a lease on `t` is not (or no longer) valid, the message of a refused
@@ -311,10 +259,6 @@ inline std::string WizardDir(const std::string& install_dir) {
   return install_dir + "/.wizard";
 }
 
-// The key <type, inputs> dedup compares (a hash of the step and the
-// canonical inputs). InvalidArgument if `inputs` is not JSON.
-Status DedupKey(std::string_view type, std::string_view inputs,
-                std::string* key);
 
 }  // namespace wizq
 

@@ -26,7 +26,7 @@ Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
   const bool leased = !t.lease_token.empty();
   const std::string worker = t.claimed_by;
   const int attempt = t.attempts;
-  const bool ran = leased || !started || started(t);
+  const bool ran = leased || t.started || !started || started(t);
   // A worker's attempt that still runs or finished on its own is adopted by
   // the next claim (not charged); a lapsed lease's agent cannot be waited for.
   const bool adoptable = !leased && ran && options_.attempt_adoptable &&

@@ -368,6 +368,8 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
     err = v.get_int64().get(t->retry_at_ms);
   } else if (key == "reused_from") {
     err = v.get_int64().get(t->reused_from);
+  } else if (key == "started") {
+    err = v.get_bool().get(t->started);
   } else if (key == "answer") {
     err = RawJsonChecked(v, &s);
     t->answer = s;

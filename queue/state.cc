@@ -132,6 +132,19 @@ Status QueueState::Apply(const TaskAdopted& e, int64_t) {
   return Status::OK();
 }
 
+Status QueueState::Apply(const TaskStarted& e, int64_t) {
+  Task* t = MutableFind(e.id);
+  WIZQ_RETURN_IF_ERROR(RequireState(t, e.id, TaskState::kInProgress, "start"));
+  if (e.attempt != t->attempts) {
+    return Status::Corruption("start of attempt " + std::to_string(e.attempt) +
+                              " of task " + std::to_string(e.id) +
+                              ", which is at attempt " +
+                              std::to_string(t->attempts));
+  }
+  t->started = true;
+  return Status::OK();
+}
+
 Status QueueState::Apply(const TaskSubmitted& e, int64_t ts) {
   // What the snapshot decoder requires of a task (a state that cannot be
   // checkpointed and read back must not be accepted).
@@ -205,6 +218,7 @@ Status QueueState::Apply(const TaskClaimed& e, int64_t ts) {
     return Status::Corruption("a lease needs lease_expires_ms");
   }
   t->attempts = static_cast<int>(e.attempt);
+  t->started = false;
   t->claimed_by = e.worker;
   t->updated_ms = ts;
   SetState(t, TaskState::kInProgress);

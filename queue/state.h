@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "queue/run_info.h"
 #include "queue/task.h"
 #include "util/status.h"
 
@@ -46,33 +47,7 @@ struct TaskAnswered;
 struct RunPaused;
 struct LeaseRenewed;
 struct TaskAdopted;
-
-enum class RunStatus { kRunning, kPaused, kCompleted, kFailed };
-const char* RunStatusName(RunStatus s);
-bool ParseRunStatus(std::string_view name, RunStatus* s);
-
-// What identifies a run and what it was started with.
-struct RunInfo {
-  int format_version = 0;  // of the files that recorded the run
-  std::string run_id;
-  std::string install_dir;
-  std::string workflow;     // frozen workflow, JSON text
-  std::string entry_input;  // JSON text
-  std::string wizq_version;
-  RunStatus status = RunStatus::kRunning;
-  int64_t started_ms = 0;
-  int64_t finished_ms = 0;
-  int resumes = 0;  // run_resumed events so far
-  // Where the run that this one replaced was archived (queue_archived), ""
-  // if none: what reuse draws on (orchestrator/reuse.h).
-  std::string previous_run;
-  // What this run may reuse of previous_run, as chosen when it started
-  // (queue_archived: --no-reuse, --from): a resumed run keeps it.
-  bool no_reuse = false;
-  std::vector<std::string> from;
-  // task_adopted events so far.
-  int64_t adopted = 0;
-};
+struct TaskStarted;
 
 class QueueState {
  public:
@@ -152,6 +127,7 @@ class QueueState {
   Status Apply(const RunPaused& e, int64_t ts);
   Status Apply(const LeaseRenewed& e, int64_t ts);
   Status Apply(const TaskAdopted& e, int64_t ts);
+  Status Apply(const TaskStarted& e, int64_t ts);
   Status AddLiveTask(Task t);
   Task* MutableFind(int64_t id);
   Status RequireState(const Task* t, int64_t id, TaskState s,

@@ -52,6 +52,9 @@ struct Task {
   std::string inputs;  // exact JSON text
   TaskState state = TaskState::kPending;
   int attempts = 0;  // claims so far
+  // The current attempt started (task_started): its holder handed it to a
+  // process or a handler. Reset by each claim.
+  bool started = false;
   int max_attempts = 1;
   int64_t parent_id = 0;  // 0: a root task
   Origin origin = Origin::kInitial;

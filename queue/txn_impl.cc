@@ -236,6 +236,19 @@ Status TxnImpl::NoteAdopted(int64_t id, int attempt, int64_t waited_ms) {
   return q_->Stage(e);
 }
 
+Status TxnImpl::MarkStarted(const std::vector<int64_t>& ids) {
+  for (int64_t id : ids) {
+    const Task* t = nullptr;
+    if (!RequireHeld(id, &t).ok() || t->started) continue;
+    TaskStarted e;
+    e.id = id;
+    e.worker = Actor();
+    e.attempt = t->attempts;
+    WIZQ_RETURN_IF_ERROR(q_->Stage(e));
+  }
+  return Status::OK();
+}
+
 // --- leases ------------------------------------------------------------------
 
 namespace {

@@ -47,6 +47,7 @@ class TxnImpl : public Txn {
                     int64_t* expires_ms) override;
   Status UseLease(int64_t id, std::string_view token) override;
   Status NoteAdopted(int64_t id, int attempt, int64_t waited_ms) override;
+  Status MarkStarted(const std::vector<int64_t>& ids) override;
 
  private:
   Status RequireHeld(int64_t id, const Task** task) const;

@@ -251,7 +251,7 @@ TEST(QueueEventsTest, CorpusLogsReencodeByteForByte) {
   for (const char* name :
        {"installer", "fanoutkill", "hookretry", "poison", "retried", "nested",
         "childfails", "invalid", "basic3", "retryfailed", "reused", "imported",
-        "gate", "leases", "adopted"}) {
+        "gate", "leases", "adopted", "started"}) {
     const std::string path = dir + "/" + name + ".audit.jsonl";
     const std::string data = test::ReadAll(path);
     ASSERT_FALSE(data.empty()) << path;
