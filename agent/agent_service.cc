@@ -12,26 +12,19 @@
 #include <cmath>
 
 #include "agent/agent_response.h"
-#include "tasks/instructions.h"
 #include "agent/run_status.h"
 #include "fs/env.h"
 #include "queue/claim_holder.h"
 #include "queue/queue.h"
 #include "tasks/attempt_files.h"
 #include "tasks/command_runner.h"
+#include "tasks/instructions.h"
 #include "tasks/response.h"
 #include "util/exit_code.h"
 #include "util/json_writer.h"
 
 namespace wizq {
 namespace {
-
-// The agent commands' meanings of the exit codes (util/exit_code.h).
-constexpr int kExitOk = kExitCompleted;
-constexpr int kExitInvalidResponse = kExitTaskFailed;
-constexpr int kExitBadArgs = kExitInvalid;
-constexpr int kExitLost = kExitEnvironment;
-constexpr int kExitNothing = kExitNothingToTake;
 
 // How often `take --wait` looks for work (a Refresh: the log's tail only).
 constexpr int kWaitPollMs = 20;
@@ -55,7 +48,7 @@ AgentReply Reply(int code, std::string json, std::string message = "") {
 }
 
 AgentReply EnvError(const Status& s) {
-  return Reply(kExitLost, "", s.message());
+  return Reply(kExitEnvironment, "", s.message());
 }
 
 std::string FinishedJson(RunStatus status) {
@@ -286,7 +279,7 @@ Status DirAgentService::TryTake(Queue* q, const TakeRequest& request,
 
 AgentReply DirAgentService::Take(const TakeRequest& request) {
   if (!(request.wait_seconds >= 0)) {
-    return Reply(kExitBadArgs, "", "--wait must be a number of seconds >= 0");
+    return Reply(kExitInvalid, "", "--wait must be a number of seconds >= 0");
   }
   const int64_t deadline =
       static_cast<int64_t>(env_->NowMicros() / 1000) +
@@ -298,7 +291,7 @@ AgentReply DirAgentService::Take(const TakeRequest& request) {
   for (const std::string& name : request.steps) {
     const Step* step = workflow_->FindStep(name);
     if (step == nullptr || step->action.kind != Action::Kind::kPool) {
-      return Reply(kExitBadArgs, "",
+      return Reply(kExitInvalid, "",
                    "--step " + name + ": the run's workflow has no Pool step " +
                        "of that name");
     }
@@ -308,14 +301,14 @@ AgentReply DirAgentService::Take(const TakeRequest& request) {
     const QueueState& st = q->state();
     if (st.run().status != wizq::RunStatus::kRunning) {
       q->Close().IgnoreError();
-      return Reply(kExitNothing, FinishedJson(st.run().status));
+      return Reply(kExitNothingToTake, FinishedJson(st.run().status));
     }
     if (WorthATransaction(st, request.steps)) {
       s = TryTake(q.get(), request, &payload);
       if (!s.ok()) return EnvError(s);
       if (!payload.empty()) {
         q->Close().IgnoreError();
-        return Reply(kExitOk, payload);
+        return Reply(kExitCompleted, payload);
       }
       // The run may have finished meanwhile.
       if (q->state().run().status != wizq::RunStatus::kRunning) continue;
@@ -326,7 +319,7 @@ AgentReply DirAgentService::Take(const TakeRequest& request) {
     if (!s.ok()) return EnvError(s);
   }
   q->Close().IgnoreError();
-  return Reply(kExitNothing, "{\"status\":\"idle\"}");
+  return Reply(kExitNothingToTake, "{\"status\":\"idle\"}");
 }
 
 // Runs `fn` for the holder of `lease` on `task_id`, in one transaction with
@@ -343,11 +336,11 @@ AgentReply DirAgentService::WithLease(
   std::vector<int64_t> lost;
   const Task* task = q->state().Find(task_id);
   if (finished && task != nullptr) {
-    reply = Reply(kExitLost, "",
+    reply = Reply(kExitEnvironment, "",
                   WhyNotHeld(*task) + " (the run has finished, " +
                       RunStatusName(q->state().run().status) + ")");
   } else if (finished) {
-    reply = Reply(kExitBadArgs, "",
+    reply = Reply(kExitInvalid, "",
                   "no task " + std::to_string(task_id) + " in this run");
   } else {
     s = q->Transact([&](Txn& txn) {
@@ -355,8 +348,8 @@ AgentReply DirAgentService::WithLease(
       reply = AgentReply();
       Status u = txn.UseLease(task_id, lease);
       if (u.IsConflict() || u.IsInvalidArgument()) {
-        reply =
-            Reply(u.IsConflict() ? kExitLost : kExitBadArgs, "", u.message());
+        reply = Reply(u.IsConflict() ? kExitEnvironment : kExitInvalid, "",
+                      u.message());
         return Settle(txn);  // the reclaim is kept; nothing else is done
       }
       WIZQ_RETURN_IF_ERROR(u);
@@ -386,7 +379,7 @@ AgentReply DirAgentService::Heartbeat(int64_t task_id,
         w.BeginObject().Key("task_id").Int(task_id);
         w.Key("lease_expires_ms").Int(expires);
         w.Key("lease_seconds").Double(ms / 1000.0).EndObject();
-        *reply = Reply(kExitOk, out);
+        *reply = Reply(kExitCompleted, out);
         return Status::OK();
       });
 }
@@ -413,7 +406,7 @@ AgentReply DirAgentService::Done(int64_t task_id, const std::string& lease,
               BackoffMs(t.attempts), &again));
           w.Field("status", "invalid_response").Field("will_retry", again);
           w.EndObject();
-          *reply = Reply(kExitInvalidResponse, out,
+          *reply = Reply(kExitTaskFailed, out,
                          "invalid response for task " +
                              std::to_string(task_id) + " (" + t.type +
                              "): " + v.message() + "; the attempt failed (" +
@@ -427,7 +420,7 @@ AgentReply DirAgentService::Done(int64_t task_id, const std::string& lease,
         w.Field("status", "done").Key("children").BeginArray();
         for (int64_t id : ids) w.Int(id);
         w.EndArray().EndObject();
-        *reply = Reply(kExitOk, out);
+        *reply = Reply(kExitCompleted, out);
         return Status::OK();
       });
 }
@@ -450,7 +443,7 @@ AgentReply DirAgentService::Fail(int64_t task_id, const std::string& lease,
         JsonWriter w(&out);
         w.BeginObject().Key("task_id").Int(task_id);
         w.Field("status", "failed").Field("will_retry", again).EndObject();
-        *reply = Reply(kExitOk, out);
+        *reply = Reply(kExitCompleted, out);
         return Status::OK();
       });
 }
@@ -464,7 +457,7 @@ AgentReply DirAgentService::Release(int64_t task_id, const std::string& lease) {
         JsonWriter w(&out);
         w.BeginObject().Key("task_id").Int(task_id);
         w.Field("status", "released").EndObject();
-        *reply = Reply(kExitOk, out);
+        *reply = Reply(kExitCompleted, out);
         return Status::OK();
       });
 }
@@ -477,10 +470,10 @@ AgentReply DirAgentService::RunStatus() {
   std::unique_ptr<Queue> q;
   Status s = Queue::Open(o, &q, nullptr);
   if (s.IsNotFound()) {
-    return Reply(kExitLost, "", "no run in " + dir_);
+    return Reply(kExitEnvironment, "", "no run in " + dir_);
   }
   if (!s.ok()) return EnvError(s);
-  return Reply(kExitOk,
+  return Reply(kExitCompleted,
                RunStatusJson(q->state(),
                              static_cast<int64_t>(env_->NowMicros() / 1000)));
 }
