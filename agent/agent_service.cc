@@ -20,6 +20,7 @@
 #include "tasks/command_runner.h"
 #include "tasks/instructions.h"
 #include "tasks/response.h"
+#include "tasks/run_rules.h"
 #include "util/exit_code.h"
 #include "util/json_writer.h"
 
@@ -31,13 +32,6 @@ constexpr int kWaitPollMs = 20;
 // How long a taker lets an earlier attempt's orphaned tree end (SPEC §6.3).
 constexpr double kOrphanGraceSeconds = 1.0;
 constexpr double kOrphanMaxWaitSeconds = 10.0;
-
-// The run loop's retry backoff: 100ms, 200ms, 400ms, ... capped at 5s.
-int64_t BackoffMs(int attempt) {
-  int64_t ms = 100;
-  for (int i = 1; i < attempt && ms < 5000; i++) ms *= 2;
-  return std::min<int64_t>(ms, 5000);
-}
 
 AgentReply Reply(int code, std::string json, std::string message = "") {
   AgentReply r;
@@ -200,26 +194,13 @@ bool DirAgentService::WorthATransaction(
   return false;
 }
 
-// What the run loop does after its results: due finally hooks are
-// submitted and a run whose tasks have all settled is finished, so a run
-// whose last tasks are agents' does not wait for a `wizq run`.
+// What the run loop does after its results (tasks/run_rules.h): due
+// finally hooks are submitted and a run whose tasks have all settled is
+// finished, so a run whose last tasks are agents' does not wait for a
+// `wizq run`.
 Status DirAgentService::Settle(Txn& txn) {
-  if (txn.state().run().status != wizq::RunStatus::kRunning)
-    return Status::OK();
-  const std::vector<int64_t> due(txn.state().hooks_due().begin(),
-                                 txn.state().hooks_due().end());
-  for (int64_t owner : due) {
-    int64_t id = 0;
-    bool dup = false;
-    WIZQ_RETURN_IF_ERROR(txn.Submit(
-        FinallyHookOf(*workflow_, *txn.state().Find(owner)), &id, &dup));
-  }
-  const QueueState& st = txn.state();
-  if (!st.AllSettled()) return Status::OK();
-  const wizq::RunStatus end = st.count(TaskState::kFailed) > 0
-                                  ? wizq::RunStatus::kFailed
-                                  : wizq::RunStatus::kCompleted;
-  return txn.FinishRun(end, txn.now_ms() - st.run().started_ms);
+  return SettleRun(txn, *workflow_,
+                   txn.now_ms() - txn.state().run().started_ms);
 }
 
 // Tasks failed as worker_lost by a reclaim: what their attempt may have
@@ -269,7 +250,7 @@ Status DirAgentService::TryTake(Queue* q, const TakeRequest& request,
                                    env_));
   PayloadInfo info;
   info.run_id = s.run().run_id;
-  info.idempotency_key = IdempotencyKey(info.run_id, s.run().started_ms, id);
+  info.idempotency_key = IdempotencyKey(info.run_id, s.run().started_ms, t);
   info.lease = token;
   info.lease_seconds = static_cast<double>(LeaseMs(t)) / 1000;
   info.install_dir = InstallDir();
@@ -403,7 +384,7 @@ AgentReply DirAgentService::Done(int64_t task_id, const std::string& lease,
           WIZQ_RETURN_IF_ERROR(txn.Fail(
               task_id, kReasonInvalidResponse, v.message(),
               step == nullptr || step->options.retry_on_invalid_response,
-              BackoffMs(t.attempts), &again));
+              RetryDelayMs(t.attempts), &again));
           w.Field("status", "invalid_response").Field("will_retry", again);
           w.EndObject();
           *reply = Reply(kExitTaskFailed, out,
@@ -438,7 +419,7 @@ AgentReply DirAgentService::Fail(int64_t task_id, const std::string& lease,
         bool again = false;
         WIZQ_RETURN_IF_ERROR(txn.Fail(
             task_id, reason, message.empty() ? "the agent gave up" : message,
-            retryable, BackoffMs(attempts), &again));
+            retryable, RetryDelayMs(attempts), &again));
         std::string out;
         JsonWriter w(&out);
         w.BeginObject().Key("task_id").Int(task_id);

@@ -9,19 +9,13 @@
 
 #include "orchestrator/run_loop.h"
 #include "tasks/response.h"
+#include "tasks/run_rules.h"
 #include "util/crash_point.h"
 
 namespace wizq {
 namespace {
 
 constexpr int kMaxLookaheadPerJob = 4;
-
-// Retry backoff: 100ms, 200ms, 400ms, ... capped at 5s.
-int64_t BackoffMs(int attempt) {
-  int64_t ms = 100;
-  for (int i = 1; i < attempt && ms < 5000; i++) ms *= 2;
-  return std::min<int64_t>(ms, 5000);
-}
 
 bool FutureReady(const std::future<CommitResult>& f) {
   return f.valid() &&
@@ -205,7 +199,7 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
     } else {
       const Task* t = txn.state().Find(o.id);
       s = txn.Fail(o.id, o.reason, o.message, o.retryable,
-                   BackoffMs(t ? t->attempts : 1), nullptr);
+                   RetryDelayMs(t ? t->attempts : 1), nullptr);
     }
     if (s.IsConflict()) {
       r->notes.push_back(s.message() + "; its result is dropped");
@@ -213,18 +207,12 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
     }
     WIZQ_RETURN_IF_ERROR(s);
   }
-  WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn));
+  WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn, *workflow_));
   WIZQ_RETURN_IF_ERROR(ReuseInTxn(txn, r));
   WIZQ_RETURN_IF_ERROR(BindFlagAnswers(txn, &r->answers_bound, &r->notes));
-  const QueueState& st = txn.state();
-  if (st.run().status == RunStatus::kRunning && st.AllSettled()) {
-    CrashPoint("run.before_finish");
-    const RunStatus end = st.count(TaskState::kFailed) > 0
-                              ? RunStatus::kFailed
-                              : RunStatus::kCompleted;
-    return txn.FinishRun(end, ElapsedMs());
-  }
-  if (st.run().status != RunStatus::kRunning) return Status::OK();
+  WIZQ_RETURN_IF_ERROR(SettleRun(txn, *workflow_, ElapsedMs(),
+                                 [] { CrashPoint("run.before_finish"); }));
+  if (txn.state().run().status != RunStatus::kRunning) return Status::OK();
   return ClaimInTxn(txn, want, per_step, r);
 }
 
@@ -273,18 +261,6 @@ Status RunLoop::ClaimInTxn(Txn& txn, const ClaimWant& want,
   };
   return claim(want.ahead, fast_open,
                [&](const Task& t) { return t.id < before && claimable(t); });
-}
-
-Status RunLoop::SubmitDueHooks(Txn& txn) {
-  const std::vector<int64_t> due(txn.state().hooks_due().begin(),
-                                 txn.state().hooks_due().end());
-  for (int64_t owner_id : due) {
-    const NewTask hook = FinallyHookOf(*workflow_, *txn.state().Find(owner_id));
-    int64_t id = 0;
-    bool dup = false;
-    WIZQ_RETURN_IF_ERROR(txn.Submit(hook, &id, &dup));
-  }
-  return Status::OK();
 }
 
 bool RunLoop::Claimable(const Task& t,
@@ -337,7 +313,7 @@ Status RunLoop::StopAndRelease(const std::string& reason) {
                         ? txn.CompleteWith(o.id, o.children,
                                            {o.def_hash, "", 0}, nullptr)
                         : txn.Fail(o.id, o.reason, o.message, o.retryable,
-                                   BackoffMs(t ? t->attempts : 1), nullptr);
+                                   RetryDelayMs(t ? t->attempts : 1), nullptr);
         if (!rs.ok() && !rs.IsConflict()) return rs;
       }
       for (const auto& [id, t] : running_) {

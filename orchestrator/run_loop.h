@@ -194,7 +194,6 @@ class RunLoop {
                      std::map<std::string, int>& per_step, CommitResult* r);
   Status ClaimInTxn(Txn& txn, const ClaimWant& want,
                     std::map<std::string, int>& per_step, CommitResult* r);
-  Status SubmitDueHooks(Txn& txn);
   bool Claimable(const Task& t,
                  const std::map<std::string, int>& per_step) const;
   // Whether `t`'s step is below its max_concurrency in `per_step`.
