@@ -192,6 +192,8 @@ class RunLoop {
   Status CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
                      const ClaimWant& want,
                      std::map<std::string, int>& per_step, CommitResult* r);
+  Status CommitOutcome(Txn& txn, const Outcome& o,
+                       std::vector<std::string>* notes);
   Status ClaimInTxn(Txn& txn, const ClaimWant& want,
                     std::map<std::string, int>& per_step, CommitResult* r);
   bool Claimable(const Task& t,
