@@ -18,6 +18,7 @@
 #include "tasks/attempt_files.h"
 #include "tasks/command_runner.h"
 #include "util/environment.h"
+#include "util/exit_code.h"
 #include "util/shell_quote.h"
 
 namespace wizq {
@@ -73,7 +74,7 @@ class Server {
   std::map<uint64_t, Job> jobs_;  // by task id
   bool finished_ = false;
   bool told_no_run_ = false;
-  int run_code_ = 0;
+  int run_code_ = kExitCompleted;
 };
 
 Status Server::Start(const std::string& payload) {
@@ -115,22 +116,24 @@ bool Server::TakeOne(double wait_seconds, std::string* error, int* code) {
   req.wait_seconds = wait_seconds;
   req.agent = o_.agent;
   const AgentReply r = service_->Take(req);
-  if (r.exit_code == 5) {
+  if (r.exit_code == kExitNothingToTake) {
     const Json j = Json::parse(r.json, nullptr, false);
     if (j.is_object() && j.value("status", "") == "finished") {
       finished_ = true;
-      run_code_ = j.value("run_status", "") == "completed" ? 0 : 1;
+      run_code_ = j.value("run_status", "") == "completed" ? kExitCompleted
+                                                           : kExitTaskFailed;
     }
     return false;
   }
-  if (r.exit_code == 3 && r.message.rfind("no run in ", 0) == 0) {
+  if (r.exit_code == kExitEnvironment &&
+      r.message.rfind("no run in ", 0) == 0) {
     // Started before its run: wait for the run to appear.
     if (!told_no_run_) Note(r.message + "; waiting for it");
     told_no_run_ = true;
     usleep(200 * 1000);
     return false;
   }
-  if (r.exit_code != 0) {
+  if (r.exit_code != kExitCompleted) {
     *error = r.message;
     *code = kExitEnvironment;
     return false;
@@ -149,7 +152,7 @@ void Server::Heartbeats() {
     if (job.next_heartbeat_ms > now) continue;
     const AgentReply r = service_->Heartbeat(job.task_id, job.lease);
     job.next_heartbeat_ms = now + job.lease_ms / 3;
-    if (r.exit_code != 0)
+    if (r.exit_code != kExitCompleted)
       Note("task " + std::to_string(job.task_id) + ": " + r.message);
   }
 }
@@ -174,11 +177,11 @@ void Server::Finish(uint64_t token, const CommandResult& r) {
                            "the agent command failed: " + why);
   }
   Note("task " + std::to_string(job.task_id) + ": " +
-       (reply.exit_code == 0 ? reply.json : reply.message));
+       (reply.exit_code == kExitCompleted ? reply.json : reply.message));
 }
 
 int Server::Run(std::string* error) {
-  int code = 0;
+  int code = kExitCompleted;
   while (true) {
     if (StopRequested()) {
       runner_.TerminateAll(2.0);
@@ -191,7 +194,7 @@ int Server::Run(std::string* error) {
       // Block in take only when nothing of ours runs.
       if (!TakeOne(jobs_.empty() ? 0.5 : 0, error, &code)) break;
     }
-    if (code != 0) {
+    if (code != kExitCompleted) {
       runner_.TerminateAll(2.0);
       return code;
     }

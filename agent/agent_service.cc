@@ -12,39 +12,26 @@
 #include <cmath>
 
 #include "agent/agent_response.h"
-#include "tasks/instructions.h"
 #include "agent/run_status.h"
 #include "fs/env.h"
 #include "queue/claim_holder.h"
 #include "queue/queue.h"
 #include "tasks/attempt_files.h"
 #include "tasks/command_runner.h"
+#include "tasks/instructions.h"
 #include "tasks/response.h"
+#include "tasks/run_rules.h"
 #include "util/exit_code.h"
 #include "util/json_writer.h"
 
 namespace wizq {
 namespace {
 
-// The agent commands' meanings of the exit codes (util/exit_code.h).
-constexpr int kExitOk = kExitCompleted;
-constexpr int kExitInvalidResponse = kExitTaskFailed;
-constexpr int kExitBadArgs = kExitInvalid;
-constexpr int kExitLost = kExitEnvironment;
-constexpr int kExitNothing = kExitNothingToTake;
-
 // How often `take --wait` looks for work (a Refresh: the log's tail only).
 constexpr int kWaitPollMs = 20;
 // How long a taker lets an earlier attempt's orphaned tree end (SPEC §6.3).
 constexpr double kOrphanGraceSeconds = 1.0;
 constexpr double kOrphanMaxWaitSeconds = 10.0;
-
-// The run loop's retry backoff: 100ms, 200ms, 400ms, ... capped at 5s.
-int64_t BackoffMs(int attempt) {
-  int64_t ms = 100;
-  for (int i = 1; i < attempt && ms < 5000; i++) ms *= 2;
-  return std::min<int64_t>(ms, 5000);
-}
 
 AgentReply Reply(int code, std::string json, std::string message = "") {
   AgentReply r;
@@ -55,7 +42,7 @@ AgentReply Reply(int code, std::string json, std::string message = "") {
 }
 
 AgentReply EnvError(const Status& s) {
-  return Reply(kExitLost, "", s.message());
+  return Reply(kExitEnvironment, "", s.message());
 }
 
 std::string FinishedJson(RunStatus status) {
@@ -207,26 +194,13 @@ bool DirAgentService::WorthATransaction(
   return false;
 }
 
-// What the run loop does after its results: due finally hooks are
-// submitted and a run whose tasks have all settled is finished, so a run
-// whose last tasks are agents' does not wait for a `wizq run`.
+// What the run loop does after its results (tasks/run_rules.h): due
+// finally hooks are submitted and a run whose tasks have all settled is
+// finished, so a run whose last tasks are agents' does not wait for a
+// `wizq run`.
 Status DirAgentService::Settle(Txn& txn) {
-  if (txn.state().run().status != wizq::RunStatus::kRunning)
-    return Status::OK();
-  const std::vector<int64_t> due(txn.state().hooks_due().begin(),
-                                 txn.state().hooks_due().end());
-  for (int64_t owner : due) {
-    int64_t id = 0;
-    bool dup = false;
-    WIZQ_RETURN_IF_ERROR(txn.Submit(
-        FinallyHookOf(*workflow_, *txn.state().Find(owner)), &id, &dup));
-  }
-  const QueueState& st = txn.state();
-  if (!st.AllSettled()) return Status::OK();
-  const wizq::RunStatus end = st.count(TaskState::kFailed) > 0
-                                  ? wizq::RunStatus::kFailed
-                                  : wizq::RunStatus::kCompleted;
-  return txn.FinishRun(end, txn.now_ms() - st.run().started_ms);
+  return SettleRun(txn, *workflow_,
+                   txn.now_ms() - txn.state().run().started_ms);
 }
 
 // Tasks failed as worker_lost by a reclaim: what their attempt may have
@@ -276,7 +250,7 @@ Status DirAgentService::TryTake(Queue* q, const TakeRequest& request,
                                    env_));
   PayloadInfo info;
   info.run_id = s.run().run_id;
-  info.idempotency_key = IdempotencyKey(info.run_id, s.run().started_ms, id);
+  info.idempotency_key = IdempotencyKey(info.run_id, s.run().started_ms, t);
   info.lease = token;
   info.lease_seconds = static_cast<double>(LeaseMs(t)) / 1000;
   info.install_dir = InstallDir();
@@ -286,7 +260,7 @@ Status DirAgentService::TryTake(Queue* q, const TakeRequest& request,
 
 AgentReply DirAgentService::Take(const TakeRequest& request) {
   if (!(request.wait_seconds >= 0)) {
-    return Reply(kExitBadArgs, "", "--wait must be a number of seconds >= 0");
+    return Reply(kExitInvalid, "", "--wait must be a number of seconds >= 0");
   }
   const int64_t deadline =
       static_cast<int64_t>(env_->NowMicros() / 1000) +
@@ -298,7 +272,7 @@ AgentReply DirAgentService::Take(const TakeRequest& request) {
   for (const std::string& name : request.steps) {
     const Step* step = workflow_->FindStep(name);
     if (step == nullptr || step->action.kind != Action::Kind::kPool) {
-      return Reply(kExitBadArgs, "",
+      return Reply(kExitInvalid, "",
                    "--step " + name + ": the run's workflow has no Pool step " +
                        "of that name");
     }
@@ -308,14 +282,14 @@ AgentReply DirAgentService::Take(const TakeRequest& request) {
     const QueueState& st = q->state();
     if (st.run().status != wizq::RunStatus::kRunning) {
       q->Close().IgnoreError();
-      return Reply(kExitNothing, FinishedJson(st.run().status));
+      return Reply(kExitNothingToTake, FinishedJson(st.run().status));
     }
     if (WorthATransaction(st, request.steps)) {
       s = TryTake(q.get(), request, &payload);
       if (!s.ok()) return EnvError(s);
       if (!payload.empty()) {
         q->Close().IgnoreError();
-        return Reply(kExitOk, payload);
+        return Reply(kExitCompleted, payload);
       }
       // The run may have finished meanwhile.
       if (q->state().run().status != wizq::RunStatus::kRunning) continue;
@@ -326,7 +300,7 @@ AgentReply DirAgentService::Take(const TakeRequest& request) {
     if (!s.ok()) return EnvError(s);
   }
   q->Close().IgnoreError();
-  return Reply(kExitNothing, "{\"status\":\"idle\"}");
+  return Reply(kExitNothingToTake, "{\"status\":\"idle\"}");
 }
 
 // Runs `fn` for the holder of `lease` on `task_id`, in one transaction with
@@ -343,11 +317,11 @@ AgentReply DirAgentService::WithLease(
   std::vector<int64_t> lost;
   const Task* task = q->state().Find(task_id);
   if (finished && task != nullptr) {
-    reply = Reply(kExitLost, "",
+    reply = Reply(kExitEnvironment, "",
                   WhyNotHeld(*task) + " (the run has finished, " +
                       RunStatusName(q->state().run().status) + ")");
   } else if (finished) {
-    reply = Reply(kExitBadArgs, "",
+    reply = Reply(kExitInvalid, "",
                   "no task " + std::to_string(task_id) + " in this run");
   } else {
     s = q->Transact([&](Txn& txn) {
@@ -355,8 +329,8 @@ AgentReply DirAgentService::WithLease(
       reply = AgentReply();
       Status u = txn.UseLease(task_id, lease);
       if (u.IsConflict() || u.IsInvalidArgument()) {
-        reply =
-            Reply(u.IsConflict() ? kExitLost : kExitBadArgs, "", u.message());
+        reply = Reply(u.IsConflict() ? kExitEnvironment : kExitInvalid, "",
+                      u.message());
         return Settle(txn);  // the reclaim is kept; nothing else is done
       }
       WIZQ_RETURN_IF_ERROR(u);
@@ -386,7 +360,7 @@ AgentReply DirAgentService::Heartbeat(int64_t task_id,
         w.BeginObject().Key("task_id").Int(task_id);
         w.Key("lease_expires_ms").Int(expires);
         w.Key("lease_seconds").Double(ms / 1000.0).EndObject();
-        *reply = Reply(kExitOk, out);
+        *reply = Reply(kExitCompleted, out);
         return Status::OK();
       });
 }
@@ -410,10 +384,10 @@ AgentReply DirAgentService::Done(int64_t task_id, const std::string& lease,
           WIZQ_RETURN_IF_ERROR(txn.Fail(
               task_id, kReasonInvalidResponse, v.message(),
               step == nullptr || step->options.retry_on_invalid_response,
-              BackoffMs(t.attempts), &again));
+              RetryDelayMs(t.attempts), &again));
           w.Field("status", "invalid_response").Field("will_retry", again);
           w.EndObject();
-          *reply = Reply(kExitInvalidResponse, out,
+          *reply = Reply(kExitTaskFailed, out,
                          "invalid response for task " +
                              std::to_string(task_id) + " (" + t.type +
                              "): " + v.message() + "; the attempt failed (" +
@@ -427,7 +401,7 @@ AgentReply DirAgentService::Done(int64_t task_id, const std::string& lease,
         w.Field("status", "done").Key("children").BeginArray();
         for (int64_t id : ids) w.Int(id);
         w.EndArray().EndObject();
-        *reply = Reply(kExitOk, out);
+        *reply = Reply(kExitCompleted, out);
         return Status::OK();
       });
 }
@@ -445,12 +419,12 @@ AgentReply DirAgentService::Fail(int64_t task_id, const std::string& lease,
         bool again = false;
         WIZQ_RETURN_IF_ERROR(txn.Fail(
             task_id, reason, message.empty() ? "the agent gave up" : message,
-            retryable, BackoffMs(attempts), &again));
+            retryable, RetryDelayMs(attempts), &again));
         std::string out;
         JsonWriter w(&out);
         w.BeginObject().Key("task_id").Int(task_id);
         w.Field("status", "failed").Field("will_retry", again).EndObject();
-        *reply = Reply(kExitOk, out);
+        *reply = Reply(kExitCompleted, out);
         return Status::OK();
       });
 }
@@ -464,7 +438,7 @@ AgentReply DirAgentService::Release(int64_t task_id, const std::string& lease) {
         JsonWriter w(&out);
         w.BeginObject().Key("task_id").Int(task_id);
         w.Field("status", "released").EndObject();
-        *reply = Reply(kExitOk, out);
+        *reply = Reply(kExitCompleted, out);
         return Status::OK();
       });
 }
@@ -477,10 +451,10 @@ AgentReply DirAgentService::RunStatus() {
   std::unique_ptr<Queue> q;
   Status s = Queue::Open(o, &q, nullptr);
   if (s.IsNotFound()) {
-    return Reply(kExitLost, "", "no run in " + dir_);
+    return Reply(kExitEnvironment, "", "no run in " + dir_);
   }
   if (!s.ok()) return EnvError(s);
-  return Reply(kExitOk,
+  return Reply(kExitCompleted,
                RunStatusJson(q->state(),
                              static_cast<int64_t>(env_->NowMicros() / 1000)));
 }

@@ -20,18 +20,21 @@
 #include <string_view>
 #include <vector>
 
+#include "util/exit_code.h"
+
 namespace wizq {
 
 class Env;
 
 // What a call amounts to, exactly as the CLI reports it.
 struct AgentReply {
-  // SPEC §7: 0 done; 1 the response was invalid (the attempt failed, retry
-  // policy applied); 2 bad arguments; 3 the lease is not valid (the
+  // SPEC §7 (util/exit_code.h): kExitCompleted done; kExitTaskFailed the
+  // response was invalid (the attempt failed, retry policy applied);
+  // kExitInvalid bad arguments; kExitEnvironment the lease is not valid (the
   // message says what became of the task: put back, timed out, failed,
-  // completed, never taken), or the environment failed; 5 nothing to take
-  // (`json` says idle or finished).
-  int exit_code = 0;
+  // completed, never taken), or the environment failed; kExitNothingToTake
+  // nothing to take (`json` says idle or finished).
+  int exit_code = kExitCompleted;
   // The JSON object the CLI prints on stdout (take's payload, {"status":
   // "idle"}, the run status, ...); empty when there is none.
   std::string json;

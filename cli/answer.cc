@@ -13,6 +13,7 @@
 #include "tasks/prompt_answers.h"
 #include "tasks/workflow.h"
 #include "util/crash_point.h"
+#include "util/exit_code.h"
 
 namespace wizq {
 namespace {
@@ -84,7 +85,7 @@ int DoAnswer(const AnswerArgs& args) {
   q.reset();
   if (answers.empty()) {
     std::fprintf(stderr, "wizq answer: already recorded; nothing to do\n");
-    return 0;
+    return kExitCompleted;
   }
   // Then as one more worker of the run: checked again under the lock, all
   // recorded in one batch or none.
@@ -113,7 +114,7 @@ int DoAnswer(const AnswerArgs& args) {
     std::fprintf(stderr, "wizq answer: task %lld answered %s\n",
                  static_cast<long long>(a.id), a.answer_json.c_str());
   }
-  return 0;
+  return kExitCompleted;
 }
 
 }  // namespace wizq

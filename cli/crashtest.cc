@@ -21,6 +21,7 @@
 #include "tasks/workflow.h"
 #include "util/crash_point.h"
 #include "util/environment.h"
+#include "util/exit_code.h"
 
 namespace wizq {
 namespace {
@@ -184,7 +185,7 @@ int Crashtest::Prepare() {
   install_ = scratch_ + "/install";
   want_root_ = scratch_ + "/undisturbed";
   crashtest::InitProcessControl();
-  return 0;
+  return kExitCompleted;
 }
 
 ChildResult Crashtest::RunWizq(const KillPoint* point, int64_t deadline_ms) {
@@ -248,7 +249,7 @@ int Crashtest::Baseline(int k, const std::string& dir,
   report_.undisturbed_ms = std::max(report_.undisturbed_ms, NowMs() - start);
   crashtest::KillDescendants();  // what a task left running
   if (r.interrupted) return kExitInterrupted;
-  if (!r.exited || r.code != 0) {
+  if (!r.exited || r.code != kExitCompleted) {
     // Its directory is removed with the scratch one: name no file in it.
     std::string why = r.exited && r.code == kExitPaused
                           ? "a Prompt task waits for an answer: give "
@@ -261,7 +262,7 @@ int Crashtest::Baseline(int k, const std::string& dir,
     }
     std::fprintf(stderr, "wizq crashtest: the %s did not complete (%s): %s\n",
                  nth.c_str(), r.Describe().c_str(), why.c_str());
-    return r.exited && r.code != 0 ? r.code : kExitEnvironment;
+    return r.exited && r.code != kExitCompleted ? r.code : kExitEnvironment;
   }
   Tree tree;
   s = crashtest::ReadCommits(install_, log);
@@ -273,7 +274,7 @@ int Crashtest::Baseline(int k, const std::string& dir,
   }
   if (k == 1) {
     want_ = std::move(tree);
-    return 0;
+    return kExitCompleted;
   }
   for (PathDiff& d : Compare(tree, dir)) {
     // The same lines in another order are never a difference; the lines
@@ -283,11 +284,11 @@ int Crashtest::Baseline(int k, const std::string& dir,
       report_.nondeterministic.push_back({std::move(d), k});
     }
   }
-  if (o_.keep) return 0;
+  if (o_.keep) return kExitCompleted;
   s = crashtest::RemoveTree(dir);
   if (!s.ok())
     std::fprintf(stderr, "wizq crashtest: %s\n", s.message().c_str());
-  return s.ok() ? 0 : kExitEnvironment;
+  return s.ok() ? kExitCompleted : kExitEnvironment;
 }
 
 int Crashtest::Undisturbed() {
@@ -296,7 +297,7 @@ int Crashtest::Undisturbed() {
     const std::string dir =
         k == 1 ? want_root_ : want_root_ + "-" + std::to_string(k);
     const int code = Baseline(k, dir, k == 1 ? &first : &log);
-    if (code != 0) return code;
+    if (code != kExitCompleted) return code;
   }
   want_runs_ = crashtest::ExecutionsOf(first);
   report_.undisturbed_status = crashtest::EndOf(first).status;
@@ -312,7 +313,7 @@ int Crashtest::Undisturbed() {
   // A resumed run redoes at most what the undisturbed one did, plus what
   // it waits for; past this it is taken to hang.
   deadline_ms_ = 60000 + 5 * report_.undisturbed_ms;
-  return 0;
+  return kExitCompleted;
 }
 
 // The end state after the last resume, against the undisturbed one.
@@ -372,7 +373,7 @@ CaseResult Crashtest::KillAt(const KillPoint& point, size_t n) {
   crashtest::KillDescendants();  // what a task left running
   c.exit_code = r.exited ? r.code : -1;
   if (r.interrupted) return c;
-  if (!r.exited || (r.code != 0 && r.code != 1)) {
+  if (!r.exited || (r.code != kExitCompleted && r.code != kExitTaskFailed)) {
     c.error =
         "wizq run " + r.Describe() + ": " + LastLine(scratch_ + "/wizq.err");
   } else {
@@ -385,20 +386,20 @@ CaseResult Crashtest::KillAt(const KillPoint& point, size_t n) {
 
 int Crashtest::Run() {
   int code = Prepare();
-  if (code != 0) return code;
+  if (code != kExitCompleted) return code;
   report_.workflow = o_.workflow;
   report_.mode = o_.orchestrator_only ? "orchestrator_only" : "power_cut";
   code = Undisturbed();
-  for (size_t i = 0; code == 0 && i < report_.cases.size(); i++) {
+  for (size_t i = 0; code == kExitCompleted && i < report_.cases.size(); i++) {
     CaseResult& c = report_.cases[i];
     c = KillAt(c.point, i + 1);
     if (crashtest::Interrupted()) code = kExitInterrupted;
     Progress(std::to_string(i + 1) + "/" +
              std::to_string(report_.cases.size()) + " " + c.point.name + ": " +
-             (code != 0          ? "interrupted"
-              : !c.error.empty() ? "error"
-              : c.matches        ? "same"
-                                 : "DIFFERENT"));
+             (code != kExitCompleted ? "interrupted"
+              : !c.error.empty()     ? "error"
+              : c.matches            ? "same"
+                                     : "DIFFERENT"));
   }
   crashtest::KillDescendants();
   if (o_.keep) {
@@ -407,7 +408,7 @@ int Crashtest::Run() {
   } else if (!crashtest::RemoveTree(scratch_).ok()) {
     Progress("could not remove " + scratch_);
   }
-  if (code != 0) return code;
+  if (code != kExitCompleted) return code;
   if (o_.json) {
     crashtest::PrintJson(report_);
   } else {
@@ -417,9 +418,9 @@ int Crashtest::Run() {
     if (!c.error.empty()) return kExitEnvironment;
   }
   for (const CaseResult& c : report_.cases) {
-    if (!c.matches) return 1;
+    if (!c.matches) return kExitTaskFailed;
   }
-  return 0;
+  return kExitCompleted;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "cli/view_util.h"
 #include "fs/env.h"
 #include "queue/queue.h"
+#include "util/exit_code.h"
 
 namespace wizq {
 namespace {
@@ -31,10 +32,12 @@ int PrintLog(const std::string& install_dir, int64_t task_id, bool json) {
         "no wizq run in " + install_dir + " (" + path + " does not exist)",
         path, json);
   }
-  if (!s.ok()) return ReportCommandError("log", 3, s.message(), path, json);
+  if (!s.ok())
+    return ReportCommandError("log", kExitEnvironment, s.message(), path, json);
   LogParseResult parsed;
   s = ParseLog(path, data, 0, 1, &parsed);
-  if (!s.ok()) return ReportCommandError("log", 3, s.message(), path, json);
+  if (!s.ok())
+    return ReportCommandError("log", kExitEnvironment, s.message(), path, json);
   simdjson::dom::parser parser;
   for (const LogRecord& rec : parsed.records) {
     simdjson::dom::object obj;
@@ -75,7 +78,7 @@ int PrintLog(const std::string& install_dir, int64_t task_id, bool json) {
                  "(set aside on the next run)\n",
                  static_cast<unsigned long long>(parsed.torn_bytes));
   }
-  return 0;
+  return kExitCompleted;
 }
 
 }  // namespace wizq

@@ -11,6 +11,7 @@
 #include "interop/barnum_export.h"
 #include "interop/barnum_import.h"
 #include "interop/barnum_log.h"
+#include "util/exit_code.h"
 #include "util/hash.h"
 
 namespace wizq {
@@ -93,7 +94,7 @@ int PrepareResumeFrom(const std::string& state_log,
   extras->workflow_text = import->workflow_json;
   extras->base_dir = getcwd(cwd, sizeof(cwd)) ? cwd : ".";
   extras->import = &import->run;
-  return 0;
+  return kExitCompleted;
 }
 
 CLI::App* AddExportCommand(CLI::App& app, ExportArgs* args) {
@@ -124,7 +125,7 @@ int DoExport(const ExportArgs& args) {
     std::fprintf(stderr, "wizq export: %s\n", s.message().c_str());
     return s.IsNotFound() ? kExitInvalid : kExitEnvironment;
   }
-  return 0;
+  return kExitCompleted;
 }
 
 }  // namespace wizq

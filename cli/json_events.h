@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "util/exit_code.h"
 #include "util/json_writer.h"
 
 namespace wizq {
@@ -19,7 +20,7 @@ void EmitJsonEvent(const char* event,
 // What an `error` event says: the exit code (2 or 3), the message, and the
 // file and field it is about when known (empty: left out).
 struct JsonError {
-  int code = 2;
+  int code = kExitInvalid;
   std::string message, file, field;
 };
 void EmitJsonError(const JsonError& e);

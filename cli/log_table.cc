@@ -8,6 +8,7 @@
 #include "fs/env.h"
 #include "queue/history.h"
 #include "queue/queue.h"
+#include "util/exit_code.h"
 #include "util/json_writer.h"
 
 namespace wizq {
@@ -97,7 +98,8 @@ int PrintLogTable(const std::string& install_dir, int64_t task_id, bool json) {
         "log", 2, "no wizq run in " + install_dir + " (" + s.message() + ")",
         "", json);
   }
-  if (!s.ok()) return ReportCommandError("log", 3, s.message(), "", json);
+  if (!s.ok())
+    return ReportCommandError("log", kExitEnvironment, s.message(), "", json);
   if (!json) {
     std::printf("%5s %-12s %-24s %3s %-16s %-23s %8s  %s\n", "TASK", "STEP",
                 "VALUE", "TRY", "WORKER", "START", "DURATION", "RESULT");
@@ -112,7 +114,7 @@ int PrintLogTable(const std::string& install_dir, int64_t task_id, bool json) {
       PrintRow(a, h.last_ms);
     }
   }
-  return 0;
+  return kExitCompleted;
 }
 
 }  // namespace wizq

@@ -34,6 +34,7 @@
 #include "fs/env.h"
 #include "orchestrator/run.h"
 #include "tasks/workflow.h"
+#include "util/exit_code.h"
 
 namespace wizq {
 namespace {
@@ -70,7 +71,7 @@ int DoRun(RunArgs& a) {
   if (!a.resume_from.empty()) {
     const int code = PrepareResumeFrom(a.resume_from, a.input_file, a.json,
                                        a.quiet, &a.options, &import, &extras);
-    if (code != 0) return code;
+    if (code != kExitCompleted) return code;
   }
   if (!a.input_file.empty()) {
     // Follows symlinks, unlike wizq's own files: the user named this file.

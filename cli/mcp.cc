@@ -14,6 +14,7 @@
 #include "mcp/mcp_server.h"
 #include "orchestrator/run.h"
 #include "orchestrator/run_loop.h"  // StopRequested
+#include "util/exit_code.h"
 
 namespace wizq {
 
@@ -37,7 +38,7 @@ int RunMcpCommand(const McpArgs& args, const std::string& version) {
   } else if (!S_ISDIR(st.st_mode)) {
     std::fprintf(stderr, "wizq mcp: --dir %s: not a directory\n",
                  args.dir.c_str());
-    return 2;
+    return kExitInvalid;
   }
   signal(SIGPIPE, SIG_IGN);
   // A client that stops its server (SIGTERM, as the SDKs do when the server
@@ -54,7 +55,7 @@ int RunMcpCommand(const McpArgs& args, const std::string& version) {
   if (protocol_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
     std::fprintf(stderr, "wizq mcp: cannot set up stdout: %s\n",
                  std::strerror(errno));
-    return 3;
+    return kExitEnvironment;
   }
   std::unique_ptr<AgentService> service = AgentService::Open(args.dir);
   McpServerOptions options;

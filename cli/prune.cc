@@ -12,6 +12,7 @@
 #include "fs/tree.h"
 #include "queue/queue.h"
 #include "tasks/attempt_files.h"
+#include "util/exit_code.h"
 #include "util/json_writer.h"
 
 namespace wizq {
@@ -66,7 +67,7 @@ int DoPrune(const PruneArgs& args) {
   Status s = Queue::Open(o, &q, nullptr);
   if (!s.ok()) {
     std::fprintf(stderr, "wizq prune: %s\n", s.message().c_str());
-    return s.IsNotFound() ? 2 : 3;
+    return s.IsNotFound() ? kExitInvalid : kExitEnvironment;
   }
   Env* env = Env::Posix();
   const std::string wizard = WizardDir(args.dir);
@@ -94,7 +95,7 @@ int DoPrune(const PruneArgs& args) {
   if (!s.ok()) {
     std::fprintf(stderr, "wizq prune: %s (%lld task(s) pruned before)\n",
                  s.message().c_str(), static_cast<long long>(pruned));
-    return 3;
+    return kExitEnvironment;
   }
   uint64_t kept = 0;
   TaskFilesBytes(env, wizard, &kept).IgnoreError();  // only reported
@@ -108,7 +109,7 @@ int DoPrune(const PruneArgs& args) {
     w.Key("kept_bytes").Int(static_cast<int64_t>(kept));
     w.Key("kept_failed_tasks").Int(kept_failed).EndObject();
     std::printf("%s\n", out.c_str());
-    return 0;
+    return kExitCompleted;
   }
   std::printf(
       "%s the files of %lld finished task(s): %s; kept %s under "
@@ -116,7 +117,7 @@ int DoPrune(const PruneArgs& args) {
       args.dry_run ? "would remove" : "removed", static_cast<long long>(pruned),
       FormatBytes(freed).c_str(), FormatBytes(kept).c_str(), wizard.c_str(),
       static_cast<long long>(kept_failed));
-  return 0;
+  return kExitCompleted;
 }
 
 }  // namespace wizq

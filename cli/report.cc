@@ -10,13 +10,15 @@
 #include "fs/env.h"
 #include "queue/history.h"
 #include "queue/queue.h"
+#include "util/exit_code.h"
 
 namespace wizq {
 namespace {
 
 int Fail(const Status& s) {
   std::fprintf(stderr, "wizq report: %s\n", s.message().c_str());
-  return s.IsNotFound() || s.IsInvalidArgument() ? 2 : 3;
+  return s.IsNotFound() || s.IsInvalidArgument() ? kExitInvalid
+                                                 : kExitEnvironment;
 }
 
 Status WriteOutput(const std::string& path, const std::string& page) {
@@ -92,7 +94,7 @@ int DoReport(const ReportArgs& args) {
                  args.output.c_str(), static_cast<size_t>(st->total()),
                  history.attempts.size());
   }
-  return 0;
+  return kExitCompleted;
 }
 
 }  // namespace wizq

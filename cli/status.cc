@@ -17,6 +17,7 @@
 #include "tasks/orphans_record.h"
 #include "tasks/prompt.h"
 #include "tasks/workflow.h"
+#include "util/exit_code.h"
 
 namespace wizq {
 namespace {
@@ -298,23 +299,24 @@ int DoStatus(const StatusArgs& args) {
   std::unique_ptr<Queue> q;
   Status s = Queue::Open(o, &q, nullptr);
   if (!s.ok()) {
-    return ReportCommandError("status", s.IsNotFound() ? 2 : 3, s.message(), "",
-                              args.json);
+    return ReportCommandError("status",
+                              s.IsNotFound() ? kExitInvalid : kExitEnvironment,
+                              s.message(), "", args.json);
   }
   const QueueState& st = q->state();
   std::vector<int64_t> selected;
   std::string error;
   if (!SelectTasks(st, args, &selected, &error)) {
-    return ReportCommandError("status", 2, error, "", args.json);
+    return ReportCommandError("status", kExitInvalid, error, "", args.json);
   }
   RunStatusExtras x = LiveExtras(st, args.dir);
   if (Filtered(args)) x.only_tasks = &selected;
   if (args.json) {
     std::printf("%s\n", RunStatusJson(st, WallNowMs(), x).c_str());
-    return 0;
+    return kExitCompleted;
   }
   PrintHumanStatus(st, x, args, selected, "");
-  return 0;
+  return kExitCompleted;
 }
 
 }  // namespace wizq

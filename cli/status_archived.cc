@@ -10,6 +10,7 @@
 #include "queue/history.h"
 #include "queue/queue.h"
 #include "tasks/attempt_files.h"
+#include "util/exit_code.h"
 #include "util/json_writer.h"
 
 namespace wizq {
@@ -71,13 +72,13 @@ int ListArchived(const StatusArgs& args) {
                  "wizq status: no wizq run in %s (it has no .wizard "
                  "directory)\n",
                  args.dir.c_str());
-    return 2;
+    return kExitInvalid;
   }
   std::vector<std::string> names;
   Status s = Env::Posix()->ListDir(archive, &names);
   if (!s.ok() && !s.IsNotFound()) {
     std::fprintf(stderr, "wizq status: %s\n", s.message().c_str());
-    return 3;
+    return kExitEnvironment;
   }
   std::string out;
   JsonWriter w(&out);
@@ -118,7 +119,7 @@ int ListArchived(const StatusArgs& args) {
     std::printf("show one with: wizq status --dir %s --archived NAME\n",
                 ShellQuote(args.dir).c_str());
   }
-  return 0;
+  return kExitCompleted;
 }
 
 int ShowArchived(const StatusArgs& args) {
@@ -128,7 +129,7 @@ int ShowArchived(const StatusArgs& args) {
                  "wizq status: --archived %s: a name from "
                  "`wizq status --archived`, not a path\n",
                  name.c_str());
-    return 2;
+    return kExitInvalid;
   }
   std::string path = ArchiveDir(args.dir) + "/" + name;
   std::unique_ptr<QueueState> st;
@@ -140,17 +141,17 @@ int ShowArchived(const StatusArgs& args) {
                  "that name in %s (list them with wizq status "
                  "--archived)\n",
                  name.c_str(), ArchiveDir(args.dir).c_str());
-    return 2;
+    return kExitInvalid;
   }
   if (!s.ok()) {
     std::fprintf(stderr, "wizq status: %s\n", s.message().c_str());
-    return 3;
+    return kExitEnvironment;
   }
   std::vector<int64_t> selected;
   std::string error;
   if (!SelectTasks(*st, args, &selected, &error)) {
     std::fprintf(stderr, "wizq status: %s\n", error.c_str());
-    return 2;
+    return kExitInvalid;
   }
   RunStatusExtras x;
   x.archive_dir = path;
@@ -161,10 +162,10 @@ int ShowArchived(const StatusArgs& args) {
   if (Filtered(args)) x.only_tasks = &selected;
   if (args.json) {
     std::printf("%s\n", RunStatusJson(*st, WallNowMs(), x).c_str());
-    return 0;
+    return kExitCompleted;
   }
   PrintHumanStatus(*st, x, args, selected, path);
-  return 0;
+  return kExitCompleted;
 }
 
 }  // namespace wizq

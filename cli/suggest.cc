@@ -6,6 +6,7 @@
 
 #include "cli/json_events.h"
 #include "queue/pg/pg_location.h"
+#include "util/exit_code.h"
 
 namespace wizq {
 
@@ -92,7 +93,7 @@ void Report(const std::string& prefix, const std::string& message,
                line.c_str());
   if (json) {
     JsonError e;
-    e.code = 2;
+    e.code = kExitInvalid;
     e.message = hint.empty() ? message : message + "; " + hint;
     EmitJsonError(e);
   }
@@ -134,7 +135,7 @@ int ReportParseError(const CLI::App& app, const CLI::ParseError& e, int argc,
   }
   Report(name.empty() ? "wizq" : "wizq " + name, message,
          Suggestion(*cmd, next, argc, argv), WantsJson(argc, argv));
-  return 2;
+  return kExitInvalid;
 }
 
 }  // namespace wizq

@@ -10,6 +10,7 @@
 
 #include "orchestrator/run.h"
 #include "tasks/workflow.h"
+#include "util/exit_code.h"
 
 namespace wizq {
 namespace {
@@ -253,7 +254,7 @@ int RunValidate(const ValidateArgs& args) {
         args.format == "dot" ? StepGraphDot(*wf) : StepGraphText(*wf);
     std::fputs(g.c_str(), stdout);
   }
-  return 0;
+  return kExitCompleted;
 }
 
 }  // namespace wizq

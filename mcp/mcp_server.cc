@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "mcp/mcp_session.h"
+#include "util/exit_code.h"
 
 namespace wizq {
 namespace {
@@ -71,13 +72,13 @@ int McpServer::ReadAndAnswer() {
   for (;;) {
     if (options_.stop_requested && options_.stop_requested()) {
       Log("stopped by a signal; the session ends");
-      return 130;
+      return kExitInterrupted;
     }
     const ssize_t n = read(in_fd_, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;  // a stop is seen above
     if (n < 0) {
       Log(std::string("cannot read the input: ") + std::strerror(errno));
-      return 3;
+      return kExitEnvironment;
     }
     if (n == 0) break;
     buffer.append(chunk, static_cast<size_t>(n));
@@ -89,14 +90,14 @@ int McpServer::ReadAndAnswer() {
         // The end of an over-long line: answer it once, as one message.
         if (!Emit(McpSession::TooLong(discarding + nl - start,
                                       options_.max_message_bytes))) {
-          return 3;
+          return kExitEnvironment;
         }
         discarding = 0;
       } else {
         std::string line = buffer.substr(start, nl - start);
         if (!line.empty() && line.back() == '\r') line.pop_back();
         std::optional<std::string> answer = session_->HandleLine(line);
-        if (answer && !Emit(*answer)) return 3;
+        if (answer && !Emit(*answer)) return kExitEnvironment;
       }
       start = nl + 1;
       scanned = start;
@@ -114,7 +115,7 @@ int McpServer::ReadAndAnswer() {
         std::to_string(buffer.size() + discarding) +
         " bytes without a newline); it was not answered");
   }
-  return 0;
+  return kExitCompleted;
 }
 
 }  // namespace wizq

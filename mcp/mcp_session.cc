@@ -7,6 +7,7 @@
 #include "mcp/mcp_server.h"
 #include "mcp/mcp_tools.h"
 #include "queue/task.h"
+#include "util/exit_code.h"
 
 namespace wizq {
 namespace {
@@ -285,8 +286,9 @@ void McpSession::TrackLease(const std::string& tool, const Json& arguments,
     return;
   }
   if (tool == "heartbeat" || tool == "run_status") return;
-  const int code = error ? out.value("exit_code", 3) : 0;
-  if (code != 0 && code != 1) return;
+  const int code =
+      error ? out.value("exit_code", int{kExitEnvironment}) : kExitCompleted;
+  if (code != kExitCompleted && code != kExitTaskFailed) return;
   auto it = leases_.find(arguments["task_id"].get<int64_t>());
   if (it != leases_.end() && it->second == arguments["lease"]) {
     leases_.erase(it);
@@ -300,7 +302,7 @@ void McpSession::EndSession() {
         "the MCP session of " + agent_name_ +
             " ended (its client disconnected) while it held the task");
     log_("task " + std::to_string(task_id) + ": " +
-         (r.exit_code == 0
+         (r.exit_code == kExitCompleted
               ? "handed back, charged (agent_disconnected): " + r.json
               : "not handed back: " + r.message));
   }

@@ -6,6 +6,7 @@
 
 #include "agent/agent_service.h"
 #include "queue/task.h"
+#include "util/exit_code.h"
 
 namespace wizq {
 namespace mcp {
@@ -288,9 +289,10 @@ bool IsTool(const std::string& name) { return FindTool(name) != nullptr; }
 Json ReplyToResult(const AgentReply& reply) {
   Json parsed = Json::parse(reply.json, nullptr, /*allow_exceptions=*/false);
   const bool has_object = !reply.json.empty() && parsed.is_object();
-  if (reply.exit_code == 0 || reply.exit_code == 5) {
+  if (reply.exit_code == kExitCompleted ||
+      reply.exit_code == kExitNothingToTake) {
     if (!has_object) {
-      return ErrorResult(3,
+      return ErrorResult(kExitEnvironment,
                          "the agent service answered without a JSON object: " +
                              reply.json.substr(0, 200),
                          nullptr);
@@ -310,7 +312,7 @@ Json CallTool(AgentService* service, const std::string& name,
               const Json& arguments, const std::string& agent) {
   const ToolSpec* tool = FindTool(name);
   std::string problem = CheckArguments(*tool, arguments);
-  if (!problem.empty()) return ErrorResult(2, problem, nullptr);
+  if (!problem.empty()) return ErrorResult(kExitInvalid, problem, nullptr);
   return ReplyToResult(Dispatch(service, name, arguments, agent));
 }
 

@@ -9,6 +9,7 @@
 
 #include "orchestrator/run_loop.h"
 #include "tasks/response.h"
+#include "tasks/run_rules.h"
 #include "util/crash_point.h"
 
 namespace wizq {
@@ -16,11 +17,22 @@ namespace {
 
 constexpr int kMaxLookaheadPerJob = 4;
 
-// Retry backoff: 100ms, 200ms, 400ms, ... capped at 5s.
-int64_t BackoffMs(int attempt) {
-  int64_t ms = 100;
-  for (int i = 1; i < attempt && ms < 5000; i++) ms *= 2;
-  return std::min<int64_t>(ms, 5000);
+// How many tasks of a step a worker may hold per slot of the step's
+// max_concurrency: to start (running), one; to claim (running and claimed
+// ahead), two: a task claimed ahead for each slot, to start when it frees.
+constexpr int kStartPerSlot = 1;
+constexpr int kClaimPerSlot = 2;
+
+// The room rule: whether a worker holding per_step[step] tasks of `step`
+// may take one more, that is whether held < per_slot * max_concurrency.
+// Computed as held / per_slot < max_concurrency (the same for integers
+// >= 0), which does not overflow when the step is unlimited
+// (StepOptions::kUnlimited, INT_MAX).
+bool HasRoom(const std::map<std::string, int>& per_step, const Step& step,
+             int per_slot) {
+  auto it = per_step.find(step.name);
+  const int held = it == per_step.end() ? 0 : it->second;
+  return held / per_slot < step.options.max_concurrency;
 }
 
 bool FutureReady(const std::future<CommitResult>& f) {
@@ -188,44 +200,42 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
                        " failed (worker_lost, no attempts left)");
   }
   for (const Outcome& o : outcomes) {
-    bool handled = false;
-    WIZQ_RETURN_IF_ERROR(CommitGate(txn, o, &handled, &r->notes));
-    if (handled) continue;
-    Status s;
-    if (o.adopted_attempt > 0) {
-      s = txn.NoteAdopted(o.id, o.adopted_attempt, o.waited_ms);
-      if (s.IsConflict()) {
-        r->notes.push_back(s.message() + "; its result is dropped");
-        continue;
-      }
-      WIZQ_RETURN_IF_ERROR(s);
-    }
-    if (o.success) {
-      s = txn.CompleteWith(o.id, o.children, {o.def_hash, "", 0}, nullptr);
-    } else {
-      const Task* t = txn.state().Find(o.id);
-      s = txn.Fail(o.id, o.reason, o.message, o.retryable,
-                   BackoffMs(t ? t->attempts : 1), nullptr);
-    }
-    if (s.IsConflict()) {
-      r->notes.push_back(s.message() + "; its result is dropped");
-      continue;
-    }
-    WIZQ_RETURN_IF_ERROR(s);
+    WIZQ_RETURN_IF_ERROR(CommitOutcome(txn, o, &r->notes));
   }
-  WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn));
+  WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn, *workflow_));
   WIZQ_RETURN_IF_ERROR(ReuseInTxn(txn, r));
   WIZQ_RETURN_IF_ERROR(BindFlagAnswers(txn, &r->answers_bound, &r->notes));
-  const QueueState& st = txn.state();
-  if (st.run().status == RunStatus::kRunning && st.AllSettled()) {
-    CrashPoint("run.before_finish");
-    const RunStatus end = st.count(TaskState::kFailed) > 0
-                              ? RunStatus::kFailed
-                              : RunStatus::kCompleted;
-    return txn.FinishRun(end, ElapsedMs());
-  }
-  if (st.run().status != RunStatus::kRunning) return Status::OK();
+  WIZQ_RETURN_IF_ERROR(SettleRun(txn, *workflow_, ElapsedMs(),
+                                 [] { CrashPoint("run.before_finish"); }));
+  if (txn.state().run().status != RunStatus::kRunning) return Status::OK();
   return ClaimInTxn(txn, want, per_step, r);
+}
+
+// Records one attempt's outcome: the gate's answer, or the adoption, then
+// the completion (with the children) or the failure (retried after
+// RetryDelayMs). A conflict (the task is no longer this worker's: its
+// lease was lost, or it was put back) drops the result, with a note in
+// `notes` if not null; any other error is returned.
+Status RunLoop::CommitOutcome(Txn& txn, const Outcome& o,
+                              std::vector<std::string>* notes) {
+  bool handled = false;
+  WIZQ_RETURN_IF_ERROR(CommitGate(txn, o, &handled, notes));
+  if (handled) return Status::OK();
+  Status s;
+  if (o.adopted_attempt > 0) {
+    s = txn.NoteAdopted(o.id, o.adopted_attempt, o.waited_ms);
+  }
+  if (s.ok() && o.success) {
+    s = txn.CompleteWith(o.id, o.children, {o.def_hash, "", 0}, nullptr);
+  } else if (s.ok()) {
+    const Task* t = txn.state().Find(o.id);
+    s = txn.Fail(o.id, o.reason, o.message, o.retryable,
+                 RetryDelayMs(t ? t->attempts : 1), nullptr);
+  }
+  if (!s.IsConflict()) return s;
+  if (notes != nullptr)
+    notes->push_back(s.message() + "; its result is dropped");
+  return Status::OK();
 }
 
 Status RunLoop::ClaimInTxn(Txn& txn, const ClaimWant& want,
@@ -235,11 +245,7 @@ Status RunLoop::ClaimInTxn(Txn& txn, const ClaimWant& want,
   // by step), not task by task.
   auto step_open = [&](std::string_view type) {
     const Step* step = workflow_->FindStep(type);
-    if (step == nullptr) return true;
-    auto it = per_step.find(std::string(type));
-    const int now = it == per_step.end() ? 0 : it->second;
-    const int max = step->options.max_concurrency;
-    return now < max || now - max < max;
+    return step == nullptr || HasRoom(per_step, *step, kClaimPerSlot);
   };
   auto claim = [&](int n, const std::function<bool(std::string_view)>& open,
                    const std::function<bool(const Task&)>& accept) {
@@ -275,38 +281,20 @@ Status RunLoop::ClaimInTxn(Txn& txn, const ClaimWant& want,
                [&](const Task& t) { return t.id < before && claimable(t); });
 }
 
-Status RunLoop::SubmitDueHooks(Txn& txn) {
-  const std::vector<int64_t> due(txn.state().hooks_due().begin(),
-                                 txn.state().hooks_due().end());
-  for (int64_t owner_id : due) {
-    const NewTask hook = FinallyHookOf(*workflow_, *txn.state().Find(owner_id));
-    int64_t id = 0;
-    bool dup = false;
-    WIZQ_RETURN_IF_ERROR(txn.Submit(hook, &id, &dup));
-  }
-  return Status::OK();
-}
-
 bool RunLoop::Claimable(const Task& t,
                         const std::map<std::string, int>& per_step) const {
   const Step* step = nullptr;
   const Action* action = ActionFor(t, &step);
   if (action == nullptr) return true;  // claimed, then failed with a reason
   if (!executor_->CanRunTask(t, *action)) return false;  // e.g. agents' work
-  // Running and claimed ahead: up to twice the step's max_concurrency.
-  auto it = per_step.find(t.type);
-  const int now = it == per_step.end() ? 0 : it->second;
-  const int max = step->options.max_concurrency;
-  return now < max || now - max < max;
+  return HasRoom(per_step, *step, kClaimPerSlot);
 }
 
 bool RunLoop::StepHasRoom(const Task& t,
                           const std::map<std::string, int>& per_step) const {
   const Step* step = workflow_->FindStep(t.type);
   if (step == nullptr) return true;  // fails with a reason when started
-  auto it = per_step.find(t.type);
-  const int now = it == per_step.end() ? 0 : it->second;
-  return now < step->options.max_concurrency;
+  return HasRoom(per_step, *step, kStartPerSlot);
 }
 
 // Ends every task this process runs and gives them, and the tasks claimed
@@ -324,21 +312,7 @@ Status RunLoop::StopAndRelease(const std::string& reason) {
     s = queue_->Transact([&](Txn& txn) {
       lost = txn.reclaimed().lost;
       for (const Outcome& o : outcomes_) {
-        bool handled = false;
-        WIZQ_RETURN_IF_ERROR(CommitGate(txn, o, &handled, nullptr));
-        if (handled) continue;
-        const Task* t = txn.state().Find(o.id);
-        if (o.adopted_attempt > 0) {
-          Status as = txn.NoteAdopted(o.id, o.adopted_attempt, o.waited_ms);
-          if (!as.ok() && !as.IsConflict()) return as;
-          if (!as.ok()) continue;
-        }
-        Status rs = o.success
-                        ? txn.CompleteWith(o.id, o.children,
-                                           {o.def_hash, "", 0}, nullptr)
-                        : txn.Fail(o.id, o.reason, o.message, o.retryable,
-                                   BackoffMs(t ? t->attempts : 1), nullptr);
-        if (!rs.ok() && !rs.IsConflict()) return rs;
+        WIZQ_RETURN_IF_ERROR(CommitOutcome(txn, o, nullptr));
       }
       for (const auto& [id, t] : running_) {
         Status rs = txn.Release(id, reason);

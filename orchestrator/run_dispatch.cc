@@ -8,6 +8,7 @@
 #include "tasks/def_hash.h"
 #include "tasks/prompt.h"
 #include "tasks/response.h"
+#include "tasks/run_rules.h"
 #include "util/crash_point.h"
 
 namespace wizq {
@@ -135,14 +136,7 @@ Status RunLoop::StartTask(const Task& task) {
   a.base_dir = workflow_->base_dir();
   a.run_id = config_.run_id;
   a.install_dir = config_.install_dir;
-  // Stable across attempts and resumes of this run; a --fresh run of the
-  // same run id gets new keys (its start time differs). A re-run finally
-  // hook's key also names its generation (docs/PROTOCOL.md).
-  a.idempotency_key = config_.run_id + "-" + std::to_string(run_started_ms_) +
-                      "-" + std::to_string(task.id);
-  if (task.generation > 1) {
-    a.idempotency_key += "-g" + std::to_string(task.generation);
-  }
+  a.idempotency_key = IdempotencyKey(config_.run_id, run_started_ms_, task);
   a.timeout_seconds = step->options.timeout_seconds;
   a.max_response_bytes = kMaxResponseBytes;
   if (hasher_) start_hash_[task.id] = hasher_->Hash(task.type, nullptr);

@@ -192,9 +192,10 @@ class RunLoop {
   Status CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
                      const ClaimWant& want,
                      std::map<std::string, int>& per_step, CommitResult* r);
+  Status CommitOutcome(Txn& txn, const Outcome& o,
+                       std::vector<std::string>* notes);
   Status ClaimInTxn(Txn& txn, const ClaimWant& want,
                     std::map<std::string, int>& per_step, CommitResult* r);
-  Status SubmitDueHooks(Txn& txn);
   bool Claimable(const Task& t,
                  const std::map<std::string, int>& per_step) const;
   // Whether `t`'s step is below its max_concurrency in `per_step`.

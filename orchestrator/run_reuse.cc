@@ -7,6 +7,7 @@
 #include "orchestrator/reuse.h"
 #include "orchestrator/run_loop.h"
 #include "tasks/def_hash.h"
+#include "tasks/run_rules.h"
 #include "util/crash_point.h"
 
 namespace wizq {
@@ -88,7 +89,7 @@ Status RunLoop::ReuseInTxn(Txn& txn, CommitResult* r) {
       const Task* t = txn.state().Find(r->reused_ids[i]);
       r->reused_spawned[t->id] = static_cast<int>(t->children.size());
     }
-    WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn));
+    WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn, *workflow_));
   }
   if (!r->reused_ids.empty()) CrashPoint("reuse.before_commit");
   return Status::OK();

@@ -89,10 +89,4 @@ std::string PoolPayload(const Workflow& wf, const Step& step, const Task& task,
   return out;
 }
 
-std::string IdempotencyKey(const std::string& run_id, int64_t run_started_ms,
-                           int64_t task_id) {
-  return run_id + "-" + std::to_string(run_started_ms) + "-" +
-         std::to_string(task_id);
-}
-
 }  // namespace wizq

@@ -36,11 +36,6 @@ struct PayloadInfo {
 std::string PoolPayload(const Workflow& wf, const Step& step, const Task& task,
                         const PayloadInfo& info);
 
-// Stable across the attempts and resumes of one task of one run, as the
-// run loop gives Commands (WIZQ_IDEMPOTENCY_KEY).
-std::string IdempotencyKey(const std::string& run_id, int64_t run_started_ms,
-                           int64_t task_id);
-
 }  // namespace wizq
 
 #endif  // WIZQ_TASKS_INSTRUCTIONS_H_

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "tasks/run_rules.h"
+#include "tasks/workflow.h"
 #include "tests/integration_util.h"
 #include "tests/queue_fixture.h"
 #include "tests/test_util.h"
@@ -392,6 +394,73 @@ TEST_F(HookGenerationTest, AStaleHookIsDueAgainAndItsNextGenerationDedups) {
   ASSERT_TRUE(q->Close().ok());
   q = OpenOk(o);
   EXPECT_TRUE(q->state().AllSettled());
+  ExpectDiskMatches(q.get());
+}
+
+// The run rules both drivers share (tasks/run_rules.h).
+TEST(RunRulesTest, RetryDelayDoublesFromATenthOfASecondUpToFiveSeconds) {
+  EXPECT_EQ(RetryDelayMs(0), 100);
+  EXPECT_EQ(RetryDelayMs(1), 100);
+  EXPECT_EQ(RetryDelayMs(2), 200);
+  EXPECT_EQ(RetryDelayMs(3), 400);
+  EXPECT_EQ(RetryDelayMs(6), 3200);
+  EXPECT_EQ(RetryDelayMs(7), 5000);
+  EXPECT_EQ(RetryDelayMs(1000000), 5000);
+}
+
+// The run loop's Commands and the agent service's Pool payload get this one
+// key: a re-run hook's names its generation, the first's does not.
+TEST(RunRulesTest, IdempotencyKeyNamesTheHookGenerationAfterTheFirst) {
+  Task t;
+  t.id = 7;
+  EXPECT_EQ(IdempotencyKey("r1", 1000, t), "r1-1000-7");
+  t.generation = 2;
+  EXPECT_EQ(IdempotencyKey("r1", 1000, t), "r1-1000-7-g2");
+}
+
+// SettleRun: the due hook is submitted while the run is running; once
+// everything has settled the run finishes (failed: a task failed), calling
+// before_finish just before; a finished run is left alone.
+TEST_F(HookGenerationTest, SettleRunSubmitsDueHooksThenFinishesTheRun) {
+  std::unique_ptr<Workflow> wf;
+  ASSERT_TRUE(Workflow::Parse(R"({"entrypoint": "R", "steps": [
+      {"name": "R", "action": {"kind": "Command", "script": "r"},
+       "next": ["C"], "finally": {"kind": "Command", "script": "f"}},
+      {"name": "C", "action": {"kind": "Command", "script": "c"},
+       "next": []}]})",
+                              "wf.json", &wf)
+                  .ok());
+  QueueOptions o = Options();
+  o.initial_tasks = {test::MakeTask("R", "{}", 0, 1, Origin::kInitial, true)};
+  auto q = OpenOk(o);
+  ASSERT_EQ(Claim(q.get()), 1);
+  Complete(q.get(), 1, {test::MakeTask("C", "{}", 1)});
+  ASSERT_EQ(Claim(q.get()), 2);
+  EXPECT_FALSE(Fail(q.get(), 2, false));
+  ASSERT_EQ(q->state().hooks_due(), std::set<int64_t>{1});
+  int finishing = 0;
+  auto settle = [&] {
+    Status s = q->Transact([&](Txn& txn) {
+      return SettleRun(txn, *wf, 42, [&] { finishing++; });
+    });
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  };
+  settle();
+  const int64_t hook = q->state().Find(1)->finally_task;
+  ASSERT_GT(hook, 2);
+  EXPECT_EQ(q->state().Find(hook)->origin, Origin::kFinally);
+  EXPECT_TRUE(q->state().hooks_due().empty());
+  EXPECT_EQ(q->state().run().status, RunStatus::kRunning);
+  EXPECT_EQ(finishing, 0);
+  ASSERT_EQ(Claim(q.get()), hook);
+  Complete(q.get(), hook);
+  settle();
+  EXPECT_EQ(q->state().run().status, RunStatus::kFailed);
+  EXPECT_EQ(finishing, 1);
+  const int64_t seq = q->state().last_seq();
+  settle();
+  EXPECT_EQ(q->state().last_seq(), seq);
+  EXPECT_EQ(finishing, 1);
   ExpectDiskMatches(q.get());
 }
 

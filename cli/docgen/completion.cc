@@ -6,6 +6,7 @@
 
 #include "cli/docgen/command_tree.h"
 #include "cli/docgen/completion_values.h"
+#include "util/exit_code.h"
 
 namespace wizq::docgen {
 namespace {
@@ -211,7 +212,7 @@ std::string CompletionFor(const CLI::App& root,
 }
 
 int Complete(const CLI::App& root, int argc, char** argv) {
-  if (argc < 1) return 0;
+  if (argc < 1) return kExitCompleted;
   const bool bash = std::string(argv[0]) == "bash";
   std::vector<std::string> words;
   for (int i = 1; i < argc; i++) {
@@ -227,7 +228,7 @@ int Complete(const CLI::App& root, int argc, char** argv) {
     if (n <= 0) break;
     done += static_cast<size_t>(n);
   }
-  return 0;
+  return kExitCompleted;
 }
 
 }  // namespace wizq::docgen
