@@ -92,7 +92,7 @@ class WizqDrainer : public Drainer {
       if (done != 0) {
         WIZQ_RETURN_IF_ERROR(txn.Complete(done, no_children_, nullptr));
       }
-      return txn.ClaimNext(nullptr, &next);
+      return txn.ClaimNextOfSteps(nullptr, nullptr, &next);
     }));
     held_ = next;
     return done != 0;

@@ -1,8 +1,8 @@
 // The claim figure: finding the next task to claim in a run of 100k pending
 // tasks whose step is at its limit (max_concurrency reached, every claim
-// refused), by scanning every pending task (Txn::ClaimNext with the limit
-// in `accept`, as wizq did) and through the index by step
-// (Txn::ClaimNextOfSteps, as the run loop does now), in the same process.
+// refused), by scanning every pending task (Txn::ClaimNextOfSteps with no
+// step filter and the limit in `accept`, as wizq did) and through the index by
+// step (Txn::ClaimNextOfSteps, as the run loop does now), in the same process.
 #include <cstdio>
 #include <memory>
 
@@ -28,7 +28,7 @@ double BenchAndPrintClaim(const BenchOptions& opt) {
     int64_t id = 0;
     double t0 = NowUs();
     for (int i = 0; i < kClaims; i++) {
-      WIZQ_RETURN_IF_ERROR(txn.ClaimNext(accept, &id));
+      WIZQ_RETURN_IF_ERROR(txn.ClaimNextOfSteps(nullptr, accept, &id));
       if (id != 0) Die("scan claimed a task of a step at its limit");
     }
     scan_us = (NowUs() - t0) / kClaims;

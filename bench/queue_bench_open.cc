@@ -76,7 +76,8 @@ OpenResult BenchOpen(const BenchOptions& opt, int64_t n, int64_t pairs) {
         if (held != 0) {
           WIZQ_RETURN_IF_ERROR(txn.Complete(held, {}, nullptr));
         }
-        if (i < pairs) WIZQ_RETURN_IF_ERROR(txn.ClaimNext(nullptr, &next));
+        if (i < pairs)
+          WIZQ_RETURN_IF_ERROR(txn.ClaimNextOfSteps(nullptr, nullptr, &next));
         return Status::OK();
       }));
       held = next;

@@ -142,7 +142,7 @@ bool Work(Queue* q, int steps, int* counter) {
         WIZQ_RETURN_IF_ERROR(txn.Submit(hook, &id, &dup));
       }
       int64_t id = 0;
-      WIZQ_RETURN_IF_ERROR(txn.ClaimNext(nullptr, &id));
+      WIZQ_RETURN_IF_ERROR(txn.ClaimNextOfSteps(nullptr, nullptr, &id));
       if (id == 0) return Status::OK();
       const int n = (*counter)++;
       if (n % 3 == 2) {

@@ -58,7 +58,7 @@ class Exporter {
   void EmitHooksOf(int64_t owner);
   Status Submitted(const Json& e);
   void Completed(int64_t id, const Json& spawned);
-  void WriteHook(int64_t id, Known& t, std::vector<int64_t> children);
+  void WriteHook(Known& t, std::vector<int64_t> children);
   void Failed(int64_t id, const Json& e);
   Json Reason(const Json& e) const;
 
@@ -128,7 +128,7 @@ Status Exporter::Submitted(const Json& e) {
   return Status::OK();
 }
 
-void Exporter::WriteHook(int64_t id, Known& t, std::vector<int64_t> children) {
+void Exporter::WriteHook(Known& t, std::vector<int64_t> children) {
   Known& owner = tasks_[t.finally_for];
   // Barnum v2 runs a hook only for a task that had children; a FinallyRun
   // for one without would break its replay. Such a hook, and what it
@@ -148,7 +148,6 @@ void Exporter::WriteHook(int64_t id, Known& t, std::vector<int64_t> children) {
     kids.push_back(Submission(c, origin));
     k.emitted = true;
   }
-  (void)id;
   owner.hook_written = true;
   out_.push_back({{"kind", "FinallyRun"},
                   {"finally_for", IdOf(owner)},
@@ -170,7 +169,7 @@ void Exporter::Completed(int64_t id, const Json& spawned) {
   if (!t.emitted && t.finally_for == 0) EmitSubmitted(id);
   t.completed = true;
   t.had_children = !children.empty();
-  if (v2_ && t.finally_for != 0) return WriteHook(id, t, children);
+  if (v2_ && t.finally_for != 0) return WriteHook(t, children);
   if (!t.emitted) EmitSubmitted(id);  // v1 hook
   Json value = {{"finally_value", t.value}};
   if (v2_) {

@@ -28,10 +28,12 @@
 // Only the commit thread touches the Queue while a commit is in flight; the
 // main thread works on copies (Claimed) and the CommitResult it gets back.
 //
-// The members are defined across three files: run_loop.cc (opening the run,
+// The members are defined across six files: run_loop.cc (opening the run,
 // the loop and how it ends), run_commit.cc (launching, running and
-// harvesting commits; giving tasks back on stop) and run_dispatch.cc
-// (starting tasks, collecting and judging their results).
+// harvesting commits; giving tasks back on stop), run_dispatch.cc
+// (starting tasks, collecting and judging their results), run_gate.cc (the
+// human gate: recording answers, pausing), run_halt.cc (--halt and the list
+// of failed tasks) and run_reuse.cc (incremental re-runs).
 #ifndef WIZQ_ORCHESTRATOR_RUN_LOOP_H_
 #define WIZQ_ORCHESTRATOR_RUN_LOOP_H_
 

@@ -2,7 +2,8 @@
 // encoding and decoding itself (LevelDB's VersionEdit::EncodeTo/DecodeFrom).
 // The line format, the commit and crc fields and the free space are in
 // docs/FORMAT.md and audit/log_format.h; this header owns what each event
-// carries. Internal to queue/.
+// carries. Internal to queue/, but for orchestrator/reuse.cc, which reads
+// the previous run's log with it.
 //
 // A line is {"seq":N,"ts":MS,"event":"<kName>",<fields>} (+ "commit", "crc",
 // added by the LogWriter). EncodeTo writes <fields>, always in the order
@@ -25,8 +26,14 @@
 //   3. `Status Apply(const NewEvent&, int64_t ts)` in QueueState (state.h;
 //      std::visit refuses to compile without it) — a purely informational
 //      event applies nothing;
-//   4. where a transition writes it, `DirQueue::Stage(NewEvent{...})`;
-//   5. a golden line in tests/queue_events_test.cc.
+//   4. `void On(const NewEvent&)` in HistoryBuilder (queue/history.cc, the
+//      history `wizq log` and reports read; std::visit refuses to compile
+//      without it either) — empty if the history shows nothing of it;
+//   5. where a transition writes it, `DirQueue::Stage(NewEvent{...})`;
+//   6. its row in the event table of docs/FORMAT.md;
+//   7. a golden line in tests/queue_events_test.cc; if it changes a task or
+//      the run, the same change in the reference fold of
+//      tests/store/contract_oracle_test.cc (which shares no code with this).
 // Older wizq versions skip an event kind they do not know.
 #ifndef WIZQ_QUEUE_EVENTS_H_
 #define WIZQ_QUEUE_EVENTS_H_

@@ -146,24 +146,15 @@ class Txn {
   // logged as task_deduplicated. InvalidArgument if inputs are not JSON.
   virtual Status Submit(const NewTask& task, int64_t* id,
                         bool* deduplicated) = 0;
-  // Claims the first pending task (lowest id) that is ready now and that
-  // `accept` (may be null) accepts; *id = 0 if there is none.
-  virtual Status ClaimNext(const std::function<bool(const Task&)>& accept,
-                           int64_t* id) = 0;
-  // As ClaimNext, but `step_open(type)` (may be null) is asked once per
-  // type (step) that has pending tasks, and the pending tasks of a type it
+  // Claims the first pending task (lowest id) that is ready now, of a
+  // type (step) that `step_open` takes, that `accept` takes (either may be
+  // null: all); *id = 0 if there is none. `step_open(type)` is asked once
+  // per type that has pending tasks, and the pending tasks of a type it
   // refuses are not looked at (they are indexed by type): a step at its
-  // max_concurrency costs nothing however many of its tasks wait. Of the
-  // open types' ready tasks that `accept` takes, the lowest id is claimed.
+  // max_concurrency costs nothing however many of its tasks wait.
   virtual Status ClaimNextOfSteps(
       const std::function<bool(std::string_view type)>& step_open,
-      const std::function<bool(const Task&)>& accept, int64_t* id) {
-    return ClaimNext(
-        [&](const Task& t) {
-          return (!step_open || step_open(t.type)) && (!accept || accept(t));
-        },
-        id);
-  }
+      const std::function<bool(const Task&)>& accept, int64_t* id) = 0;
   // Completes a task this worker holds, submitting `children` in the same
   // batch. Each child's parent_id is used as given: normally `id`; for a
   // finally hook's output, the parent of the hook's owner.
@@ -222,7 +213,8 @@ class Txn {
     int64_t timeout_ms = 0;
     bool retry_on_timeout = true;
   };
-  // As ClaimNext, but the claim is held by a new random lease on `terms`;
+  // As ClaimNextOfSteps with no step filter, but the claim is held by a
+  // new random lease on `terms`;
   // *token receives it.
   virtual Status ClaimLeased(const std::function<bool(const Task&)>& accept,
                              const LeaseTerms& terms, int64_t* id,
@@ -258,7 +250,6 @@ std::string WhyNotHeld(const Task& t);
 inline std::string WizardDir(const std::string& install_dir) {
   return install_dir + "/.wizard";
 }
-
 
 }  // namespace wizq
 

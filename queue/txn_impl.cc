@@ -95,13 +95,6 @@ TaskClaimed TxnImpl::ClaimOf(int64_t id) const {
   return e;
 }
 
-Status TxnImpl::ClaimNext(const std::function<bool(const Task&)>& accept,
-                          int64_t* id) {
-  *id = NextReady(accept, now_ms());
-  if (*id == 0) return Status::OK();
-  return q_->Stage(ClaimOf(*id));
-}
-
 Status TxnImpl::ClaimNextOfSteps(
     const std::function<bool(std::string_view type)>& step_open,
     const std::function<bool(const Task&)>& accept, int64_t* id) {

@@ -22,8 +22,6 @@ class TxnImpl : public Txn {
   int64_t now_ms() const override;
   const Reclaimed& reclaimed() const override { return *reclaimed_; }
   Status Submit(const NewTask& task, int64_t* id, bool* deduplicated) override;
-  Status ClaimNext(const std::function<bool(const Task&)>& accept,
-                   int64_t* id) override;
   Status ClaimNextOfSteps(
       const std::function<bool(std::string_view type)>& step_open,
       const std::function<bool(const Task&)>& accept, int64_t* id) override;

@@ -26,8 +26,8 @@
 // still resume) kept a directory per task:
 //
 //   .wizard/tasks/<id>/<attempt>.stdin|.stdout|.stderr
-//   .wizard/tasks/<id>/running.lock       lock_path()  the tree's flock
-//   .wizard/tasks/<id>/pgid               pgid_path()  the attempt record
+//   .wizard/tasks/<id>/running.lock       LockPath()  the tree's flock
+//   .wizard/tasks/<id>/pgid               PgidPath()  the attempt record
 //
 // `Existing()` gives the files of an attempt wherever they are (the new
 // layout, else the previous one); the constructor names the new layout.
@@ -88,8 +88,6 @@ class AttemptFiles {
   // The previous layout's stdin file (never written any more).
   std::string stdin_path() const { return LegacyPath(".stdin"); }
   std::string legacy_stdout_path() const { return LegacyPath(".stdout"); }
-  std::string lock_path() const { return LockPath(dir_); }
-  std::string pgid_path() const { return PgidPath(dir_); }
 
  private:
   AttemptFiles(bool legacy, std::string dir, int attempt)

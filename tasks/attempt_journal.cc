@@ -1,8 +1,5 @@
 #include "tasks/attempt_journal.h"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -117,33 +114,6 @@ bool LatestJournalAttempt(Env* env, const std::string& path,
   if (it == view.latest.end()) return false;
   *record = it->second;
   return true;
-}
-
-bool FindJournalEnd(int fd, uint64_t offset, const std::string& key,
-                    int attempt, pid_t pid, AttemptRecord* record) {
-  std::string data;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n =
-        pread(fd, buf, sizeof(buf), static_cast<off_t>(offset + data.size()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    data.append(buf, static_cast<size_t>(n));
-    if (static_cast<size_t>(n) < sizeof(buf)) break;  // at the end
-  }
-  size_t pos = 0;
-  for (;;) {
-    const size_t nl = data.find('\n', pos);
-    if (nl == std::string::npos) return false;
-    JournalLine line;
-    if (ParseJournalLine(std::string_view(data).substr(pos, nl - pos), &line) &&
-        line.is_end && line.key == key && line.record.attempt == attempt &&
-        line.record.pid == pid) {
-      *record = line.record;
-      return true;
-    }
-    pos = nl + 1;
-  }
 }
 
 }  // namespace wizq::internal

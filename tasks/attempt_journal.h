@@ -23,9 +23,6 @@
 #ifndef WIZQ_TASKS_ATTEMPT_JOURNAL_H_
 #define WIZQ_TASKS_ATTEMPT_JOURNAL_H_
 
-#include <sys/types.h>
-
-#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -50,12 +47,6 @@ bool ParseJournalLine(std::string_view line, JournalLine* out);
 // (a process-wide cache, keyed by the journal's inode). Thread-safe.
 bool LatestJournalAttempt(Env* env, const std::string& path,
                           const std::string& key, AttemptRecord* record);
-
-// The end line of (key, attempt, pid) in the journal open at `fd`, looked
-// for from `offset` on (where the journal ended before the attempt
-// started). False if there is none.
-bool FindJournalEnd(int fd, uint64_t offset, const std::string& key,
-                    int attempt, pid_t pid, AttemptRecord* record);
 
 }  // namespace wizq::internal
 

@@ -9,10 +9,13 @@
 // use a scripted fake (tests/fake_executor.h). Ninja's CommandRunner is the
 // model.
 //
-// Thread-safety: everything but AttemptStarted is called from the run
-// loop's thread only. AttemptStarted is also called from the thread that
-// commits (inside a queue transaction) while the loop thread starts tasks,
-// so it must be thread-safe.
+// Thread-safety: two threads call an Executor, and each method says which.
+// The run loop's thread may call every method. The thread that commits
+// (orchestrator/commit_thread.h) calls CanRun, CanRunTask (choosing what to
+// claim), AttemptStarted and AttemptAdoptable (putting back a dead worker's
+// tasks, inside a queue transaction) while the loop thread starts and waits
+// for attempts, so those four must be thread-safe. The rest are called from
+// the loop thread only.
 #ifndef WIZQ_TASKS_EXECUTOR_H_
 #define WIZQ_TASKS_EXECUTOR_H_
 
@@ -115,13 +118,14 @@ class Executor {
   virtual ~Executor() = default;
 
   // Whether this executor can run tasks whose action is `action` (the run
-  // loop claims only those).
+  // loop claims only those). Thread-safe: also called from the thread that
+  // commits.
   virtual bool CanRun(const Action& action) const = 0;
 
   // Whether this executor would run `task` (whose action is `action`) now;
   // the run loop claims only those. By default, CanRun(action). A Prompt
   // task without an answer is runnable only where someone can answer it.
-  // Called from the thread that commits: must be thread-safe.
+  // Thread-safe: called from the thread that commits and the loop thread.
   virtual bool CanRunTask(const Task& task, const Action& action) const {
     (void)task;
     return CanRun(action);
@@ -136,33 +140,35 @@ class Executor {
   // reasons of its own (a missing cwd, no shell) still returns OK and is
   // reported by Wait as kSpawnFailed. An error Status is the environment's
   // fault (no descriptors, no space, an earlier attempt that cannot be
-  // ended): nothing was started and the run should stop.
+  // ended): nothing was started and the run should stop. Loop thread.
   virtual Status Start(const Attempt& attempt) = 0;
 
   // Waits up to timeout_ms (0 = just look, negative = no limit) until at
   // least one started attempt has finished and appends every finished one
-  // to *done. Returns at once when nothing runs.
+  // to *done. Returns at once when nothing runs. Loop thread.
   virtual Status Wait(int timeout_ms, Done* done) = 0;
 
-  // Attempts started and not yet returned by Wait.
+  // Attempts started and not yet returned by Wait. Loop thread.
   virtual size_t running() const = 0;
 
   // The task whose running attempt process `pid` belongs to (false if
-  // none): who sent wizq a stop signal.
+  // none): who sent wizq a stop signal. Loop thread.
   virtual bool FindByProcess(int pid, int64_t* task_id) const = 0;
 
   // Stops every running attempt (grace_seconds before it is forced) and
-  // drops their results. Used when the run stops.
+  // drops their results. Used when the run stops. Loop thread.
   virtual void TerminateAll(double grace_seconds) = 0;
 
   // Whether attempt `attempt` of task `task_id` ever started, in this
   // process or in a worker that died since: a claim whose attempt never
-  // started does not count (QueueOptions::attempt_started). Thread-safe.
+  // started does not count (QueueOptions::attempt_started). Thread-safe:
+  // called inside queue transactions, on the thread that commits too.
   virtual bool AttemptStarted(int64_t task_id, int attempt) const = 0;
 
   // Ends whatever an earlier attempt of `task_id` left running (a dead
   // worker's task that is failed as worker_lost, SPEC §6.3). OK when
-  // nothing runs any more.
+  // nothing runs any more. Loop thread (also through Queue::Open, which
+  // archives an old run: QueueOptions::end_orphan).
   virtual Status ReapOrphans(int64_t task_id) = 0;
 
   // Whether attempt `attempt` of `task_id`, started by a worker that died,
@@ -170,12 +176,14 @@ class Executor {
   // adopt (QueueOptions::attempt_adoptable). If so, the queue puts the task
   // back without charging the attempt, and the next Start of that same
   // attempt number adopts it instead of running the task again.
-  // Thread-safe. Default: never (nothing to adopt).
+  // Thread-safe: called inside queue transactions, on the thread that
+  // commits too. Default: never (nothing to adopt).
   virtual bool AttemptAdoptable(int64_t task_id, int attempt) const;
 
   // Asks Wait to return early, too, when descriptor `fd` becomes readable
   // (the run loop's commit-landed eventfd; Wait does not read it). False
-  // if this executor cannot (then the loop polls on a short timer).
+  // if this executor cannot (then the loop polls on a short timer). Loop
+  // thread.
   virtual bool SetWakeFd(int fd) {
     (void)fd;
     return false;
@@ -186,30 +194,32 @@ class Executor {
   // running attempts ends, without a round trip through the run loop
   // (CommandExecutor: in its spawner, tasks/spawner.h). The run loop
   // starts at most RunLoop::QueueAhead() such attempts beyond the slots.
-  // Default: no.
+  // Loop thread. Default: no.
   virtual bool Queues(const Action& action) const {
     (void)action;
     return false;
   }
   // How many of the attempts this executor queues may run at once (the
-  // slots that attempts of other executors do not hold). Default: ignored.
+  // slots that attempts of other executors do not hold). Loop thread.
+  // Default: ignored.
   virtual void SetQueueSlots(int slots) { (void)slots; }
   // Gives back the queued attempts that have not started: Wait reports
-  // each with AttemptResult::never_started. Default: none.
+  // each with AttemptResult::never_started. Loop thread. Default: none.
   virtual void CancelQueued() {}
   // For the attempts of actions it Queues, an executor says when each one
   // began (its process runs), which may be well after Start: appends the
   // task ids of the attempts that began since the last call (Wait also
   // returns when one began). An attempt whose result comes first began
   // too, unless it never_started. Default: none (the run loop takes an
-  // attempt of an action that does not queue as begun at Start).
+  // attempt of an action that does not queue as begun at Start). Loop
+  // thread.
   virtual void TakeBegun(std::vector<int64_t>* task_ids) { (void)task_ids; }
 
   // After a Start that adopted a dead worker's attempt of `task_id` which
   // still runs: what it waits for, for the user ("waiting for its earlier
   // attempt 1 (process group 4242) to finish, up to 28s"). Empty when Start
-  // ran the task, or the adopted attempt had already finished. Default:
-  // empty.
+  // ran the task, or the adopted attempt had already finished. Loop
+  // thread. Default: empty.
   virtual std::string AdoptionNote(int64_t task_id) const {
     (void)task_id;
     return "";

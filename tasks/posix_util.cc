@@ -52,14 +52,6 @@ Status WriteFd(int fd, std::string_view data, const std::string& path) {
   return Status::OK();
 }
 
-Status WriteSmallFile(Env* env, const std::string& path,
-                      std::string_view data) {
-  std::unique_ptr<WritableFile> file;
-  WIZQ_RETURN_IF_ERROR(env->NewWritableFile(path, &file));
-  WIZQ_RETURN_IF_ERROR(file->Append(data));
-  return file->Close();
-}
-
 Status CheckRealDir(Env* env, const std::string& path) {
   FileInfo info;
   Status s = env->GetFileInfo(path, &info);

@@ -67,9 +67,6 @@ Status OpenFile(Env* env, const std::string& path, int flags, ScopedFd* fd);
 // file in errors.
 Status WriteFd(int fd, std::string_view data, const std::string& path);
 
-// Creates or truncates `path` (0600) and writes `data`; no fsync.
-Status WriteSmallFile(Env* env, const std::string& path, std::string_view data);
-
 // The task's own directory must be a real directory, not a symlink planted
 // to make wizq write elsewhere.
 Status CheckRealDir(Env* env, const std::string& path);

@@ -329,7 +329,8 @@ TEST_F(AgentServiceTest, TakeWaitReturnsWhenAParentCompletes) {
   const auto completed = std::chrono::steady_clock::now();
   ASSERT_TRUE(q->Transact([](Txn& txn) {
                  int64_t id = 0;
-                 WIZQ_RETURN_IF_ERROR(txn.ClaimNext(nullptr, &id));
+                 WIZQ_RETURN_IF_ERROR(
+                     txn.ClaimNextOfSteps(nullptr, nullptr, &id));
                  NewTask child;
                  child.type = "Review";
                  child.inputs = "{}";

@@ -780,7 +780,7 @@ TEST(AuditLogQueueTest, TornLastRecordOfARealRunIsSetAsideOnOpen) {
     ASSERT_TRUE(Queue::Open(options, &q, &report).ok());
     int64_t id = 0;
     ASSERT_TRUE(q->Transact([&](Txn& txn) {
-                   return txn.ClaimNext(nullptr, &id);
+                   return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
                  }).ok());
     ASSERT_TRUE(q->Transact([&](Txn& txn) {
                    return txn.Complete(id,
@@ -794,7 +794,7 @@ TEST(AuditLogQueueTest, TornLastRecordOfARealRunIsSetAsideOnOpen) {
     // batch of several lines.
     Status s = q->Transact([&](Txn& txn) {
       int64_t c = 0;
-      WIZQ_RETURN_IF_ERROR(txn.ClaimNext(nullptr, &c));
+      WIZQ_RETURN_IF_ERROR(txn.ClaimNextOfSteps(nullptr, nullptr, &c));
       return txn.Complete(c,
                           {MakeTask("Leaf", "{\"y\":1}", c, 1),
                            MakeTask("Leaf", "{\"y\":2}", c, 1)},
@@ -859,7 +859,7 @@ TEST(AuditLogQueueTest, TornLastRecordOfARealRunIsSetAsideOnOpen) {
     // And the run goes on.
     int64_t id = 0;
     ASSERT_TRUE(q->Transact([&](Txn& txn) {
-                   return txn.ClaimNext(nullptr, &id);
+                   return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
                  }).ok());
     EXPECT_EQ(id, 2);
   }

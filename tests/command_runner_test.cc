@@ -580,8 +580,9 @@ TEST(AttemptFilesTest, NamesEveryPathOfAnAttempt) {
   // The previous layout's files.
   EXPECT_EQ(f.stdin_path(), "/i/.wizard/tasks/12/3.stdin");
   EXPECT_EQ(f.legacy_stdout_path(), "/i/.wizard/tasks/12/3.stdout");
-  EXPECT_EQ(f.lock_path(), "/i/.wizard/tasks/12/running.lock");
-  EXPECT_EQ(f.pgid_path(), "/i/.wizard/tasks/12/pgid");
+  EXPECT_EQ(AttemptFiles::LockPath(f.dir()),
+            "/i/.wizard/tasks/12/running.lock");
+  EXPECT_EQ(AttemptFiles::PgidPath(f.dir()), "/i/.wizard/tasks/12/pgid");
   EXPECT_EQ(AttemptFiles::InTaskDir("/d", 2).stdout_path(), "/d.2.stdout");
 }
 

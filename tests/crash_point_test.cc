@@ -451,25 +451,33 @@ INSTANTIATE_TEST_SUITE_P(CrashPoints, CrashPointSweep,
                          ::testing::ValuesIn(SweptPoints()), PointName);
 
 // Every CrashPoint("...") in the sources is listed in kCrashPoints (so the
-// sweep covers it), and every listed point exists in the sources.
+// sweep covers it), and every listed point exists in the sources. Every
+// source folder is scanned, and each must be readable: a folder skipped or a
+// wrong SourceDir() would otherwise make both sets empty and the test pass.
 TEST(CrashPointList, MatchesTheSources) {
   std::set<std::string> in_source;
   const std::string marker = "CrashPoint(\"";
-  for (const char* sub :
-       {"audit", "cli", "fs", "orchestrator", "queue", "tasks", "util"}) {
+  for (const char* sub : {"agent", "audit", "cli", "embed", "fs", "interop",
+                          "mcp", "orchestrator", "queue", "tasks", "util"}) {
+    const std::string folder = test::SourceDir() + "/" + sub;
     std::error_code ec;
-    for (const auto& e :
-         fs::recursive_directory_iterator(test::SourceDir() + "/" + sub, ec)) {
-      const std::string ext = e.path().extension().string();
+    size_t files = 0;
+    for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      const std::string ext = it->path().extension().string();
       if (ext != ".cc" && ext != ".h") continue;
-      const std::string text = test::ReadAll(e.path().string());
+      files++;
+      const std::string text = test::ReadAll(it->path().string());
       for (size_t at = text.find(marker); at != std::string::npos;
            at = text.find(marker, at + 1)) {
         const size_t begin = at + marker.size();
         in_source.insert(text.substr(begin, text.find('"', begin) - begin));
       }
     }
+    ASSERT_FALSE(ec) << folder << ": " << ec.message();
+    ASSERT_GT(files, 0u) << "no .cc or .h file under " << folder;
   }
+  ASSERT_FALSE(in_source.empty()) << "no CrashPoint(\"...\") in the sources";
   const std::set<std::string> listed(std::begin(kCrashPoints),
                                      std::end(kCrashPoints));
   EXPECT_EQ(in_source, listed)

@@ -150,7 +150,7 @@ TEST_F(QueueTest, TransactionOfAnAttachedQueueReclaimsADeadWorkersTask) {
                     seen = txn.reclaimed();
                     // Put back before the callback runs.
                     EXPECT_EQ(txn.state().Find(1)->state, TaskState::kPending);
-                    return txn.ClaimNext(nullptr, &id);
+                    return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
                   })
                   .ok());
   EXPECT_EQ(seen.reset, std::vector<int64_t>{1});

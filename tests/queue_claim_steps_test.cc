@@ -58,7 +58,7 @@ TEST_F(QueueTest, ClaimNextOfStepsTakesTheLowestIdOfTheOpenSteps) {
   EXPECT_EQ(ClaimOfSteps(q.get(), {"Root", "A"}), 5);
   // Every step refused: nothing, whatever is pending.
   EXPECT_EQ(ClaimOfSteps(q.get(), {"Root", "A", "B", "C"}), 0);
-  // No filter: as ClaimNext, the lowest ready id.
+  // No filter: the lowest ready id.
   EXPECT_EQ(ClaimOfSteps(q.get(), {}), 1);
   Complete(q.get(), 1);
   Complete(q.get(), 2);

@@ -235,7 +235,7 @@ class Driver {
       *name = "claim";
       return Transact([&](Txn& txn) {
         int64_t id = 0;
-        WIZQ_RETURN_IF_ERROR(txn.ClaimNext(nullptr, &id));
+        WIZQ_RETURN_IF_ERROR(txn.ClaimNextOfSteps(nullptr, nullptr, &id));
         return id != 0 ? Status::OK() : Status::Corruption("nothing to claim");
       });
     }
@@ -515,8 +515,9 @@ void IoErrorAtEveryOp(FaultInjectionEnv::OpKind kind) {
           Status again = d.queue()->Transact([](Txn&) { return Status::OK(); });
           EXPECT_FALSE(again.ok()) << context << "the queue was not stopped";
           int64_t id = 0;
-          again = d.queue()->Transact(
-              [&](Txn& txn) { return txn.ClaimNext(nullptr, &id); });
+          again = d.queue()->Transact([&](Txn& txn) {
+            return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
+          });
           EXPECT_FALSE(again.ok()) << context << "the queue was not stopped";
           EXPECT_FALSE(d.queue()->Checkpoint().ok()) << context;
         }
@@ -598,7 +599,7 @@ TEST(QueueCrashTest, PartialPowerLossInABigBatchKeepsAllOrNothing) {
                 .ok());
         int64_t id = 0;
         ASSERT_TRUE(q->Transact([&](Txn& txn) {
-                       return txn.ClaimNext(nullptr, &id);
+                       return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
                      }).ok());
         // 40 children of ~300 bytes: a batch of ~12 KB, 24 sectors.
         std::vector<NewTask> kids;
@@ -633,7 +634,7 @@ TEST(QueueCrashTest, PartialPowerLossInABigBatchKeepsAllOrNothing) {
       }
       int64_t id = 0;
       ASSERT_TRUE(q->Transact([&](Txn& txn) {
-                     return txn.ClaimNext(nullptr, &id);
+                     return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
                    }).ok())
           << context;
       EXPECT_EQ(id, tasks == 1 ? 1 : 2) << context;
@@ -659,7 +660,7 @@ TEST(QueueCrashTest, CrashWhileArchivingLosesNothing) {
                 .ok());
         int64_t id = 0;
         ASSERT_TRUE(q->Transact([&](Txn& txn) {
-                       return txn.ClaimNext(nullptr, &id);
+                       return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
                      }).ok());
         ASSERT_TRUE(q->Close().ok());
         a_log = ReadAll(install + "/.wizard/audit.jsonl");
@@ -722,7 +723,7 @@ TEST(QueueCrashTest, CrashWhileSettingATornTailAsideLosesNothing) {
             .ok());
     int64_t id = 0;
     ASSERT_TRUE(q->Transact([&](Txn& txn) {
-                   return txn.ClaimNext(nullptr, &id);
+                   return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
                  }).ok());
     ASSERT_TRUE(q->Transact([&](Txn& txn) {
                    return txn.Complete(
@@ -734,7 +735,7 @@ TEST(QueueCrashTest, CrashWhileSettingATornTailAsideLosesNothing) {
     full_log =
         test::WithoutFreeSpace(ReadAll(seed_install + "/.wizard/audit.jsonl"));
     ASSERT_TRUE(q->Transact([&](Txn& txn) {
-                   return txn.ClaimNext(nullptr, &id);
+                   return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
                  }).ok());
   }
   const std::string torn =

@@ -191,8 +191,8 @@ class QueueTest : public ::testing::Test {
   static int64_t Claim(
       Queue* q, const std::function<bool(const Task&)>& accept = nullptr) {
     int64_t id = -1;
-    Status s =
-        q->Transact([&](Txn& txn) { return txn.ClaimNext(accept, &id); });
+    Status s = q->Transact(
+        [&](Txn& txn) { return txn.ClaimNextOfSteps(nullptr, accept, &id); });
     EXPECT_TRUE(s.ok()) << s.ToString();
     return id;
   }

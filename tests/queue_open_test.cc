@@ -198,13 +198,15 @@ void LeaveCrashedRun(const QueueOptions& o) {
   std::unique_ptr<Queue> q;
   ASSERT_TRUE(Queue::Open(o, &q, nullptr).ok());
   int64_t id = 0;
-  ASSERT_TRUE(
-      q->Transact([&](Txn& txn) { return txn.ClaimNext(nullptr, &id); }).ok());
+  ASSERT_TRUE(q->Transact([&](Txn& txn) {
+                 return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
+               }).ok());
   ASSERT_TRUE(q->Transact([&](Txn& txn) {
                  return txn.Complete(id, {MakeTask("C", "{}", id, 3)}, nullptr);
                }).ok());
-  ASSERT_TRUE(
-      q->Transact([&](Txn& txn) { return txn.ClaimNext(nullptr, &id); }).ok());
+  ASSERT_TRUE(q->Transact([&](Txn& txn) {
+                 return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
+               }).ok());
 }
 
 TEST_F(QueueTest, NewerFormatIsRefusedAndNothingIsTouched) {

@@ -27,8 +27,9 @@ TEST(QueueSmokeTest, ClaimCompleteResume) {
   ASSERT_TRUE(Queue::Open(Options(dir.path()), &q, &report).ok());
   EXPECT_EQ(report.action, OpenAction::kStartedFresh);
   int64_t id = 0;
-  ASSERT_TRUE(
-      q->Transact([&](Txn& txn) { return txn.ClaimNext(nullptr, &id); }).ok());
+  ASSERT_TRUE(q->Transact([&](Txn& txn) {
+                 return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
+               }).ok());
   ASSERT_EQ(id, 1);
   Status s = q->Transact([&](Txn& txn) {
     NewTask c;
@@ -50,8 +51,9 @@ TEST(QueueSmokeTest, ClaimCompleteResume) {
   EXPECT_EQ(q->state().Find(1)->state, TaskState::kDone);
   EXPECT_EQ(q->state().Find(2)->state, TaskState::kPending);
   // A claim left by a dead worker is reset on the next open.
-  ASSERT_TRUE(
-      q->Transact([&](Txn& txn) { return txn.ClaimNext(nullptr, &id); }).ok());
+  ASSERT_TRUE(q->Transact([&](Txn& txn) {
+                 return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
+               }).ok());
   q.reset();  // like a crash: no Close
   ASSERT_TRUE(Queue::Open(Options(dir.path()), &q, &report).ok());
   EXPECT_EQ(report.tasks_reset, 1);

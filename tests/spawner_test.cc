@@ -229,7 +229,11 @@ TEST_F(SpawnerTest, TheSpawnerHoldsNoneOfWizqsFilesNorARunningAttemptsLock) {
                             std::chrono::seconds(5)));
   const std::vector<pid_t> spawners = Spawners(getpid());
   ASSERT_EQ(spawners.size(), 1u);
-  for (const std::string& target : Descriptors(spawners[0])) {
+  // The spawner holds at least its socket to wizq: an empty list means
+  // /proc/<pid>/fd was unreadable and the loop below would check nothing.
+  const std::vector<std::string> targets = Descriptors(spawners[0]);
+  ASSERT_FALSE(targets.empty()) << "/proc/" << spawners[0] << "/fd unreadable";
+  for (const std::string& target : targets) {
     EXPECT_EQ(target.find("wizq-own-file"), std::string::npos) << target;
     EXPECT_EQ(target.find("1.1.stdout"), std::string::npos) << target;
   }

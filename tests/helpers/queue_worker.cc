@@ -5,7 +5,7 @@
 //                [--hold-count K] [--ledger F] [--go-file G]
 //
 // Opens the run in D (the test seeds it first, so this joins or resumes
-// it), then loops: Transact{ClaimNext} (each
+// it), then loops: Transact{ClaimNextOfSteps} (each
 // transaction first puts back the claims of dead workers); "does the work"
 // by appending "<task_id> <pid>\n" to the ledger (D/ledger.txt unless
 // --ledger) with O_APPEND and sleeping 0-2 ms; then Transact{Complete}.
@@ -159,7 +159,7 @@ int Run(const Args& args) {
     int64_t id = 0;
     bool finished = false;
     s = queue->Transact([&](Txn& txn) {
-      WIZQ_RETURN_IF_ERROR(txn.ClaimNext(nullptr, &id));
+      WIZQ_RETURN_IF_ERROR(txn.ClaimNextOfSteps(nullptr, nullptr, &id));
       finished = id == 0 && txn.state().pending().empty() &&
                  txn.state().in_progress().empty();
       return Status::OK();
