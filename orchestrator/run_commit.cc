@@ -302,7 +302,7 @@ bool RunLoop::StepHasRoom(const Task& t,
 // arrived but are not committed yet are committed first.
 Status RunLoop::StopAndRelease(const std::string& reason) {
   // SIGTERM, and SIGKILL after this grace (at once on a second Ctrl+C:
-  // cli/signals.cc).
+  // cli/run_signals.cc).
   executor_->TerminateAll(5.0);
   Status s = Harvest(/*block=*/true);
   for (const Task& t : ready_) running_[t.id] = t;
