@@ -72,8 +72,8 @@ std::vector<std::string> FailureList(const std::vector<Task>& failed,
   for (const Task& t : failed) {
     const std::string value = ShortValue(t.inputs, 60);
     out.push_back("  task " + std::to_string(t.id) + " " + t.type +
-                  (value.empty() ? "" : " [" + value + "]") +
-                  HookLabel(t) + ": " + t.error_reason + ": " +
+                  (value.empty() ? "" : " [" + value + "]") + HookLabel(t) +
+                  ": " + t.error_reason + ": " +
                   ShortText(FailureMessage(t.error_message), kLineColumns));
     std::string path;
     std::vector<std::string> tail;

@@ -6,10 +6,10 @@
 
 #include <atomic>
 
-#include "tasks/agent_executor.h"
 #include "fs/env.h"
 #include "orchestrator/run_loop.h"
 #include "queue/import.h"
+#include "tasks/agent_executor.h"
 #include "tasks/command_executor.h"
 #include "tasks/executor_set.h"
 #include "tasks/function_executor.h"

@@ -1,9 +1,9 @@
 #include "tasks/agent_executor.h"
 
-#include "tasks/instructions.h"
 #include "fs/env.h"
 #include "tasks/attempt_files.h"
 #include "tasks/command_executor.h"
+#include "tasks/instructions.h"
 #include "tasks/orphans_record.h"
 #include "util/environment.h"
 

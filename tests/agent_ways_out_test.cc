@@ -179,8 +179,8 @@ TEST_F(AgentWaysOutTest, ServeKillsItsCommandAtTheTimeoutAsTimeout) {
   const std::string pid_text = test::ReadAll(dir_.Join("pid"));
   if (pid_text.empty()) return;
   const pid_t pid = std::stoi(pid_text);
-  EXPECT_TRUE(test::WaitFor([&] { return test::ProcessDead(pid); },
-                            test::seconds(5)))
+  EXPECT_TRUE(
+      test::WaitFor([&] { return test::ProcessDead(pid); }, test::seconds(5)))
       << "the agent command outlived its timeout";
 }
 

@@ -509,9 +509,8 @@ TEST_F(StatusReportTest, ReportRendersInChromiumWithTheCrashMarkers) {
   for (const Json& t : st["tasks"]) {
     const std::string id = std::to_string(t["id"].get<int64_t>());
     const std::string li = "class=\"task\" id=\"task-" + id +
-                           "\" data-task-id=\"" + id +
-                           "\" data-state=\"" + t["state"].get<std::string>() +
-                           "\"";
+                           "\" data-task-id=\"" + id + "\" data-state=\"" +
+                           t["state"].get<std::string>() + "\"";
     EXPECT_TRUE(Contains(dom.out, li)) << li;
   }
   const std::map<std::string, int64_t> lost = LostWorkers();

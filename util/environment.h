@@ -24,10 +24,10 @@ enum class EnvUse {
   X(kEnvCrashAt, "WIZQ_CRASH_AT", kRead, "run,crashtest",                     \
     "For crash tests: POINT[:N] makes wizq exit at once (status 86) the Nth " \
     "time it passes that durable step (docs/RELIABILITY.md lists them).")     \
-  X(kEnvCrashIf, "WIZQ_CRASH_IF", kRead, "run,crashtest",                    \
+  X(kEnvCrashIf, "WIZQ_CRASH_IF", kRead, "run,crashtest",                     \
     "For crash tests, with WIZQ_CRASH_AT: only the passes whose durable "     \
     "batch holds this text count (an event as written, e.g. "                 \
-    "\"event\":\"task_completed\",\"id\":4,).")                                \
+    "\"event\":\"task_completed\",\"id\":4,).")                               \
   X(kEnvRunId, "WIZQ_RUN_ID", kForTask, "run,agent serve",                    \
     "The run's id, e.g. r6e695926b9e6dac8.")                                  \
   X(kEnvTaskId, "WIZQ_TASK_ID", kForTask, "run,agent serve",                  \

@@ -97,10 +97,21 @@ expect() {
 }
 
 # type TEXT then Tab (twice with a second argument: bash lists only then).
+# The line is cleared first, and typing waits for the bare prompt: a
+# Ctrl+C that lands while the shell still computes the last completion
+# (the machine is loaded) ends that completion, not the line, so it is
+# sent again until the screen shows nothing but "$" (at most 10 s).
 type_tab() {
-  tmux -L "$socket" send-keys -t t C-c
-  tmux -L "$socket" send-keys -t t C-l
-  sleep 0.3
+  tries=0
+  while :; do
+    tmux -L "$socket" send-keys -t t C-c
+    tmux -L "$socket" send-keys -t t C-l
+    sleep 0.3
+    last=$(screen | sed 's/[[:space:]]*$//' | grep -v '^$' | tail -n 1)
+    [ "$last" = '$' ] && break
+    tries=$((tries + 1))
+    [ $tries -ge 30 ] && break
+  done
   tmux -L "$socket" send-keys -t t -l "$1"
   tmux -L "$socket" send-keys -t t Tab
   [ $# -gt 1 ] && { sleep 0.5; tmux -L "$socket" send-keys -t t Tab; }
