@@ -33,23 +33,15 @@ using test::ScratchDir;
 using test::WizqProcess;
 using test::WizqResult;
 
-std::string Data(const std::string& name = "") {
-  return test::SourceDir() + "/tests/data/barnum" +
-         (name.empty() ? "" : "/" + name);
-}
-
-test::SpawnOptions InData() {
-  test::SpawnOptions o;
-  o.cwd = Data();
-  return o;
-}
+using test::BarnumData;
+using test::InBarnumData;
 
 WizqResult ResumeFrom(const std::string& log, const std::string& dir,
                       std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"wizq", "run",   "--resume-from",
                                    log,    "--dir", dir};
   args.insert(args.end(), extra.begin(), extra.end());
-  return RunWizq(args, InData());
+  return RunWizq(args, InBarnumData());
 }
 
 std::vector<std::string> Ledger(const std::string& dir) {
@@ -68,7 +60,8 @@ class BarnumCliTest : public ::testing::Test {
 TEST_F(BarnumCliTest, ReferenceFanOutContinuesFromEveryLogShape) {
   for (const char* shape : {"ref", "v1", "v2"}) {
     SCOPED_TRACE(shape);
-    const std::string log = Data(std::string("fanout.") + shape + ".ndjson");
+    const std::string log =
+        BarnumData(std::string("fanout.") + shape + ".ndjson");
     const std::string before = test::ReadAll(log);
     const std::string inst = dir_.Join(shape);
     WizqResult r = ResumeFrom(log, inst);
@@ -108,7 +101,7 @@ TEST_F(BarnumCliTest, ReferenceFanOutContinuesFromEveryLogShape) {
 // its two spent, then 0's hook, once, after it.
 TEST_F(BarnumCliTest, ReferenceFormatExampleContinues) {
   const std::string inst = dir_.Join("inst");
-  WizqResult r = ResumeFrom(Data("format.ref.ndjson"), inst);
+  WizqResult r = ResumeFrom(BarnumData("format.ref.ndjson"), inst);
   ASSERT_TRUE(r.exited && r.code == 0) << r.Describe() << r.err;
   EXPECT_EQ(Ledger(inst),
             (std::vector<std::string>{
@@ -132,7 +125,7 @@ TEST_F(BarnumCliTest, ReferenceFormatExampleContinues) {
 
 TEST_F(BarnumCliTest, BadLogsAndFlagsExit2AndWriteNothing) {
   const std::string cfg =
-      test::SplitLines(test::ReadAll(Data("fanout.v1.ndjson")))[0];
+      test::SplitLines(test::ReadAll(BarnumData("fanout.v1.ndjson")))[0];
   const std::string seed =
       R"({"kind":"TaskSubmitted","task_id":0,"step":"ListFiles","value":{},"parent_id":null,"origin":{"kind":"Initial"}})";
   const std::string done0 =
@@ -162,7 +155,7 @@ TEST_F(BarnumCliTest, BadLogsAndFlagsExit2AndWriteNothing) {
     EXPECT_FALSE(fs::exists(inst)) << "wrote to DIR for " << c.text;
   }
   // Incompatible flags.
-  const std::string good = Data("fanout.v1.ndjson");
+  const std::string good = BarnumData("fanout.v1.ndjson");
   const std::string inst = dir_.Join("inst");
   for (std::vector<std::string> extra :
        {std::vector<std::string>{"--input", "{}"},
@@ -171,7 +164,7 @@ TEST_F(BarnumCliTest, BadLogsAndFlagsExit2AndWriteNothing) {
     EXPECT_TRUE(r.exited && r.code == 2) << r.Describe();
     EXPECT_FALSE(fs::exists(inst));
   }
-  WizqResult w = RunWizq({"wizq", "run", Data("roundtrip.jsonc"),
+  WizqResult w = RunWizq({"wizq", "run", BarnumData("roundtrip.jsonc"),
                           "--resume-from", good, "--dir", inst});
   EXPECT_TRUE(w.exited && w.code == 2) << w.Describe();
   WizqResult none = RunWizq({"wizq", "run", "--dir", inst});
@@ -194,7 +187,7 @@ TEST_F(BarnumCliTest, ImportedRunKilledAndResumedBySameCommand) {
   // The fan-out Config with two retries per step: the attempt in flight at
   // the kill counts (SPEC §6.3) and must not be the last.
   std::string cfg =
-      test::SplitLines(test::ReadAll(Data("fanout.v1.ndjson")))[0];
+      test::SplitLines(test::ReadAll(BarnumData("fanout.v1.ndjson")))[0];
   for (size_t at; (at = cfg.find("\"max_retries\":0")) != std::string::npos;) {
     cfg.replace(at, 15, "\"max_retries\":2");
   }
@@ -215,7 +208,7 @@ TEST_F(BarnumCliTest, ImportedRunKilledAndResumedBySameCommand) {
   const std::string inst = dir_.Join("inst");
   {
     WizqProcess p({"wizq", "run", "--resume-from", log, "--dir", inst},
-                  InData());
+                  InBarnumData());
     ASSERT_TRUE(test::WaitFor(
         [&] {
           const std::string l = test::ReadAll(inst + "/ledger");
@@ -320,13 +313,13 @@ class BarnumRoundTripTest : public BarnumCliTest {
  protected:
   std::string Marker() const { return dir_.Join("go"); }
   WizqResult RunOriginal(const Json& input) {
-    return RunWizq({"wizq", "run", Data("roundtrip.jsonc"), "--dir",
+    return RunWizq({"wizq", "run", BarnumData("roundtrip.jsonc"), "--dir",
                     dir_.Join("orig"), "--input", input.dump()});
   }
   // Starts the original run and SIGKILLs it once the ledger holds every
   // line of `wait_lines`; then lets the blocked tasks go.
   void KillMidRun(const Json& input, std::vector<std::string> wait_lines) {
-    WizqProcess p({"wizq", "run", Data("roundtrip.jsonc"), "--dir",
+    WizqProcess p({"wizq", "run", BarnumData("roundtrip.jsonc"), "--dir",
                    dir_.Join("orig"), "--input", input.dump()});
     ASSERT_TRUE(test::WaitFor(
         [&] {
@@ -420,7 +413,7 @@ TEST_F(BarnumRoundTripTest, KilledWhileRetriesAreUnderWay) {
 // submitted and not completed (pending for Barnum).
 TEST_F(BarnumRoundTripTest, ExportOfALiveRun) {
   Json input = {{"wait_for", Marker()}, {"children", {Work(1)}}};
-  WizqProcess p({"wizq", "run", Data("roundtrip.jsonc"), "--dir",
+  WizqProcess p({"wizq", "run", BarnumData("roundtrip.jsonc"), "--dir",
                  dir_.Join("orig"), "--input", input.dump()});
   ASSERT_TRUE(test::WaitFor(
       [&] {

@@ -39,17 +39,8 @@ using test::ScratchDir;
 using test::WizqProcess;
 using test::WizqResult;
 
-std::string Data(const std::string& name = "") {
-  return test::SourceDir() + "/tests/data/barnum" +
-         (name.empty() ? "" : "/" + name);
-}
-
-// Commands run in the data folder (Barnum's rule for a resumed run).
-test::SpawnOptions InData() {
-  test::SpawnOptions o;
-  o.cwd = Data();
-  return o;
-}
+using test::BarnumData;
+using test::InBarnumData;
 
 // How a run is driven to its end.
 enum class Drive {
@@ -210,7 +201,7 @@ class BarnumRoundTrip : public ::testing::TestWithParam<Case> {
   std::vector<std::string> RunArgs(std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {"wizq",
                                      "run",
-                                     Data("cases.jsonc"),
+                                     BarnumData("cases.jsonc"),
                                      "--dir",
                                      dir_.Join("orig"),
                                      "--input",
@@ -276,8 +267,8 @@ class BarnumRoundTrip : public ::testing::TestWithParam<Case> {
     EXPECT_EQ(a.code, 0) << a.Describe() << a.err;
     const std::string run_id =
         test::StatusJson(dir).value("run_id", std::string());
-    return RunWizq({"wizq", "run", Data("cases.jsonc"), "--dir", dir, "--input",
-                    GetParam().input.dump(), "--run-id", run_id});
+    return RunWizq({"wizq", "run", BarnumData("cases.jsonc"), "--dir", dir,
+                    "--input", GetParam().input.dump(), "--run-id", run_id});
   }
 
   ScratchDir dir_;
@@ -313,8 +304,8 @@ TEST_P(BarnumRoundTrip, ExportImportAndRunToTheEnd) {
     SCOPED_TRACE(v == 0 ? "barnum (v2)" : "barnum-v1");
     const std::string inst = dir_.Join(v == 0 ? "imp2" : "imp1");
     const std::vector<std::string> args = ImportArgs(logs[v], inst);
-    WizqResult r = c.drive == Drive::kGate ? RunWizq(args, InData())
-                                           : Finish(args, inst, InData());
+    WizqResult r = c.drive == Drive::kGate ? RunWizq(args, InBarnumData())
+                                           : Finish(args, inst, InBarnumData());
     ASSERT_TRUE(r.exited) << r.Describe();
     ASSERT_TRUE(fs::exists(inst + "/.wizard/queue.json"))
         << "not imported: " << r.err;
@@ -339,8 +330,8 @@ TEST(BarnumExport, ARepairedFailureIsWrittenAsARetry) {
   ScratchDir dir;
   const Json input = {{"children", {Work(1, {{"fail_times", 2}}), Work(2)}}};
   const std::vector<std::string> run = {
-      "wizq",     "run",     Data("cases.jsonc"), "--dir",
-      dir.path(), "--input", input.dump()};
+      "wizq",    "run",       BarnumData("cases.jsonc"), "--dir", dir.path(),
+      "--input", input.dump()};
   ASSERT_EQ(RunWizq(run).code, 1);
   std::vector<std::string> retry = run;
   retry.push_back("--retry-failed");

@@ -1,14 +1,29 @@
 // Helpers of the Barnum interop tests (tests/barnum_cli_test.cc,
-// tests/barnum_roundtrip_test.cc). Header-only.
+// tests/barnum_roundtrip_test.cc, tests/run_entry_test.cc). Header-only.
 #ifndef WIZQ_TESTS_BARNUM_TEST_UTIL_H_
 #define WIZQ_TESTS_BARNUM_TEST_UTIL_H_
 
 #include <cstdint>
 #include <map>
+#include <string>
 
 #include "queue/state.h"
+#include "tests/integration_util.h"
+#include "tests/test_util.h"
 
 namespace wizq::test {
+
+// tests/data/barnum, or a file in it.
+inline std::string BarnumData(const std::string& name = "") {
+  return SourceDir() + "/tests/data/barnum" + (name.empty() ? "" : "/" + name);
+}
+
+// Commands run in the data folder (Barnum's rule for a resumed run).
+inline SpawnOptions InBarnumData() {
+  SpawnOptions o;
+  o.cwd = BarnumData();
+  return o;
+}
 
 // Barnum's "alive" (interop/barnum_import.h) of every task of a wizq run:
 // a task is alive while it has not finished, or it succeeded and something

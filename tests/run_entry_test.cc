@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/barnum_test_util.h"
 #include "tests/integration_util.h"
 #include "tests/prompt_util.h"
 #include "tests/test_util.h"
@@ -31,16 +32,8 @@ using test::RunWizq;
 using test::ScratchDir;
 using test::WizqResult;
 
-std::string BarnumData(const std::string& name = "") {
-  return test::SourceDir() + "/tests/data/barnum" +
-         (name.empty() ? "" : "/" + name);
-}
-
-test::SpawnOptions InBarnumData() {
-  test::SpawnOptions o;
-  o.cwd = BarnumData();
-  return o;
-}
+using test::BarnumData;
+using test::InBarnumData;
 
 // A Barnum state log (v1 shape): the Config's steps, then `entries`.
 std::string BarnumLog(const Json& config, const std::vector<Json>& entries) {
