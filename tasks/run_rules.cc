@@ -1,6 +1,7 @@
 #include "tasks/run_rules.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "tasks/response.h"
@@ -44,6 +45,31 @@ Status SettleRun(Txn& txn, const Workflow& wf, int64_t duration_ms,
   return txn.FinishRun(st.count(TaskState::kFailed) > 0 ? RunStatus::kFailed
                                                         : RunStatus::kCompleted,
                        duration_ms);
+}
+
+Status SubmitDueHooks(StoreTxn& txn, const Workflow& wf) {
+  std::vector<Task> due;
+  WIZQ_RETURN_IF_ERROR(txn.DueHooks(SIZE_MAX, &due));
+  for (const Task& owner : due) {
+    int64_t id = 0;
+    bool dup = false;
+    WIZQ_RETURN_IF_ERROR(txn.Submit(FinallyHookOf(wf, owner), &id, &dup));
+  }
+  return Status::OK();
+}
+
+Status SettleRun(StoreTxn& txn, const Workflow& wf, int64_t duration_ms,
+                 const std::function<void()>& before_finish) {
+  RunInfo run;
+  WIZQ_RETURN_IF_ERROR(txn.GetRun(&run));
+  if (run.status != RunStatus::kRunning) return Status::OK();
+  WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn, wf));
+  RunCounts counts;
+  WIZQ_RETURN_IF_ERROR(txn.Counts(&counts));
+  if (!counts.all_settled) return Status::OK();
+  if (before_finish) before_finish();
+  RunStatus status;
+  return txn.FinishIfSettled(duration_ms, &status);
 }
 
 }  // namespace wizq

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "queue/queue.h"
+#include "queue/store.h"
 #include "queue/task.h"
 #include "tasks/workflow.h"
 #include "util/status.h"
@@ -41,6 +42,12 @@ Status SubmitDueHooks(Txn& txn, const Workflow& wf);
 // run_finished is recorded (the run loop's crash point). Nothing when the
 // run is not running.
 Status SettleRun(Txn& txn, const Workflow& wf, int64_t duration_ms,
+                 const std::function<void()>& before_finish = nullptr);
+
+// The same rules on the store contract (queue/store.h); the Txn forms above
+// go once every caller holds a Store.
+Status SubmitDueHooks(StoreTxn& txn, const Workflow& wf);
+Status SettleRun(StoreTxn& txn, const Workflow& wf, int64_t duration_ms,
                  const std::function<void()>& before_finish = nullptr);
 
 }  // namespace wizq
