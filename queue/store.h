@@ -239,7 +239,21 @@ struct WorkerInfo {
   bool alive = false;
 };
 
-class Store {
+// The reads a Store and a StoreTxn share: a Store answers from the
+// committed state, a StoreTxn from the state as its transaction changed it.
+// Code that only looks (a view, a check of --answer flags) takes this.
+class StoreReads {
+ public:
+  virtual ~StoreReads() = default;
+  virtual Status GetRun(RunInfo* run) = 0;
+  // NotFound if there is no such task.
+  virtual Status GetTask(int64_t id, Task* task) = 0;
+  virtual Status ListTasks(const TaskFilter& filter,
+                           std::vector<Task>* tasks) = 0;
+  virtual Status Counts(RunCounts* counts) = 0;
+};
+
+class Store : public StoreReads {
  public:
   // Opens the run options.location names, by options.mode. The directory
   // store and the PostgreSQL store (queue/open_store.cc picks one).
@@ -256,13 +270,7 @@ class Store {
   // returned. After an I/O error every later call fails.
   virtual Status Transact(const std::function<Status(StoreTxn&)>& fn) = 0;
 
-  // --- Reads of the committed state (no lock).
-  virtual Status GetRun(RunInfo* run) = 0;
-  // NotFound if there is no such task.
-  virtual Status GetTask(int64_t id, Task* task) = 0;
-  virtual Status ListTasks(const TaskFilter& filter,
-                           std::vector<Task>* tasks) = 0;
-  virtual Status Counts(RunCounts* counts) = 0;
+  // --- Reads of the committed state (no lock): StoreReads, and these.
   // Events with seq > after_seq, in seq order, at most `max`.
   virtual Status ReadEvents(int64_t after_seq, size_t max,
                             std::vector<EventRecord>* events) = 0;
@@ -286,19 +294,12 @@ class Store {
 // The transitions of one Transact. Each applies at once (later calls in the
 // same Txn see it) and becomes durable when the Transact commits. Reads see
 // the state as the transaction changed it.
-class StoreTxn {
+class StoreTxn : public StoreReads {
  public:
-  virtual ~StoreTxn() = default;
   virtual int64_t now_ms() const = 0;  // the store's clock
   // The tasks this transaction put back before its callback ran; the
   // caller ends what the lost attempts of its host may have left running.
   virtual const Reclaimed& reclaimed() const = 0;
-
-  virtual Status GetRun(RunInfo* run) = 0;
-  virtual Status GetTask(int64_t id, Task* task) = 0;
-  virtual Status ListTasks(const TaskFilter& filter,
-                           std::vector<Task>* tasks) = 0;
-  virtual Status Counts(RunCounts* counts) = 0;
 
   // Submits a task unless one with the same <type, canonical inputs>
   // exists (a finally hook: unless its owner has one of that generation),

@@ -1,8 +1,11 @@
 #include "tasks/prompt_answers.h"
 
 #include <cctype>
+#include <functional>
+#include <vector>
 
 #include "queue/state.h"
+#include "queue/store.h"
 #include "tasks/json_messages.h"
 #include "tasks/prompt.h"
 #include "tasks/workflow.h"
@@ -54,8 +57,17 @@ Status SameAnswer(const PromptSpec& prompt, const Task& t,
   return Bad(a->arg, WhyNotWaiting(t));
 }
 
+// The run's tasks as ResolveOne needs them (a run that has not started
+// has none).
+struct RunTasks {
+  // The task `id`, or NotFound.
+  std::function<Status(int64_t id, Task* t)> find;
+  // Every task of step `step`, in id order.
+  std::function<Status(const std::string& step, std::vector<Task>* ts)> of_step;
+};
+
 // Resolves one TASK=VALUE into *a.
-Status ResolveOne(const Workflow& wf, const QueueState* state,
+Status ResolveOne(const Workflow& wf, const RunTasks& run,
                   const std::string& arg, bool allow_unbound, FlagAnswer* a) {
   const size_t eq = arg.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -67,29 +79,31 @@ Status ResolveOne(const Workflow& wf, const QueueState* state,
   const PromptSpec* prompt = nullptr;
   if (IsId(target)) {
     const int64_t id = std::stoll(target);
-    const Task* t = state ? state->Find(id) : nullptr;
-    if (t == nullptr) return Bad(arg, "the run has no task " + target);
-    prompt = PromptOf(wf, *t);
+    Task t;
+    Status found = run.find(id, &t);
+    if (found.IsNotFound()) return Bad(arg, "the run has no task " + target);
+    WIZQ_RETURN_IF_ERROR(found);
+    prompt = PromptOf(wf, t);
     if (prompt == nullptr) {
       return Bad(arg,
-                 "task " + target + " (" + t->type + ") is not a Prompt task");
+                 "task " + target + " (" + t.type + ") is not a Prompt task");
     }
     a->id = id;
-    if (!WaitsForAnswer(wf, *t)) return SameAnswer(*prompt, *t, value, a);
+    if (!WaitsForAnswer(wf, t)) return SameAnswer(*prompt, t, value, a);
   } else {
     const Step* step = wf.FindStep(target);
     if (step == nullptr || step->action.kind != Action::Kind::kPrompt) {
       return Bad(arg, "no Prompt step or task id " + Quote(target));
     }
     prompt = step->action.prompt.get();
+    std::vector<Task> of_step;
+    WIZQ_RETURN_IF_ERROR(run.of_step(target, &of_step));
     std::vector<const Task*> waiting;
     const Task* answered = nullptr;
-    if (state != nullptr) {
-      for (const Task& t : state->tasks()) {
-        if (PromptOf(wf, t) == nullptr || t.type != target) continue;
-        if (WaitsForAnswer(wf, t)) waiting.push_back(&t);
-        if (!t.answer.empty() && answered == nullptr) answered = &t;
-      }
+    for (const Task& t : of_step) {
+      if (PromptOf(wf, t) == nullptr) continue;
+      if (WaitsForAnswer(wf, t)) waiting.push_back(&t);
+      if (!t.answer.empty() && answered == nullptr) answered = &t;
     }
     if (waiting.size() > 1) {
       std::string ids;
@@ -115,15 +129,13 @@ Status ResolveOne(const Workflow& wf, const QueueState* state,
   return s.ok() ? s : Bad(arg, s.message());
 }
 
-}  // namespace
-
-Status ResolveAnswers(const Workflow& workflow, const QueueState* state,
-                      const std::vector<std::string>& args, bool allow_unbound,
-                      std::vector<FlagAnswer>* out) {
+Status ResolveAll(const Workflow& workflow, const RunTasks& run,
+                  const std::vector<std::string>& args, bool allow_unbound,
+                  std::vector<FlagAnswer>* out) {
   std::vector<FlagAnswer> result;
   for (const std::string& arg : args) {
     FlagAnswer a;
-    WIZQ_RETURN_IF_ERROR(ResolveOne(workflow, state, arg, allow_unbound, &a));
+    WIZQ_RETURN_IF_ERROR(ResolveOne(workflow, run, arg, allow_unbound, &a));
     bool duplicate = false;
     if (a.recorded) continue;  // nothing to do
     for (const FlagAnswer& b : result) {
@@ -139,6 +151,44 @@ Status ResolveAnswers(const Workflow& workflow, const QueueState* state,
   }
   *out = std::move(result);
   return Status::OK();
+}
+
+}  // namespace
+
+Status ResolveAnswers(const Workflow& workflow, StoreReads* run,
+                      const std::vector<std::string>& args, bool allow_unbound,
+                      std::vector<FlagAnswer>* out) {
+  RunTasks tasks;
+  tasks.find = [run](int64_t id, Task* t) {
+    return run ? run->GetTask(id, t) : Status::NotFound("no run");
+  };
+  tasks.of_step = [run](const std::string& step, std::vector<Task>* ts) {
+    if (run == nullptr) return Status::OK();
+    TaskFilter f;
+    f.steps = {step};
+    return run->ListTasks(f, ts);
+  };
+  return ResolveAll(workflow, tasks, args, allow_unbound, out);
+}
+
+Status ResolveAnswers(const Workflow& workflow, const QueueState* state,
+                      const std::vector<std::string>& args, bool allow_unbound,
+                      std::vector<FlagAnswer>* out) {
+  RunTasks tasks;
+  tasks.find = [state](int64_t id, Task* t) {
+    const Task* found = state ? state->Find(id) : nullptr;
+    if (found == nullptr) return Status::NotFound("no such task");
+    *t = *found;
+    return Status::OK();
+  };
+  tasks.of_step = [state](const std::string& step, std::vector<Task>* ts) {
+    if (state == nullptr) return Status::OK();
+    for (const Task& t : state->tasks()) {
+      if (t.type == step) ts->push_back(t);
+    }
+    return Status::OK();
+  };
+  return ResolveAll(workflow, tasks, args, allow_unbound, out);
 }
 
 }  // namespace wizq

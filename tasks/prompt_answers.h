@@ -14,6 +14,7 @@
 namespace wizq {
 
 class QueueState;
+class StoreReads;
 class Workflow;
 
 struct FlagAnswer {
@@ -26,8 +27,8 @@ struct FlagAnswer {
   bool recorded = false;
 };
 
-// Checks `args` (each TASK=VALUE) against `workflow` and the run's `state`
-// (nullptr: no run yet) and fills *out. An id must name a task that waits
+// Checks `args` (each TASK=VALUE) against `workflow` and the run (nullptr: no
+// run yet) and fills *out. An id must name a task that waits
 // for an answer (a pending Prompt task with none recorded); a step name must
 // name a Prompt step, and binds to its one waiting task. When
 // `allow_unbound`, a step name with no task waiting yet (and none answered
@@ -38,6 +39,10 @@ struct FlagAnswer {
 // another answer (the same answer again is `recorded`, a no-op, so the
 // same command can be re-run after a crash), a name that matches several
 // waiting tasks, two different answers for one task.
+Status ResolveAnswers(const Workflow& workflow, StoreReads* run,
+                      const std::vector<std::string>& args, bool allow_unbound,
+                      std::vector<FlagAnswer>* out);
+// The same on the in-memory state; goes once every caller holds a Store.
 Status ResolveAnswers(const Workflow& workflow, const QueueState* state,
                       const std::vector<std::string>& args, bool allow_unbound,
                       std::vector<FlagAnswer>* out);
