@@ -220,6 +220,7 @@ void TaskClaimed::EncodeTo(JsonWriter& w) const {
   w.Field("type", type);
   w.Field("worker", worker);
   w.Key("attempt").Int(attempt);
+  if (!host.empty()) w.Field("host", host);
   if (!lease.empty()) {
     w.Field("lease", lease);
     w.Key("lease_expires_ms").Int(lease_expires_ms);
@@ -236,6 +237,7 @@ EventError TaskClaimed::DecodeField(std::string_view key, EventValue v) {
   if (key == "type") return StringView(v, &type);
   if (key == "worker") return StringView(v, &worker);
   if (key == "attempt") return ReadInt(v, &attempt);
+  if (key == "host") return StringView(v, &host);
   if (key == "lease") return StringView(v, &lease);
   if (key == "lease_expires_ms") return ReadInt(v, &lease_expires_ms);
   if (key == "agent") return StringView(v, &agent);
@@ -246,7 +248,7 @@ EventError TaskClaimed::DecodeField(std::string_view key, EventValue v) {
 
 bool TaskClaimed::operator==(const TaskClaimed& o) const {
   return id == o.id && type == o.type && worker == o.worker &&
-         attempt == o.attempt && lease == o.lease &&
+         attempt == o.attempt && host == o.host && lease == o.lease &&
          lease_expires_ms == o.lease_expires_ms && agent == o.agent &&
          timeout_ms == o.timeout_ms && retry_on_timeout == o.retry_on_timeout;
 }

@@ -164,6 +164,9 @@ struct TaskClaimed {
   std::string_view type;
   std::string_view worker;  // the holder (ClaimHolder::kWorker)
   int64_t attempt = 0;
+  // The host the claim was made on (HostId::Key, queue/host.h); written
+  // only if known (a log from before hosts were recorded has none).
+  std::string_view host;
   // A claim held by a lease (ClaimHolder::kLease, SPEC §9); written only
   // when `lease` is set. `worker` is then the process that took it.
   std::string_view lease;        // the token

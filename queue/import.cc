@@ -92,9 +92,17 @@ Status StageSubmit(DirQueue* q, const NewTask& t, int64_t id,
 Status StageAttempts(DirQueue* q, const ImportedTask& it, int64_t id) {
   const std::string worker(kImportWorker);
   int64_t attempt = 0;
+  // No host: no wizq worker ran these attempts.
+  auto claim = [&] {
+    TaskClaimed e;
+    e.id = id;
+    e.type = it.task.type;
+    e.worker = worker;
+    e.attempt = ++attempt;
+    return q->Stage(e);
+  };
   for (size_t k = 0; k < it.failures.size(); k++) {
-    WIZQ_RETURN_IF_ERROR(
-        q->Stage(TaskClaimed{id, it.task.type, worker, ++attempt, {}, 0, {}}));
+    WIZQ_RETURN_IF_ERROR(claim());
     TaskFailed f;
     f.id = id;
     f.worker = worker;
@@ -107,8 +115,7 @@ Status StageAttempts(DirQueue* q, const ImportedTask& it, int64_t id) {
     WIZQ_RETURN_IF_ERROR(q->Stage(f));
   }
   if (it.state != TaskState::kDone) return Status::OK();
-  WIZQ_RETURN_IF_ERROR(
-      q->Stage(TaskClaimed{id, it.task.type, worker, ++attempt, {}, 0, {}}));
+  WIZQ_RETURN_IF_ERROR(claim());
   TaskCompleted c;
   c.id = id;
   c.worker = worker;

@@ -73,6 +73,13 @@ Status DirQueue::PrepareDirectory() {
 
 Status DirQueue::OpenLocked(OpenReport* report) {
   WIZQ_RETURN_IF_ERROR(PrepareDirectory());
+  if (options_.mode != OpenMode::kReadOnly) {  // a reader claims nothing
+    if (options_.host.empty()) {
+      WIZQ_RETURN_IF_ERROR(
+          HostId::Current(env_, options_.install_dir, &options_.host));
+    }
+    host_key_ = options_.host.Key();
+  }
   // A reader never creates the lock file.
   Status locked =
       options_.mode == OpenMode::kReadOnly && !env_->FileExists(Path("lock"))

@@ -95,6 +95,12 @@ struct QueueOptions {
   // that no attempt of the old run overlaps the new one. An error refuses
   // the archive, files untouched. Null: nothing is ended.
   std::function<Status(const Task&)> end_orphan;
+  // This machine (queue/host.h), recorded with each claim (task_claimed's
+  // `host`); empty: HostId::Current(install_dir). A dead worker's claim is
+  // judged by the callbacks above only where they can see it: whether it
+  // started, by a worker sharing its workspace (the attempt journal lives
+  // there); whether it can be adopted or ended, by a worker on its host.
+  HostId host;
 };
 
 class Queue {

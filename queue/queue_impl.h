@@ -46,6 +46,8 @@ class DirQueue : public Queue {
   WorkerRegistry& workers() { return workers_; }
   Env* env() const { return env_; }
   const QueueOptions& options() const { return options_; }
+  // This worker's host (QueueOptions::host) as claims record it.
+  const std::string& host_key() const { return host_key_; }
   int64_t NowMs() const {
     return static_cast<int64_t>(env_->NowMicros() / 1000);
   }
@@ -67,6 +69,11 @@ class DirQueue : public Queue {
   Status ApplyStaged(std::string_view event);
   bool HolderLost(const ClaimHolder& holder, int64_t now_ms);
   Status PutBack(const Task& t, Reclaimed* out);
+  // Whether a claim recorded with `claim_host` was made on this worker's
+  // host (or shares its workspace). A claim of a log from before hosts
+  // were recorded has none and counts as this host's.
+  bool OnThisHost(const std::string& claim_host) const;
+  bool SharesWorkspace(const std::string& claim_host) const;
   Status TimeOut(const Task& t, int64_t now_ms, Reclaimed* out);
   Status CommitStaged();
   Status MaybeCheckpoint();
@@ -76,7 +83,8 @@ class DirQueue : public Queue {
 
   QueueOptions options_;
   Env* env_;
-  std::string dir_;  // <install_dir>/.wizard
+  std::string host_key_;  // options_.host.Key()
+  std::string dir_;       // <install_dir>/.wizard
   std::mutex mu_;
   std::unique_ptr<FileLock> dir_lock_;  // held during Open and Transact
   std::unique_ptr<QueueState> state_;

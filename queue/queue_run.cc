@@ -37,7 +37,9 @@ std::string UtcStamp(int64_t ms) {
 Status DirQueue::ArchiveRun(const std::string& reason, OpenReport* report) {
   if (options_.end_orphan) {
     for (int64_t id : state_->in_progress()) {
-      Status s = options_.end_orphan(*state_->Find(id));
+      const Task& t = *state_->Find(id);
+      if (!OnThisHost(t.claim_host)) continue;  // its processes are not here
+      Status s = options_.end_orphan(t);
       if (!s.ok()) {
         return s.Annotate("cannot archive the previous run (" + reason +
                           ") while task " + std::to_string(id) +

@@ -17,19 +17,35 @@ bool DirQueue::HolderLost(const ClaimHolder& holder, int64_t now_ms) {
   return false;
 }
 
+bool DirQueue::OnThisHost(const std::string& claim_host) const {
+  return claim_host.empty() || claim_host == host_key_;
+}
+
+bool DirQueue::SharesWorkspace(const std::string& claim_host) const {
+  HostId h;
+  if (claim_host.empty() || !HostId::Parse(claim_host, &h)) return true;
+  return h.workspace_dev == options_.host.workspace_dev &&
+         h.workspace_ino == options_.host.workspace_ino;
+}
+
 // A lost attempt that started counts (pending again if attempts remain,
-// else failed); one that never started (claimed ahead, see
-// QueueOptions::attempt_started) does not, and the task goes back. A
-// lease's attempt always started: its payload was handed out.
+// else failed); one that never started (claimed ahead) does not, and the
+// task goes back. It started if the store says so (task_started), if it
+// was leased (its payload was handed out), or if the attempt journal says
+// so (QueueOptions::attempt_started) — asked only where the journal can be
+// read, in the claim's workspace; elsewhere the store's fact alone decides.
 Status DirQueue::PutBack(const Task& t, Reclaimed* out) {
   const auto& started = options_.attempt_started;
   const bool leased = !t.lease_token.empty();
   const std::string worker = t.claimed_by;
   const int attempt = t.attempts;
-  const bool ran = leased || t.started || !started || started(t);
+  const bool ran = leased || t.started ||
+                   (SharesWorkspace(t.claim_host) && (!started || started(t)));
   // A worker's attempt that still runs or finished on its own is adopted by
-  // the next claim (not charged); a lapsed lease's agent cannot be waited for.
-  const bool adoptable = !leased && ran && options_.attempt_adoptable &&
+  // the next claim (not charged) — only on its host, where its processes
+  // can be seen; a lapsed lease's agent cannot be waited for.
+  const bool adoptable = !leased && ran && OnThisHost(t.claim_host) &&
+                         options_.attempt_adoptable &&
                          options_.attempt_adoptable(t);
   const bool again = !ran || adoptable || t.attempts < t.max_attempts;
   const std::string of = " (attempt " + std::to_string(attempt) + " of " +

@@ -55,6 +55,7 @@ void EncodeTask(const Task& t, JsonWriter* w) {
   w->Key("retry_at_ms").Int(t.retry_at_ms);
   if (t.reused_from != 0) w->Key("reused_from").Int(t.reused_from);
   if (t.started) w->Key("started").Bool(true);  // the held attempt started
+  if (!t.claim_host.empty()) w->Field("claim_host", t.claim_host);
   if (!t.answer.empty()) {  // a Prompt task's recorded answer (SPEC §10)
     w->Key("answer").RawValue(t.answer);
     w->Field("answer_source", t.answer_source);

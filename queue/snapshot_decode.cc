@@ -370,6 +370,9 @@ error_code SnapshotDecoder::ReadTaskField(std::string_view key, value v,
     err = v.get_int64().get(t->reused_from);
   } else if (key == "started") {
     err = v.get_bool().get(t->started);
+  } else if (key == "claim_host") {
+    err = v.get_string().get(s);
+    t->claim_host = s;
   } else if (key == "answer") {
     err = RawJsonChecked(v, &s);
     t->answer = s;

@@ -220,6 +220,7 @@ Status QueueState::Apply(const TaskClaimed& e, int64_t ts) {
   t->attempts = static_cast<int>(e.attempt);
   t->started = false;
   t->claimed_by = e.worker;
+  t->claim_host = e.host;
   t->updated_ms = ts;
   SetState(t, TaskState::kInProgress);
   t->lease_token = e.lease;

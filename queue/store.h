@@ -66,9 +66,12 @@ enum class OpenMode {
 };
 
 // What only the machine that ran an attempt can tell about it (its local
-// workspace: the attempt journal and process trees). The store asks only
-// about claims made on this host (Task::claim_host == StoreOptions::host);
-// a claim of another host is judged by its lease and the store's facts.
+// workspace: the attempt journal and process trees). Every claim records
+// its host (Task::claim_host); the store asks `started` only about claims
+// whose workspace is this one's (the journal lives there) and `adoptable`
+// and `end_orphan` only about claims of this very host (its processes can
+// be seen). Elsewhere a claim is judged by its lease and the store's facts
+// (task_started). A claim recorded without a host counts as this host's.
 struct LocalAttempts {
   // Whether the task's current attempt ever started (null: always). A lost
   // attempt that never started is given back without counting it.

@@ -60,6 +60,9 @@ struct Task {
   Origin origin = Origin::kInitial;
   std::string dedup_key;
   std::string claimed_by;  // worker id while in_progress (and last claimer)
+  // The host of the last claim (HostId::Key, queue/host.h); empty for a
+  // claim recorded before hosts were (it counts as this host's).
+  std::string claim_host;
   std::vector<int64_t> children;  // tasks attached to this one, in order
   std::string error_reason;       // last failure reason, "" if none
   std::string error_message;

@@ -92,6 +92,7 @@ TaskClaimed TxnImpl::ClaimOf(int64_t id) const {
   e.type = t->type;
   e.worker = Actor();
   e.attempt = t->attempts + 1;
+  e.host = q_->host_key();
   return e;
 }
 

@@ -2,6 +2,9 @@
 // starting, resuming or archiving it) and of the reclaim of lost claims
 // that every transaction makes (queue/claim_holder.h).
 #include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdio>
 
 #include "queue/claim_holder.h"
 #include "queue/queue.h"
@@ -222,6 +225,49 @@ TEST_F(QueueTest, FailedTransactionDropsItsReclaimToo) {
   EXPECT_EQ(ReadAll(LogPath()), log);
   EXPECT_EQ(Claim(q1.get()), 1);
   ExpectDiskMatches(q1.get());
+}
+
+// A claim in a log written before claims carried a host (an older wizq's)
+// counts as this host's, as it always did: the journal is asked whether it
+// started and a tree left running is adopted. Here the host fields are
+// taken out of the log (each line's crc recomputed), as an older wizq
+// wrote it.
+TEST_F(QueueTest, AClaimOfAnOlderLogWithoutAHostIsJudgedAsThisHosts) {
+  QueueOptions o = Options();
+  o.initial_tasks = {MakeTask("A", "1", 0, 3, Origin::kInitial)};
+  o.host.boot_id = "boot-a";
+  o.host.workspace_ino = 1;
+  auto q1 = OpenOk(o);
+  ASSERT_EQ(Claim(q1.get()), 1);
+  q1.reset();  // dies; its attempt still runs
+  std::string log = ReadAll(LogPath()), old;
+  ASSERT_NE(log.find("\"host\":\"" + o.host.Key() + "\""), std::string::npos);
+  for (size_t pos = 0, nl; (nl = log.find('\n', pos)) != std::string::npos;
+       pos = nl + 1) {
+    std::string line = log.substr(pos, nl - pos);
+    const size_t h = line.find(",\"host\":\"");
+    if (h != std::string::npos) {
+      line.erase(h, line.find('"', h + 9) + 1 - h);
+      line.erase(line.rfind(",\"crc\":"));
+      char crc[16];
+      std::snprintf(crc, sizeof(crc), "%08lx",
+                    crc32(0L, reinterpret_cast<const Bytef*>(line.data()),
+                          static_cast<uInt>(line.size())));
+      line += std::string(",\"crc\":\"") + crc + "\"}";
+    }
+    old += line + "\n";
+  }
+  ASSERT_EQ(old.find("\"host\""), std::string::npos);
+  WriteAll(LogPath(), old);
+  o.host.boot_id = "boot-b";  // judged by another host: as its own anyway
+  o.host.workspace_ino = 2;
+  o.attempt_started = [](const Task&) { return true; };
+  o.attempt_adoptable = [](const Task&) { return true; };
+  OpenReport report;
+  auto q2 = OpenOk(o, &report);
+  EXPECT_EQ(report.tasks_reset, 1);
+  EXPECT_EQ(report.tasks_adopted, 1) << "as before hosts were recorded";
+  EXPECT_EQ(q2->state().Find(1)->attempts, 0);
 }
 
 TEST(ClaimHolderTest, LeasesLapseByTheClockWorkersDoNot) {

@@ -200,6 +200,7 @@ Status DirStore::Open(const StoreOptions& o, std::unique_ptr<Store>* out,
   q.retry_budget = o.retry_budget;
   q.leases_only = o.leases_only;
   q.reclaim_worker_claims = o.reclaim_worker_claims;
+  q.host = o.host;
   std::unique_ptr<Queue> queue;
   WIZQ_RETURN_IF_ERROR(Queue::Open(q, &queue, report));
   Env* env = o.env ? o.env : Env::Posix();

@@ -25,6 +25,7 @@ struct Folded {
   int64_t attempts = 0, max_attempts = 0;
   std::string error_reason;
   bool leased = false, started = false;
+  std::string claim_host;  // the last claim's
   Json answer;  // null: none
 };
 
@@ -66,6 +67,7 @@ void Apply(const Json& e, Fold* f) {
     t.attempts = e.at("attempt");
     t.leased = e.contains("lease");
     t.started = false;
+    t.claim_host = e.value("host", "");
   } else if (name == "task_started") {
     t.started = true;
   } else if (name == "task_completed") {
@@ -161,6 +163,7 @@ std::vector<std::string> Check(Store* s) {
            t.state == TaskState::kInProgress && !t.lease_token.empty());
     differ(t.id, "started", w.started && w.state == "in_progress",
            t.started && t.state == TaskState::kInProgress);
+    differ(t.id, "claim_host", w.claim_host, t.claim_host);
     differ(
         t.id, "answer", w.answer.dump(),
         t.answer.empty() ? std::string("null") : Json::parse(t.answer).dump());
