@@ -164,9 +164,6 @@ struct TaskClaimed {
   std::string_view type;
   std::string_view worker;  // the holder (ClaimHolder::kWorker)
   int64_t attempt = 0;
-  // The host the claim was made on (HostId::Key, queue/host.h); written
-  // only if known (a log from before hosts were recorded has none).
-  std::string_view host;
   // A claim held by a lease (ClaimHolder::kLease, SPEC §9); written only
   // when `lease` is set. `worker` is then the process that took it.
   std::string_view lease;        // the token
@@ -177,6 +174,10 @@ struct TaskClaimed {
   // only with a lease and a limit (timeout_ms > 0).
   int64_t timeout_ms = 0;
   bool retry_on_timeout = true;
+  // The host the claim was made on (HostId::Key, queue/host.h), written
+  // after `attempt`; only if known (a log from before hosts were recorded
+  // has none, nor has an imported attempt).
+  std::string_view host = {};
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
   bool operator==(const TaskClaimed& o) const;

@@ -162,6 +162,21 @@ TEST(QueueEventsTest, TaskEventsEncodeToTheirGoldenLines) {
               std::string(kHead) +
                   "\"task_claimed\",\"id\":4,\"type\":\"Download\","
                   "\"worker\":\"w4242-1a2b3c4d\",\"attempt\":1}");
+  // A claim that records its host (SPEC §14).
+  ExpectCodec(TaskClaimed{4,
+                          "Download",
+                          "w1",
+                          1,
+                          {},
+                          0,
+                          {},
+                          0,
+                          true,
+                          "b00t/4026531836/2049:77"},
+              std::string(kHead) +
+                  "\"task_claimed\",\"id\":4,\"type\":\"Download\","
+                  "\"worker\":\"w1\",\"attempt\":1,"
+                  "\"host\":\"b00t/4026531836/2049:77\"}");
   // A claim held by a lease (SPEC §9), with and without the agent's name.
   ExpectCodec(
       TaskClaimed{4, "Review", "agent", 2, "0a1b", 1700000060000, "claude"},
