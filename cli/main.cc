@@ -14,7 +14,7 @@
 
 #include "cli/agent.h"
 #include "cli/answer.h"
-#include "cli/crashtest.h"
+#include "tools/crashtest/crashtest.h"
 #include "cli/db.h"
 #include "cli/docgen/completion.h"
 #include "cli/docgen/man_page.h"

@@ -19,7 +19,7 @@
 //    FileLock::fd()): dup2 into a child, flock, fstat, write of a last
 //    message to a child's stderr;
 //  - inspection of processes through /proc (tasks/orphans.cc,
-//    tasks/spawner_state.h, cli/crashtest*.cc; queue/host.cc and
+//    tasks/spawner_state.h, tools/crashtest/*.cc; queue/host.cc and
 //    queue/workers.cc stat /proc/self/ns/pid), which reads the kernel's
 //    view of processes, not wizq's files;
 //  - realpath(3) of a path the user named, to name it canonically: the

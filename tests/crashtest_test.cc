@@ -1,4 +1,4 @@
-// `wizq crashtest` (cli/crashtest.h) driving the real binary on the
+// `wizq crashtest` (tools/crashtest/crashtest.h) driving the real binary on the
 // fixtures of tests/data/crashtest/: Reference 002's five-step pipeline
 // (Gather, Plan, Build, Verify, Ship), in variants where every step is safe
 // to re-run, where Build appends to a file, where Build's mode depends on

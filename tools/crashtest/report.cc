@@ -1,7 +1,8 @@
-#include "cli/crashtest_report.h"
+#include "tools/crashtest/report.h"
 
 #include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 namespace wizq::crashtest {

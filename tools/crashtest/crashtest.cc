@@ -1,4 +1,4 @@
-#include "cli/crashtest.h"
+#include "tools/crashtest/crashtest.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -11,14 +11,14 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "cli/crashtest_audit.h"
-#include "cli/crashtest_proc.h"
-#include "cli/crashtest_report.h"
-#include "cli/crashtest_tree.h"
 #include "fs/env.h"
 #include "orchestrator/run.h"
 #include "tasks/prompt.h"
 #include "tasks/workflow.h"
+#include "tools/crashtest/audit.h"
+#include "tools/crashtest/proc.h"
+#include "tools/crashtest/report.h"
+#include "tools/crashtest/tree.h"
 #include "util/crash_point.h"
 #include "util/environment.h"
 #include "util/exit_code.h"

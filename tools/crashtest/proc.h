@@ -16,8 +16,8 @@
 //
 // Process inspection reads /proc directly (the kernel's view of processes,
 // not files of wizq's), as fs/env.h allows.
-#ifndef WIZQ_CLI_CRASHTEST_PROC_H_
-#define WIZQ_CLI_CRASHTEST_PROC_H_
+#ifndef WIZQ_TOOLS_CRASHTEST_PROC_H_
+#define WIZQ_TOOLS_CRASHTEST_PROC_H_
 
 #include <sys/types.h>
 
@@ -77,4 +77,4 @@ bool Interrupted();
 
 }  // namespace wizq::crashtest
 
-#endif  // WIZQ_CLI_CRASHTEST_PROC_H_
+#endif  // WIZQ_TOOLS_CRASHTEST_PROC_H_

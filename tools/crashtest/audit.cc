@@ -1,33 +1,51 @@
-#include "cli/crashtest_audit.h"
+#include "tools/crashtest/audit.h"
 
 #include <algorithm>
 #include <limits>
 #include <set>
 #include <string_view>
 
+#include "audit/log.h"
+#include "audit/log_format.h"
 #include "fs/env.h"
+#include "queue/events.h"
 #include "queue/queue.h"
 
 namespace wizq::crashtest {
 namespace {
 
-using Json = nlohmann::json;
-
-std::string Str(const Json& e, const char* key) {
-  auto it = e.find(key);
-  return it != e.end() && it->is_string() ? it->get<std::string>() : "";
+bool IsResult(const LoggedEvent& e) {
+  return e.event == "task_completed" ||
+         (e.event == "task_failed" && e.reason != "worker_lost");
 }
 
-int64_t Int(const Json& e, const char* key) {
-  auto it = e.find(key);
-  return it != e.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
-}
-
-bool IsResult(const Json& e) {
-  const std::string ev = Str(e, "event");
-  return ev == "task_completed" ||
-         (ev == "task_failed" && Str(e, "reason") != "worker_lost");
-}
+// The fields crashtest reads of one decoded event.
+struct Extract {
+  LoggedEvent* out;
+  void operator()(const TaskSubmitted& e) const {
+    out->id = e.id;
+    out->type = e.type;
+    out->dedup_key = e.dedup_key;
+  }
+  void operator()(const TaskClaimed& e) const {
+    out->id = e.id;
+    out->attempt = e.attempt;
+  }
+  void operator()(const TaskAdopted& e) const {
+    out->id = e.id;
+    out->attempt = e.attempt;
+  }
+  void operator()(const TaskFailed& e) const {
+    out->id = e.id;
+    out->reason = e.reason;
+    out->will_retry = e.will_retry;
+  }
+  void operator()(const TaskCompleted& e) const { out->id = e.id; }
+  void operator()(const TaskReset& e) const { out->id = e.id; }
+  void operator()(const RunFinished& e) const { out->status = e.status; }
+  template <typename Other>
+  void operator()(const Other&) const {}
+};
 
 // "claim Download#2 #3; done ReadManifest#1": the tasks of a commit, by
 // what happened to them, each step named once per group.
@@ -41,9 +59,9 @@ std::string Describe(const Commit& c,
   std::string out;
   for (const auto& [event, verb] : kVerbs) {
     std::string group, last_step;
-    for (const Json& e : c) {
-      if (Str(e, "event") != event) continue;
-      const int64_t id = Int(e, "id");
+    for (const LoggedEvent& e : c) {
+      if (e.event != event) continue;
+      const int64_t id = e.id;
       if (id == 0) {
         group = verb;
         continue;
@@ -73,10 +91,8 @@ std::string Ordinal(int n) {
 
 // Updates `steps` (task id -> step) with the submissions of `c`.
 void NoteSteps(const Commit& c, std::map<int64_t, std::string>* steps) {
-  for (const Json& e : c) {
-    if (Str(e, "event") == "task_submitted") {
-      (*steps)[Int(e, "id")] = Str(e, "type");
-    }
+  for (const LoggedEvent& e : c) {
+    if (e.event == "task_submitted") (*steps)[e.id] = e.type;
   }
 }
 
@@ -86,24 +102,27 @@ Status ReadCommits(const std::string& install_dir, std::vector<Commit>* out) {
   out->clear();
   const std::string path = WizardDir(install_dir) + "/audit.jsonl";
   std::string data;
-  Status s = Env::Posix()->ReadFile(path, &data);
-  if (!s.ok()) return s;
+  WIZQ_RETURN_IF_ERROR(Env::Posix()->ReadFile(path, &data));
+  LogParseResult log;
+  WIZQ_RETURN_IF_ERROR(ParseLog(path, data, 0, 1, &log));
+  EventDecoder decoder;
   Commit batch;
-  size_t pos = 0;
-  while (pos < data.size()) {
-    size_t nl = data.find('\n', pos);
-    if (nl == std::string::npos) break;  // a torn last line
-    std::string_view line(data.data() + pos, nl - pos);
-    pos = nl + 1;
-    if (line.find_first_not_of(std::string_view("\0", 1)) ==
-        std::string_view::npos) {
-      continue;  // free space
-    }
-    Json e = Json::parse(line, nullptr, false);
-    if (e.is_discarded() || !e.is_object()) break;  // a torn tail
-    const bool commit = e.value("commit", false);
+  for (const LogRecord& r : log.records) {
+    EventHeader header;
+    Event event;
+    Status s = decoder.Decode(r.line, &header, &event);
+    if (!s.ok())
+      return s.Annotate(path + " at byte " + std::to_string(r.offset));
+    LoggedEvent e;
+    e.event = header.name;
+    std::visit(Extract{&e}, event);
     batch.push_back(std::move(e));
-    if (commit) {
+    // The commit field comes last before the crc (audit/log_format.h).
+    const std::string_view body =
+        r.line.substr(0, r.line.size() - log_format::kCrcSuffixLength);
+    if (body.size() >= log_format::kCommitField.size() &&
+        body.substr(body.size() - log_format::kCommitField.size()) ==
+            log_format::kCommitField) {
       out->push_back(std::move(batch));
       batch.clear();
     }
@@ -120,13 +139,13 @@ std::vector<KillPoint> KillPointsOf(const std::vector<Commit>& commits) {
   for (const Commit& c : commits) {
     NoteSteps(c, &steps);
     const std::string what = Describe(c, steps);
-    for (const Json& e : c) {
-      const std::string ev = Str(e, "event");
+    for (const LoggedEvent& e : c) {
+      const std::string& ev = e.event;
       const bool run = ev == "run_started" || ev == "run_finished";
       if (!run && ev != "task_claimed" && !IsResult(e)) continue;
       std::string name = ev, tag = "\"event\":\"" + ev + "\",";
       if (!run) {
-        const int64_t id = Int(e, "id");
+        const int64_t id = e.id;
         name += " #" + std::to_string(id) + " " + steps[id];
         tag += "\"id\":" + std::to_string(id) + ",";
       }
@@ -139,7 +158,7 @@ std::vector<KillPoint> KillPointsOf(const std::vector<Commit>& commits) {
       }
       out.push_back(
           {"log.after_sync:" + std::to_string(n), tag, "after " + name, what});
-      order.push_back(run ? (ev == "run_started" ? 0 : kLast) : Int(e, "id"));
+      order.push_back(run ? (ev == "run_started" ? 0 : kLast) : e.id);
       if (IsResult(e)) order.push_back(order.back());
     }
   }
@@ -171,18 +190,18 @@ std::map<std::string, TaskRuns> ExecutionsOf(const std::vector<Commit>& log) {
   std::map<int64_t, int64_t> last_claim;
   std::map<std::string, TaskRuns> out;
   for (const Commit& c : log) {
-    for (const Json& e : c) {
-      const std::string ev = Str(e, "event");
-      const int64_t id = Int(e, "id");
+    for (const LoggedEvent& e : c) {
+      const std::string& ev = e.event;
+      const int64_t id = e.id;
       if (ev == "task_submitted") {
-        const std::string key = Str(e, "type") + " " + Str(e, "dedup_key");
+        const std::string key = e.type + " " + e.dedup_key;
         key_of[id] = key;
-        out[key].name = Str(e, "type") + "#" + std::to_string(id);
-        out[key].step = Str(e, "type");
+        out[key].name = e.type + "#" + std::to_string(id);
+        out[key].step = e.type;
       } else if (ev == "task_claimed") {
-        attempts[id].insert(Int(e, "attempt"));
-        last_claim[id] = Int(e, "attempt");
-      } else if (ev == "task_adopted" && last_claim[id] > Int(e, "attempt")) {
+        attempts[id].insert(e.attempt);
+        last_claim[id] = e.attempt;
+      } else if (ev == "task_adopted" && last_claim[id] > e.attempt) {
         attempts[id].erase(last_claim[id]);  // that claim ran nothing
       }
     }
@@ -200,9 +219,9 @@ std::vector<std::string> AdoptedOf(const std::vector<Commit>& log) {
   std::map<int64_t, std::string> steps;
   for (const Commit& c : log) {
     NoteSteps(c, &steps);
-    for (const Json& e : c) {
-      if (Str(e, "event") != "task_adopted") continue;
-      const int64_t id = Int(e, "id");
+    for (const LoggedEvent& e : c) {
+      if (e.event != "task_adopted") continue;
+      const int64_t id = e.id;
       out.push_back(steps[id] + "#" + std::to_string(id));
     }
   }
@@ -214,13 +233,11 @@ RunEnd EndOf(const std::vector<Commit>& log) {
   std::map<int64_t, std::string> steps;
   for (const Commit& c : log) {
     NoteSteps(c, &steps);
-    for (const nlohmann::json& e : c) {
-      const std::string ev = Str(e, "event");
-      if (ev == "run_finished") end.status = Str(e, "status");
-      if (ev == "task_failed" && !e.value("will_retry", false)) {
-        const int64_t id = Int(e, "id");
-        end.failed.push_back(steps[id] + "#" + std::to_string(id) + " (" +
-                             Str(e, "reason") + ")");
+    for (const LoggedEvent& e : c) {
+      if (e.event == "run_finished") end.status = e.status;
+      if (e.event == "task_failed" && !e.will_retry) {
+        end.failed.push_back(steps[e.id] + "#" + std::to_string(e.id) + " (" +
+                             e.reason + ")");
       }
     }
   }

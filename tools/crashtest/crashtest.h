@@ -5,12 +5,12 @@
 // process tree) at that durable step and resuming with `wizq run` until
 // the run ends, and compares each end state with the undisturbed one.
 //
-// The pieces: crashtest_proc.h (the child processes: spawn, wait, kill
-// every descendant), crashtest_tree.h (copy, fingerprint and compare
-// directories), crashtest_audit.h (kill points and executions from the
-// audit log), crashtest_report.cc (the table, the verdict, --json).
-#ifndef WIZQ_CLI_CRASHTEST_H_
-#define WIZQ_CLI_CRASHTEST_H_
+// The pieces: proc.h (the child processes: spawn, wait, kill
+// every descendant), tree.h (copy, fingerprint and compare
+// directories), audit.h (kill points and executions from the
+// audit log), report.cc (the table, the verdict, --json).
+#ifndef WIZQ_TOOLS_CRASHTEST_CRASHTEST_H_
+#define WIZQ_TOOLS_CRASHTEST_CRASHTEST_H_
 
 #include <string>
 #include <vector>
@@ -51,4 +51,4 @@ int RunCrashtest(const CrashtestOptions& options);
 
 }  // namespace wizq
 
-#endif  // WIZQ_CLI_CRASHTEST_H_
+#endif  // WIZQ_TOOLS_CRASHTEST_CRASHTEST_H_

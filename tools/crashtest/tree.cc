@@ -1,4 +1,4 @@
-#include "cli/crashtest_tree.h"
+#include "tools/crashtest/tree.h"
 
 #include <fcntl.h>
 #include <fnmatch.h>

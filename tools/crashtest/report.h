@@ -1,14 +1,14 @@
 // `wizq crashtest`, part: the results and how they are printed (a table
 // and a verdict, or one JSON object with --json).
-#ifndef WIZQ_CLI_CRASHTEST_REPORT_H_
-#define WIZQ_CLI_CRASHTEST_REPORT_H_
+#ifndef WIZQ_TOOLS_CRASHTEST_REPORT_H_
+#define WIZQ_TOOLS_CRASHTEST_REPORT_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "cli/crashtest_audit.h"
-#include "cli/crashtest_tree.h"
+#include "tools/crashtest/audit.h"
+#include "tools/crashtest/tree.h"
 
 namespace wizq::crashtest {
 
@@ -62,4 +62,4 @@ void PrintJson(const Report& r);   // stdout: one JSON object
 
 }  // namespace wizq::crashtest
 
-#endif  // WIZQ_CLI_CRASHTEST_REPORT_H_
+#endif  // WIZQ_TOOLS_CRASHTEST_REPORT_H_

@@ -28,12 +28,11 @@
 // (`task_adopted` naming an older attempt) is not an execution either.
 // Tasks are matched between runs by step and dedup key (their ids depend
 // on the order of completions when tasks run in parallel).
-#ifndef WIZQ_CLI_CRASHTEST_AUDIT_H_
-#define WIZQ_CLI_CRASHTEST_AUDIT_H_
+#ifndef WIZQ_TOOLS_CRASHTEST_AUDIT_H_
+#define WIZQ_TOOLS_CRASHTEST_AUDIT_H_
 
 #include <cstdint>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -41,11 +40,25 @@
 
 namespace wizq::crashtest {
 
-// The events of one commit (one durable batch), in order.
-using Commit = std::vector<nlohmann::json>;
+// One event of the log, as crashtest reads it (decoded by the event codec,
+// queue/events.h): its name, and the fields the kill points and the
+// executions are found by.
+struct LoggedEvent {
+  std::string event;
+  int64_t id = 0;               // the task's; 0 for a run's or a worker's event
+  std::string type, dedup_key;  // task_submitted
+  int64_t attempt = 0;          // task_claimed, task_adopted
+  std::string reason;           // task_failed
+  bool will_retry = false;      // task_failed
+  std::string status;           // run_finished
+};
 
-// Reads `<install_dir>/.wizard/audit.jsonl`: its committed batches (free
-// space and a torn tail are left out).
+// The events of one commit (one durable batch), in order.
+using Commit = std::vector<LoggedEvent>;
+
+// Reads `<install_dir>/.wizard/audit.jsonl` (crashtest is a tool of the
+// directory store, docs/ARCHITECTURE.md): its committed batches (free
+// space and a torn tail are left out; a corrupt line is an error).
 Status ReadCommits(const std::string& install_dir, std::vector<Commit>* out);
 
 struct KillPoint {
@@ -87,4 +100,4 @@ RunEnd EndOf(const std::vector<Commit>& log);
 
 }  // namespace wizq::crashtest
 
-#endif  // WIZQ_CLI_CRASHTEST_AUDIT_H_
+#endif  // WIZQ_TOOLS_CRASHTEST_AUDIT_H_

@@ -1,4 +1,4 @@
-#include "cli/crashtest_proc.h"
+#include "tools/crashtest/proc.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -6,8 +6,8 @@
 // needs durability or fault injection, so this file walks directories with
 // std::filesystem and reads files with plain read(2) (to hash them) or
 // Env::Posix() (a text file's lines), with no fault injection.
-#ifndef WIZQ_CLI_CRASHTEST_TREE_H_
-#define WIZQ_CLI_CRASHTEST_TREE_H_
+#ifndef WIZQ_TOOLS_CRASHTEST_TREE_H_
+#define WIZQ_TOOLS_CRASHTEST_TREE_H_
 
 #include <cstdint>
 #include <map>
@@ -79,4 +79,4 @@ Status MoveTree(const std::string& from, const std::string& to);
 
 }  // namespace wizq::crashtest
 
-#endif  // WIZQ_CLI_CRASHTEST_TREE_H_
+#endif  // WIZQ_TOOLS_CRASHTEST_TREE_H_
