@@ -162,10 +162,15 @@ bool HoldsFile(pid_t pid, const FileInfo& file) {
   }
   bool found = false;
   while (dirent* e = readdir(d)) {
-    struct stat st;
+    // The link's own mode is the descriptor's access (proc(5)): a tree's
+    // processes inherit the stdout file open for writing; a wizq that
+    // reads it or probes its lock has it read-only and is no holder.
+    struct stat st, link;
     if (e->d_name[0] != '.' && fstatat(dfd, e->d_name, &st, 0) == 0 &&
         static_cast<uint64_t>(st.st_dev) == file.device &&
-        static_cast<uint64_t>(st.st_ino) == file.inode) {
+        static_cast<uint64_t>(st.st_ino) == file.inode &&
+        fstatat(dfd, e->d_name, &link, AT_SYMLINK_NOFOLLOW) == 0 &&
+        (link.st_mode & S_IWUSR) != 0) {
       found = true;
       break;
     }

@@ -27,8 +27,10 @@
 
 namespace wizq::internal {
 
-// Other processes with a descriptor open on `file` (its device and inode;
-// scans /proc).
+// Other processes with a descriptor open for writing on `file` (its device
+// and inode; scans /proc): the processes of an attempt's tree hold its
+// stdout file so, whereas a wizq reading it or probing its lock holds it
+// read-only and must never be taken for one of them (and signalled).
 std::vector<pid_t> FileHolders(const FileInfo& file);
 
 // Signals each process and its process group (never wizq's own group: a

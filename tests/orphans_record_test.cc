@@ -3,14 +3,19 @@
 #include "tasks/orphans_record.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tasks/attempt_journal.h"
+#include "tasks/orphans.h"
 #include "tests/test_util.h"
 
 namespace wizq::internal {
@@ -195,6 +200,44 @@ TEST_F(JournalProbeTest, AHeldStdoutIsATreeStillRunning) {
   close(fd);
   EXPECT_FALSE(AttemptBegan(Env::Posix(), Task(), 2));
   EXPECT_TRUE(AttemptBegan(Env::Posix(), Task(), 1));
+}
+
+// A timed-out attempt's tree is found by who holds its stdout file; a
+// wizq that only reads it or probes its lock (read-only) is not part of
+// the tree and must not be signalled with it (`wizq agent serve` once
+// killed a `wizq run` that was probing the lock at that moment).
+TEST(FileHoldersTest, OnlyWritersOfTheFileAreHolders) {
+  test::ScratchDir dir;
+  const std::string path = dir.Join("stdout");
+  test::WriteAll(path, "");
+  FileInfo file;
+  ASSERT_TRUE(Env::Posix()->GetFileInfo(path, &file).ok());
+  auto spawn = [&](const std::string& redirect) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c",
+            ("exec 3" + redirect + "'" + path + "'; exec sleep 30").c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    return pid;
+  };
+  const pid_t reader = spawn("<");
+  const pid_t writer = spawn(">>");
+  auto holders = [&] { return FileHolders(file); };
+  auto has = [](const std::vector<pid_t>& v, pid_t p) {
+    return std::find(v.begin(), v.end(), p) != v.end();
+  };
+  // Both shells exec sleep once their descriptor is open.
+  for (int i = 0; i < 500 && !has(holders(), writer); i++) usleep(10000);
+  usleep(100000);
+  const std::vector<pid_t> found = holders();
+  EXPECT_TRUE(has(found, writer));
+  EXPECT_FALSE(has(found, reader)) << "a read-only holder is not the tree's";
+  kill(reader, SIGKILL);
+  kill(writer, SIGKILL);
+  waitpid(reader, nullptr, 0);
+  waitpid(writer, nullptr, 0);
 }
 
 }  // namespace
