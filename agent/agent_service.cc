@@ -31,6 +31,8 @@ namespace {
 // was first, or the store's clock differs from this machine's): no commit
 // may announce the next chance.
 constexpr int kRecheckMs = 20;
+// How many pending tasks Look reads at once.
+constexpr int64_t kLookPage = 64;
 // How long a taker lets an earlier attempt's orphaned tree end (SPEC §6.3).
 constexpr double kOrphanGraceSeconds = 1.0;
 constexpr double kOrphanMaxWaitSeconds = 10.0;
@@ -221,15 +223,21 @@ Status StoreAgentService::Look(Store& store, const ClaimFilter& filter,
     if (due <= now) return Status::OK();
     *wake_ms = std::min(*wake_ms, due);
   }
+  // Pending tasks of the steps, a page at a time: the first is normally
+  // ready, and only tasks waiting for their retry are read past it.
   TaskFilter ready;
   ready.states = {TaskState::kPending};
   ready.steps.assign(filter.steps.begin(), filter.steps.end());
   ready.hooks = TaskFilter::Hooks::kNone;
-  WIZQ_RETURN_IF_ERROR(store.ListTasks(ready, &tasks));
-  for (const Task& t : tasks) {
-    if (t.retry_at_ms <= now) return Status::OK();
-    *wake_ms = std::min(*wake_ms, t.retry_at_ms);
-  }
+  ready.limit = kLookPage;
+  do {
+    WIZQ_RETURN_IF_ERROR(store.ListTasks(ready, &tasks));
+    for (const Task& t : tasks) {
+      if (t.retry_at_ms <= now) return Status::OK();
+      *wake_ms = std::min(*wake_ms, t.retry_at_ms);
+    }
+    if (!tasks.empty()) ready.after_id = tasks.back().id;
+  } while (static_cast<int64_t>(tasks.size()) == kLookPage);
   *worth = false;
   return Status::OK();
 }
@@ -275,7 +283,9 @@ Status StoreAgentService::TryTake(Store& store, const ClaimFilter& filter,
     if (claimed.empty()) return Status::OK();
     t = claimed[0];
     // The payload goes to the agent right after this commit: its attempt
-    // starts with the claim (a lapsed lease's attempt counts).
+    // starts with the claim (a lapsed lease's attempt counts). Recorded as
+    // the lease's holder, which this transaction acts for.
+    WIZQ_RETURN_IF_ERROR(txn.ActAs(t.id, t.lease_token));
     return txn.MarkStarted({t.id});
   }));
   ReapLost(lost);
