@@ -223,6 +223,8 @@ Status StoreAgentService::Look(Store& store, const ClaimFilter& filter,
     if (due <= now) return Status::OK();
     *wake_ms = std::min(*wake_ms, due);
   }
+  *worth = false;
+  if (filter.steps.empty()) return Status::OK();  // no Pool step to take
   // Pending tasks of the steps, a page at a time: the first is normally
   // ready, and only tasks waiting for their retry are read past it.
   TaskFilter ready;
@@ -233,12 +235,12 @@ Status StoreAgentService::Look(Store& store, const ClaimFilter& filter,
   do {
     WIZQ_RETURN_IF_ERROR(store.ListTasks(ready, &tasks));
     for (const Task& t : tasks) {
-      if (t.retry_at_ms <= now) return Status::OK();
+      *worth = t.retry_at_ms <= now;
+      if (*worth) return Status::OK();
       *wake_ms = std::min(*wake_ms, t.retry_at_ms);
     }
     if (!tasks.empty()) ready.after_id = tasks.back().id;
   } while (static_cast<int64_t>(tasks.size()) == kLookPage);
-  *worth = false;
   return Status::OK();
 }
 
