@@ -68,7 +68,7 @@ int DoReport(const ReportArgs& args) {
     st = archived.get();
     RunStatusExtras x;
     x.archive_dir = run_dir;
-    live_status = LiveStatus(*st, x);
+    live_status = LiveStatus(st->run(), x);
   } else {
     QueueOptions o;
     o.install_dir = args.dir;
@@ -76,7 +76,7 @@ int DoReport(const ReportArgs& args) {
     Status s = Queue::Open(o, &q, nullptr);
     if (!s.ok()) return Fail(s);
     st = &q->state();
-    live_status = LiveStatus(*st, LiveExtras(*st, args.dir));
+    live_status = LiveStatus(st->run(), LiveExtras(*st, args.dir));
   }
   RunHistory history;
   Status s = LoadRunHistory(Env::Posix(), run_dir, &history);

@@ -10,8 +10,8 @@
 #include "cli/status_view.h"
 #include "cli/view_util.h"
 #include "fs/env.h"
+#include "queue/dir/dir_store.h"  // StateReads, until status holds a Store
 #include "queue/queue.h"
-#include "queue/workers.h"
 #include "tasks/attempt_files.h"
 #include "tasks/function_executor.h"
 #include "tasks/orphans_record.h"
@@ -82,7 +82,7 @@ void PrintWorkers(const RunStatusExtras& x, const std::string& archive) {
   if (!archive.empty()) return;  // an archived run has no workers
   std::string alive;
   int n = 0;
-  for (const WorkerEntry& w : x.workers) {
+  for (const WorkerInfo& w : x.workers) {
     if (!w.alive) continue;
     n++;
     alive += std::string(alive.empty() ? "" : "; ") + "pid " +
@@ -119,10 +119,10 @@ void PrintLeased(const QueueState& st, int64_t now) {
 RunStatusExtras LiveExtras(const QueueState& st, const std::string& dir) {
   RunStatusExtras x;
   const std::string wizard = WizardDir(dir);
-  ProbeWorkers(Env::Posix(), wizard + "/workers", &x.workers)
+  ProbeDirWorkers(Env::Posix(), wizard, &x.workers)
       .IgnoreError();  // an unreadable registry shows as no workers
   bool live = false;
-  for (const WorkerEntry& w : x.workers) live = live || w.alive;
+  for (const WorkerInfo& w : x.workers) live = live || w.alive;
   const int64_t unfinished =
       st.count(TaskState::kPending) + st.count(TaskState::kInProgress);
   x.interrupted =
@@ -185,7 +185,7 @@ void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
                       const std::string& archive) {
   const RunInfo& r = st.run();
   const int64_t now = WallNowMs();
-  const char* shown = LiveStatus(st, x);
+  const char* shown = LiveStatus(r, x);
   // The summary line first: a script or a glance needs only it.
   int64_t leased = 0;
   for (int64_t id : st.in_progress())
@@ -235,7 +235,8 @@ void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
                 static_cast<long long>(st.reused()), r.previous_run.c_str());
   }
   PrintLeased(st, now);
-  if (archive.empty()) PrintWaitingPrompts(st, args.dir);  // cli/answer.cc
+  StateReads reads(st);
+  if (archive.empty()) PrintWaitingPrompts(reads, args.dir);  // cli/answer.cc
   std::printf("\n");
   // A holder is dead when the registry does not show it alive (the live
   // run only: an archived run's holders are all gone).
@@ -243,7 +244,7 @@ void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
   const DeadHolders* dead = nullptr;
   if (archive.empty()) {
     std::set<std::string> alive;
-    for (const WorkerEntry& w : x.workers) {
+    for (const WorkerInfo& w : x.workers) {
       if (w.alive) alive.insert(w.id);
     }
     const std::string wizard = WizardDir(args.dir);
@@ -312,7 +313,14 @@ int DoStatus(const StatusArgs& args) {
   RunStatusExtras x = LiveExtras(st, args.dir);
   if (Filtered(args)) x.only_tasks = &selected;
   if (args.json) {
-    std::printf("%s\n", RunStatusJson(st, WallNowMs(), x).c_str());
+    StateReads reads(st);
+    std::string json;
+    s = RunStatusJson(reads, WallNowMs(), x, &json);
+    if (!s.ok()) {
+      return ReportCommandError("status", kExitEnvironment, s.message(), "",
+                                args.json);
+    }
+    std::printf("%s\n", json.c_str());
     return kExitCompleted;
   }
   PrintHumanStatus(st, x, args, selected, "");

@@ -7,6 +7,7 @@
 #include "cli/status_view.h"
 #include "cli/view_util.h"
 #include "fs/env.h"
+#include "queue/dir/dir_store.h"  // StateReads, until status holds a Store
 #include "queue/history.h"
 #include "queue/queue.h"
 #include "tasks/attempt_files.h"
@@ -24,7 +25,7 @@ std::string ArchiveDir(const std::string& dir) {
 const char* ArchivedStatus(const std::string& path, const QueueState& st) {
   RunStatusExtras x;
   x.archive_dir = path;
-  return LiveStatus(st, x);
+  return LiveStatus(st.run(), x);
 }
 
 void SummaryJson(const std::string& name, const std::string& path,
@@ -161,7 +162,14 @@ int ShowArchived(const StatusArgs& args) {
   }
   if (Filtered(args)) x.only_tasks = &selected;
   if (args.json) {
-    std::printf("%s\n", RunStatusJson(*st, WallNowMs(), x).c_str());
+    StateReads reads(*st);
+    std::string json;
+    s = RunStatusJson(reads, WallNowMs(), x, &json);
+    if (!s.ok()) {
+      std::fprintf(stderr, "wizq status: %s\n", s.message().c_str());
+      return kExitEnvironment;
+    }
+    std::printf("%s\n", json.c_str());
     return kExitCompleted;
   }
   PrintHumanStatus(*st, x, args, selected, path);

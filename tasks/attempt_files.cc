@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "fs/tree.h"
+#include "queue/queue.h"  // WizardDir
 
 namespace wizq {
 
@@ -30,6 +31,10 @@ AttemptFiles AttemptFiles::ExistingInTaskDir(Env* env, std::string task_dir,
     return legacy;
   }
   return current;
+}
+
+std::string AttemptFiles::Workspace(const std::string& install_dir) {
+  return WizardDir(install_dir);
 }
 
 std::string AttemptFiles::TaskDir(const std::string& wizard_dir,

@@ -1,5 +1,6 @@
 // The agent protocol on a run's directory (agent/agent_service.h, SPEC §9):
-// leases that lapse (on a clock the test moves), attempts counted at claim,
+// leases that lapse (on a clock the test moves), attempts counted at claim
+// and recorded as started,
 // late calls of a lapsed holder refused without changing anything, agents
 // that keep vanishing, every kind of invalid response, take on a finished
 // run, and take --wait woken by another worker's completion.
@@ -10,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "fs/env.h"
@@ -343,6 +345,67 @@ TEST_F(AgentServiceTest, TakeWaitReturnsWhenAParentCompletes) {
   EXPECT_EQ(Json::parse(got.json)["task_id"], 2);
   EXPECT_LT(returned - completed, std::chrono::seconds(5))
       << "take did not notice the new task soon";
+}
+
+// No commit announces a lapsing lease or a retry's time: take --wait wakes
+// on its own when one falls due (Store::WaitForChange waits for commits
+// only), instead of sleeping to its deadline.
+TEST_F(AgentServiceTest, TakeWaitWakesWhenALeaseLapsesWithoutACommit) {
+  std::string wf = kWorkflow;
+  wf.replace(wf.find("\"lease\": 60"), 11, "\"lease\": 0.3");
+  StartRun(wf);
+  Take("gone");  // never heard of again
+  TakeRequest req;
+  req.agent = "patient";
+  req.wait_seconds = 20;
+  const auto start = std::chrono::steady_clock::now();
+  const AgentReply r = svc_->Take(req);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(r.exit_code, 0) << r.message << r.json;
+  const Json p = Json::parse(r.json);
+  EXPECT_EQ(p["task_id"], 1);
+  EXPECT_EQ(p["attempt"], 2);
+  EXPECT_LT(waited, std::chrono::seconds(5)) << "take slept to its deadline";
+}
+
+TEST_F(AgentServiceTest, TakeWaitWakesWhenARetrysTimeComes) {
+  StartRun();
+  const Json p = Take("a");
+  const AgentReply f = svc_->Fail(1, p["lease"], kReasonAgentFailed, "");
+  ASSERT_EQ(Json::parse(f.json)["will_retry"], true) << f.message;
+  ASSERT_FALSE(TaskOf(1)["retry_at_ms"].is_null());
+  TakeRequest req;
+  req.wait_seconds = 20;
+  const auto start = std::chrono::steady_clock::now();
+  const AgentReply r = svc_->Take(req);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(r.exit_code, 0) << r.message << r.json;
+  EXPECT_EQ(Json::parse(r.json)["attempt"], 2);
+  EXPECT_LT(waited, std::chrono::seconds(5)) << "take slept to its deadline";
+}
+
+// A take records that the attempt it hands out started (task_started, in
+// the claim's commit): a fact of the store, whichever host judges it.
+TEST_F(AgentServiceTest, TakeRecordsTheAttemptAsStarted) {
+  StartRun();
+  Take("a");
+  std::vector<Json> events;
+  std::istringstream lines(Log());
+  for (std::string line; std::getline(lines, line);) {
+    const Json e = Json::parse(line, nullptr, false);
+    if (e.is_object() &&
+        (e["event"] == "task_claimed" || e["event"] == "task_started")) {
+      events.push_back(e);
+    }
+  }
+  ASSERT_EQ(events.size(), 2u) << Log();
+  EXPECT_EQ(events[0]["event"], "task_claimed");
+  EXPECT_EQ(events[1]["event"], "task_started");
+  EXPECT_EQ(events[1]["id"], 1);
+  EXPECT_EQ(events[1]["attempt"], 1);
+  EXPECT_EQ(events[0].value("commit", false), false)
+      << "started in the claim's own commit";
+  EXPECT_EQ(events[1].value("commit", false), true);
 }
 
 TEST_F(AgentServiceTest, TakeWaitTimesOutIdle) {
