@@ -63,6 +63,14 @@ Status RunLoop::Harvest(bool block) {
                               CurrentProgress());
   }
   for (Task& t : r.claimed) ready_.push_back(std::move(t));
+  // Still running, or its result not committed yet: asked again.
+  for (const auto& [id, attempt] : r.unstarted) {
+    const bool pending =
+        running_.count(id) != 0 ||
+        std::any_of(outcomes_.begin(), outcomes_.end(),
+                    [id = id](const Outcome& o) { return o.id == id; });
+    if (pending) began_.emplace_back(id, attempt);
+  }
   ReapLostOrphans(r.lost);
   // Back off after a commit that found nothing to claim, also while tasks
   // of ours run: new work comes from our own results (committed at once,
@@ -178,7 +186,7 @@ Status RunLoop::CommitInTxn(StoreTxn& txn, const std::vector<Outcome>& outcomes,
                        " task(s) of a dead worker; " + std::to_string(lost) +
                        " failed (worker_lost, no attempts left)");
   }
-  WIZQ_RETURN_IF_ERROR(txn.MarkStarted(want.started));
+  WIZQ_RETURN_IF_ERROR(MarkStarted(txn, want.started, &r->unstarted));
   for (const Outcome& o : outcomes) {
     WIZQ_RETURN_IF_ERROR(CommitOutcome(txn, o, &r->notes));
     // Given back or failed: the executor may decline it from now on.
@@ -193,6 +201,23 @@ Status RunLoop::CommitInTxn(StoreTxn& txn, const std::vector<Outcome>& outcomes,
   WIZQ_RETURN_IF_ERROR(txn.GetRun(&run));
   if (run.status != RunStatus::kRunning) return Status::OK();
   return ClaimInTxn(txn, want, per_step, r);
+}
+
+// The executor's word (Executor::AttemptStarted) decides: a Prompt's
+// question is never a started attempt, a Function's is once its body was
+// called; so a reclaim charges what it charged before the fact existed.
+Status RunLoop::MarkStarted(StoreTxn& txn,
+                            const std::vector<std::pair<int64_t, int>>& began,
+                            std::vector<std::pair<int64_t, int>>* unstarted) {
+  std::vector<int64_t> ids;
+  for (const auto& [id, attempt] : began) {
+    if (executor_->AttemptStarted(id, attempt)) {
+      ids.push_back(id);
+    } else {
+      unstarted->emplace_back(id, attempt);
+    }
+  }
+  return ids.empty() ? Status::OK() : txn.MarkStarted(ids);
 }
 
 // Records one attempt's outcome: the gate's answer, or the adoption, then
@@ -247,7 +272,8 @@ Status RunLoop::StopAndRelease(const std::string& reason) {
   if (s.ok()) {
     s = store_->Transact([&](StoreTxn& txn) {
       lost = txn.reclaimed().lost;
-      WIZQ_RETURN_IF_ERROR(txn.MarkStarted(began_));
+      std::vector<std::pair<int64_t, int>> unstarted;
+      WIZQ_RETURN_IF_ERROR(MarkStarted(txn, began_, &unstarted));
       for (const Outcome& o : outcomes_) {
         WIZQ_RETURN_IF_ERROR(CommitOutcome(txn, o, nullptr));
       }

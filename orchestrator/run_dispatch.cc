@@ -167,7 +167,7 @@ Status RunLoop::StartTask(const Task& task) {
 void RunLoop::Began(int64_t id) {
   auto it = running_.find(id);
   if (it == running_.end() || queued_.erase(id) == 0) return;
-  began_.push_back(id);  // task_started, with the next commit
+  began_.emplace_back(id, it->second.attempts);  // for MarkStarted
   CrashPoint("run.after_spawn");
   observer_->OnTaskStarted(it->second, it->second.attempts, CurrentProgress());
 }

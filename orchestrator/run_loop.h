@@ -48,6 +48,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "orchestrator/commit_thread.h"
@@ -92,12 +93,13 @@ struct Outcome {
 // What a commit claims (RunLoop::ClaimInTxn): up to `slots` tasks of any
 // step, then up to `ahead` more of the steps in `fast`, none of which
 // overtakes a task of another step. `started`: attempts of this process
-// that began since the last commit (StoreTxn::MarkStarted).
+// (task id, attempt) that began since the last commit, to record as
+// started (StoreTxn::MarkStarted) once their executor says so.
 struct ClaimWant {
   int slots = 0;
   int ahead = 0;
   std::set<std::string> fast;
-  std::vector<int64_t> started;
+  std::vector<std::pair<int64_t, int>> started;
 };
 
 // What one commit did, for the main thread.
@@ -114,6 +116,9 @@ struct CommitResult {
   RunStatus run_status = RunStatus::kRunning;
   Progress progress;
   int answers_bound = 0;  // --answer flags recorded by this commit
+  // Of ClaimWant::started: attempts their executor does not take as
+  // started yet (Executor::AttemptStarted), asked again at the next commit.
+  std::vector<std::pair<int64_t, int>> unstarted;
 };
 
 class RunLoop {
@@ -207,6 +212,11 @@ class RunLoop {
                      CommitResult* r);
   Status CommitOutcome(StoreTxn& txn, const Outcome& o,
                        std::vector<std::string>* notes);
+  // Records as started (task_started) those of `began` whose executor says
+  // they started; the others are appended to *unstarted.
+  Status MarkStarted(StoreTxn& txn,
+                     const std::vector<std::pair<int64_t, int>>& began,
+                     std::vector<std::pair<int64_t, int>>* unstarted);
   Status ClaimInTxn(StoreTxn& txn, const ClaimWant& want,
                     const std::map<std::string, int>& per_step,
                     CommitResult* r);
@@ -269,7 +279,8 @@ class RunLoop {
   std::set<int64_t> queued_;
   std::deque<Task> ready_;         // claimed, not started yet
   std::vector<Outcome> outcomes_;  // results not yet committed
-  std::vector<int64_t> began_;     // attempts begun, not yet MarkStarted
+  // Attempts (task id, attempt) begun, not recorded as started yet.
+  std::vector<std::pair<int64_t, int>> began_;
   // Tasks whose attempt ended here and that the executor declines by id
   // since (Executor::CanRunTask false while its step runs here): never in
   // a claim while that lasts. Commit thread only.
