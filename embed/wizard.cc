@@ -15,6 +15,7 @@
 #include "fs/env.h"
 #include "orchestrator/run.h"
 #include "queue/queue.h"
+#include "tasks/attempt_files.h"
 #include "tasks/workflow.h"
 
 // Recorded in the run (run_started), as the wizq command records its own.
@@ -147,7 +148,7 @@ RunOutcome Wizard::Run(const std::string& input_json,
   extras.make_executors = [&](const std::string& install_dir) {
     std::vector<std::unique_ptr<Executor>> out;
     FunctionExecutor::Options fo;
-    fo.wizard_dir = WizardDir(install_dir);
+    fo.wizard_dir = LocalWorkspace(install_dir);
     fo.grace_seconds = grace;
     out.push_back(
         std::make_unique<FunctionExecutor>(fo, HandlerBody(handlers)));

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "queue/queue.h"
+#include "queue/store.h"
 
 namespace wizq {
 
@@ -15,7 +15,7 @@ struct Progress {
   // `running`: claimed (in_progress) and not counted in `queued`.
   int64_t pending = 0, running = 0, done = 0, failed = 0, total = 0;
   int64_t reused = 0;  // of `done`: completed from a previous run's result
-  // Of `done` and `failed`: finished before an import (QueueState::imported).
+  // Of `done` and `failed`: finished before an import (RunCounts::imported).
   int64_t imported = 0;
   // This process's claimed attempts that have not begun: claimed ahead, or
   // waiting in the executor for a free slot.
@@ -99,11 +99,12 @@ class RunObserver {
   }
   // The run ends (finished, interrupted or halted) with failed tasks:
   // every one of them, each with its last attempt's files under
-  // `wizard_dir` (tasks/attempt_files.h). Called before OnRunFinished.
+  // `workspace`, the run's machine-local workspace (tasks/attempt_files.h:
+  // LocalWorkspace). Called before OnRunFinished.
   virtual void OnFailures(const std::vector<Task>& failed,
-                          const std::string& wizard_dir) {
+                          const std::string& workspace) {
     (void)failed;
-    (void)wizard_dir;
+    (void)workspace;
   }
 };
 

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "audit/log.h"
-#include "fs/env.h"
 #include "queue/events.h"
 #include "tasks/def_hash.h"
 #include "tasks/response.h"
@@ -11,61 +9,72 @@
 #include "util/json_writer.h"
 
 namespace wizq {
+namespace {
+
+constexpr size_t kEventBatch = 4096;  // events per ReadEvents of Load
+
+}  // namespace
 
 // --- PreviousRun -------------------------------------------------------------
 
-Status PreviousRun::Load(Env* env, const std::string& archive_dir,
-                         std::unique_ptr<PreviousRun>* out) {
-  if (env == nullptr) env = Env::Posix();
-  const std::string path = archive_dir + "/audit.jsonl";
-  std::string data;
-  WIZQ_RETURN_IF_ERROR(env->ReadFile(path, &data));
-  LogParseResult parsed;
-  WIZQ_RETURN_IF_ERROR(ParseLog(path, data, 0, 1, &parsed));
+Status PreviousRun::Load(Store* store, std::unique_ptr<PreviousRun>* out) {
+  const std::string where = store->DisplayLocation();
   auto run = std::make_unique<PreviousRun>();
   EventDecoder decoder;
-  for (const LogRecord& rec : parsed.records) {
-    EventHeader h;
-    Event e;
-    WIZQ_RETURN_IF_ERROR(decoder.Decode(rec.line, &h, &e));
-    if (const auto* st = std::get_if<RunStarted>(&e)) {
-      run->run_id_ = st->run_id;
-    } else if (const auto* sub = std::get_if<TaskSubmitted>(&e)) {
-      if (sub->id != static_cast<int64_t>(run->tasks_.size()) + 1) {
-        return Status::Corruption(path + ": task ids out of order at seq " +
-                                  std::to_string(h.seq));
-      }
-      run->tasks_.push_back({std::string(sub->type), std::string(sub->inputs),
-                             std::string(sub->dedup_key), sub->finally_for});
-      if (sub->finally_for > 0) {
-        auto it = run->done_.find(sub->finally_for);
-        if (it != run->done_.end()) it->second.hook = sub->id;
-      }
-    } else if (const auto* c = std::get_if<TaskCompleted>(&e)) {
-      if (c->id < 1 || c->id > static_cast<int64_t>(run->tasks_.size())) {
-        return Status::Corruption(path + ": completion of unknown task " +
-                                  std::to_string(c->id));
-      }
-      Done d;
-      d.id = c->id;
-      d.type = run->tasks_[c->id - 1].type;
-      d.def_hash = c->def_hash;
-      d.children = c->spawned;
-      d.children.insert(d.children.end(), c->deduplicated.begin(),
-                        c->deduplicated.end());
-      if (!d.def_hash.empty()) run->with_def_hash_++;
-      // An empty key (an imported duplicate, queue/import.cc) matches
-      // nothing.
-      if (run->tasks_[c->id - 1].finally_for == 0 &&
-          !run->tasks_[c->id - 1].dedup_key.empty()) {
-        run->by_key_[run->tasks_[c->id - 1].dedup_key] = c->id;
-      }
-      run->done_[c->id] = std::move(d);
+  std::vector<EventRecord> records;
+  int64_t after = 0;
+  do {
+    WIZQ_RETURN_IF_ERROR(store->ReadEvents(after, kEventBatch, &records));
+    for (const EventRecord& rec : records) {
+      WIZQ_RETURN_IF_ERROR(run->Add(decoder, rec, where));
+      after = rec.seq;
     }
-  }
+  } while (!records.empty());
   // A hook submitted before its owner completed cannot be; one submitted
   // after is linked above.
   *out = std::move(run);
+  return Status::OK();
+}
+
+Status PreviousRun::Add(EventDecoder& decoder, const EventRecord& rec,
+                        const std::string& where) {
+  EventHeader h;
+  Event e;
+  WIZQ_RETURN_IF_ERROR(decoder.Decode(rec.line, &h, &e));
+  if (const auto* st = std::get_if<RunStarted>(&e)) {
+    run_id_ = st->run_id;
+  } else if (const auto* sub = std::get_if<TaskSubmitted>(&e)) {
+    if (sub->id != static_cast<int64_t>(tasks_.size()) + 1) {
+      return Status::Corruption(where + ": task ids out of order at seq " +
+                                std::to_string(h.seq));
+    }
+    tasks_.push_back({std::string(sub->type), std::string(sub->inputs),
+                      std::string(sub->dedup_key), sub->finally_for});
+    if (sub->finally_for > 0) {
+      auto it = done_.find(sub->finally_for);
+      if (it != done_.end()) it->second.hook = sub->id;
+    }
+  } else if (const auto* c = std::get_if<TaskCompleted>(&e)) {
+    if (c->id < 1 || c->id > static_cast<int64_t>(tasks_.size())) {
+      return Status::Corruption(where + ": completion of unknown task " +
+                                std::to_string(c->id));
+    }
+    const Submitted& t = tasks_[c->id - 1];
+    Done d;
+    d.id = c->id;
+    d.type = t.type;
+    d.def_hash = c->def_hash;
+    d.children = c->spawned;
+    d.children.insert(d.children.end(), c->deduplicated.begin(),
+                      c->deduplicated.end());
+    if (!d.def_hash.empty()) with_def_hash_++;
+    // An empty key (an imported duplicate, queue/import.cc) matches
+    // nothing.
+    if (t.finally_for == 0 && !t.dedup_key.empty()) {
+      by_key_[t.dedup_key] = c->id;
+    }
+    done_[c->id] = std::move(d);
+  }
   return Status::OK();
 }
 
@@ -133,73 +142,105 @@ void Reuser::NoteListing(const std::string& step,
 
 // The previous run's task a task of this run corresponds to, by step and
 // canonical inputs (a hook: its owner's match's hook); def_hash unchecked.
-const PreviousRun::Done* Reuser::Match(const QueueState& s,
-                                       const Task& t) const {
+Status Reuser::Match(StoreReads& r, const Task& t,
+                     const PreviousRun::Done** match) const {
+  *match = nullptr;
   if (t.origin != Origin::kFinally) {
-    return t.dedup_key.empty() ? nullptr : prev_->ByKey(t.dedup_key);
+    if (!t.dedup_key.empty()) *match = prev_->ByKey(t.dedup_key);
+    return Status::OK();
   }
-  const Task* owner = s.Find(t.finally_for);
-  if (owner == nullptr) return nullptr;
-  const PreviousRun::Done* o = owner->reused_from != 0
-                                   ? prev_->Find(owner->reused_from)
-                                   : prev_->ByKey(owner->dedup_key);
-  return o == nullptr || o->hook == 0 ? nullptr : prev_->Find(o->hook);
+  Task owner;
+  Status s = r.GetTask(t.finally_for, &owner);
+  if (s.IsNotFound()) return Status::OK();
+  WIZQ_RETURN_IF_ERROR(s);
+  const PreviousRun::Done* o = owner.reused_from != 0
+                                   ? prev_->Find(owner.reused_from)
+                                   : prev_->ByKey(owner.dedup_key);
+  if (o != nullptr && o->hook != 0) *match = prev_->Find(o->hook);
+  return Status::OK();
 }
 
-bool Reuser::Forced(const QueueState& s, const Task& t,
-                    const PreviousRun::Done* m) {
+Status Reuser::Forced(StoreReads& r, const Task& t, const PreviousRun::Done* m,
+                      bool* forced) {
   auto it = forced_.find(t.id);
-  if (it != forced_.end()) return it->second;
+  if (it != forced_.end()) {
+    *forced = it->second;
+    return Status::OK();
+  }
   bool f = options_.from_steps.count(t.type) > 0 ||
            (m != nullptr && options_.from_ids.count(m->id) > 0);
   for (int64_t up : {t.parent_id, t.finally_for}) {
-    const Task* u = up != 0 ? s.Find(up) : nullptr;
-    if (!f && u != nullptr) f = Forced(s, *u, Match(s, *u));
+    if (f || up == 0) continue;
+    Task u;
+    Status s = r.GetTask(up, &u);
+    if (s.IsNotFound()) continue;
+    WIZQ_RETURN_IF_ERROR(s);
+    const PreviousRun::Done* um = nullptr;
+    WIZQ_RETURN_IF_ERROR(Match(r, u, &um));
+    WIZQ_RETURN_IF_ERROR(Forced(r, u, um, &f));
   }
   forced_[t.id] = f;
-  return f;
+  *forced = f;
+  return Status::OK();
 }
 
 // Whether `owner` and every task attached beneath it, and their hooks,
 // were reused.
-bool Reuser::SubtreeReused(const QueueState& s, const Task& owner) const {
-  if (owner.reused_from == 0) return false;
-  for (int64_t c : owner.children) {
-    const Task* child = s.Find(c);
-    if (child == nullptr || !SubtreeReused(s, *child)) return false;
-    const Task* hook =
-        child->finally_task != 0 ? s.Find(child->finally_task) : nullptr;
-    if (hook != nullptr && hook->reused_from == 0) return false;
+Status Reuser::SubtreeReused(StoreReads& r, const Task& owner,
+                             bool* reused) const {
+  *reused = owner.reused_from != 0;
+  for (size_t i = 0; *reused && i < owner.children.size(); i++) {
+    Task child;
+    Status s = r.GetTask(owner.children[i], &child);
+    if (s.IsNotFound()) {
+      *reused = false;
+      break;
+    }
+    WIZQ_RETURN_IF_ERROR(s);
+    WIZQ_RETURN_IF_ERROR(SubtreeReused(r, child, reused));
+    if (*reused && child.finally_task != 0) {
+      Task hook;
+      s = r.GetTask(child.finally_task, &hook);
+      if (!s.ok() && !s.IsNotFound()) return s;
+      if (s.ok() && hook.reused_from == 0) *reused = false;
+    }
   }
-  return true;
+  return Status::OK();
 }
 
-Status Reuser::ReuseReady(Txn& txn, std::vector<int64_t>* reused,
+Status Reuser::ReuseReady(StoreTxn& txn, std::vector<int64_t>* reused,
                           std::vector<std::string>* notes) {
   if (!options_.enabled || prev_ == nullptr) return Status::OK();
-  std::vector<int64_t> todo;
-  for (auto it = txn.state().pending().upper_bound(examined_);
-       it != txn.state().pending().end(); ++it) {
-    todo.push_back(*it);
-  }
-  for (int64_t id : todo) {
+  TaskFilter pending;
+  pending.states = {TaskState::kPending};
+  pending.after_id = examined_;
+  std::vector<Task> todo;
+  WIZQ_RETURN_IF_ERROR(txn.ListTasks(pending, &todo));
+  for (const Task& listed : todo) {
+    const int64_t id = listed.id;
     examined_ = std::max(examined_, id);
-    const QueueState& s = txn.state();
-    const Task* t = s.Find(id);
+    Task t;  // as the completions before it in this loop left it
+    WIZQ_RETURN_IF_ERROR(txn.GetTask(id, &t));
     // A task that was tried before (put back: its worker died, it was
     // interrupted, an attempt was refunded to be adopted) runs live or is
     // adopted: its earlier attempt may still be running.
-    if (t == nullptr || t->state != TaskState::kPending || t->attempts != 0 ||
-        !t->error_reason.empty()) {
+    if (t.state != TaskState::kPending || t.attempts != 0 ||
+        !t.error_reason.empty()) {
       continue;
     }
-    const PreviousRun::Done* m = Match(s, *t);
-    if (Forced(s, *t, m) || m == nullptr || m->def_hash.empty()) continue;
-    if (t->origin == Origin::kFinally &&
-        !SubtreeReused(s, *s.Find(t->finally_for))) {
-      continue;
+    const PreviousRun::Done* m = nullptr;
+    WIZQ_RETURN_IF_ERROR(Match(txn, t, &m));
+    bool forced = false;
+    WIZQ_RETURN_IF_ERROR(Forced(txn, t, m, &forced));
+    if (forced || m == nullptr || m->def_hash.empty()) continue;
+    if (t.origin == Origin::kFinally) {
+      Task owner;
+      WIZQ_RETURN_IF_ERROR(txn.GetTask(t.finally_for, &owner));
+      bool subtree = false;
+      WIZQ_RETURN_IF_ERROR(SubtreeReused(txn, owner, &subtree));
+      if (!subtree) continue;
     }
-    const std::string& def_hash = StepHash(t->type, notes);
+    const std::string& def_hash = StepHash(t.type, notes);
     if (def_hash.empty() || def_hash != m->def_hash) continue;
     std::string response = "[", element;
     for (int64_t child : m->children) {
@@ -208,22 +249,20 @@ Status Reuser::ReuseReady(Txn& txn, std::vector<int64_t>* reused,
       response += element;
     }
     response += "]";
-    std::vector<NewTask> children;
-    Status v = ChildrenOf(*wf_, *t, response, &children);
+    Completion c;
+    Status v = ChildrenOf(*wf_, t, response, &c.children);
     if (!v.ok()) {
-      notes->push_back("task " + std::to_string(id) + " " + t->type +
+      notes->push_back("task " + std::to_string(id) + " " + t.type +
                        " runs live: its recorded result no longer validates (" +
                        v.message() + ")");
       continue;
     }
-    Txn::CompletionInfo info;
-    info.def_hash = def_hash;
-    info.reused_run_id = prev_->run_id();
-    info.reused_id = m->id;
-    const std::string step = t->type;
-    WIZQ_RETURN_IF_ERROR(txn.CompleteWith(id, children, info, nullptr));
+    c.def_hash = def_hash;
+    c.reused.run_id = prev_->run_id();
+    c.reused_id = m->id;
+    WIZQ_RETURN_IF_ERROR(txn.Complete(id, c, nullptr));
     reused->push_back(id);
-    NoteListing(step, notes);
+    NoteListing(t.type, notes);
   }
   hashes_.clear();
   return Status::OK();

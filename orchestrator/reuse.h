@@ -1,12 +1,14 @@
 // Reuse: incremental re-runs (SPEC §11). When a run starts fresh on a
 // directory that held a previous run (archived at that start, or by
-// --fresh; RunInfo::previous_run), a task whose step, def_hash
-// (tasks/def_hash.h) and canonical inputs equal a task that completed in
-// that previous run is not run: it completes at once with the previous
-// task's recorded result, as task_completed with "reused":{"run_id","id"}.
+// --fresh; RunInfo::previous_run, opened with Store::OpenRun), a task whose
+// step, def_hash (tasks/def_hash.h) and canonical inputs equal a task that
+// completed in that previous run is not run: it completes at once with the
+// previous task's recorded result, as task_completed with
+// "reused":{"run_id","id"}.
 //
 // The recorded result. A task's response is durable in the previous run's
-// audit log as the children it spawned: task_completed lists them
+// events (Store::ReadEvents) as the children it spawned: task_completed lists
+// them
 // (`spawned`, then `deduplicated`), and task_submitted holds each one's
 // step and canonical value. That is the validated response, minus what
 // validation drops (element order between spawned and deduplicated
@@ -40,16 +42,16 @@
 #include <unordered_map>
 #include <vector>
 
-#include "queue/queue.h"
+#include "queue/store.h"
 #include "util/status.h"
 
 namespace wizq {
 
-class Env;
-class Workflow;
 class DefHasher;
+class EventDecoder;
+class Workflow;
 
-// What a previous run completed, read from its archived audit log.
+// What a previous run completed, read from its events.
 class PreviousRun {
  public:
   struct Done {
@@ -60,10 +62,10 @@ class PreviousRun {
     int64_t hook = 0;  // the id of its finally hook task, 0 if none
   };
 
-  // Reads `<archive_dir>/audit.jsonl`. NotFound/Corruption when it cannot
-  // be read (reuse then draws on nothing, with a note).
-  static Status Load(Env* env, const std::string& archive_dir,
-                     std::unique_ptr<PreviousRun>* out);
+  // Reads the events of `run` (a read-only store: Store::OpenRun).
+  // NotFound/Corruption when they cannot be read (reuse then draws on
+  // nothing, with a note).
+  static Status Load(Store* run, std::unique_ptr<PreviousRun>* out);
 
   const std::string& run_id() const { return run_id_; }
   // The completed task with this dedup key, nullptr if none.
@@ -75,6 +77,10 @@ class PreviousRun {
   int64_t with_def_hash() const { return with_def_hash_; }
 
  private:
+  // Takes one event of the run in (`where` names the run in messages).
+  Status Add(EventDecoder& decoder, const EventRecord& rec,
+             const std::string& where);
+
   struct Submitted {
     std::string type, inputs, dedup_key;
     int64_t finally_for = 0;
@@ -105,13 +111,17 @@ class Reuser {
   // cannot be hashed; once per step, a reused step whose script lists a
   // directory: DefHasher::DirectoryListing). Call until it reuses nothing
   // (children and hooks become due).
-  Status ReuseReady(Txn& txn, std::vector<int64_t>* reused,
+  Status ReuseReady(StoreTxn& txn, std::vector<int64_t>* reused,
                     std::vector<std::string>* notes);
 
  private:
-  bool Forced(const QueueState& s, const Task& t, const PreviousRun::Done* m);
-  const PreviousRun::Done* Match(const QueueState& s, const Task& t) const;
-  bool SubtreeReused(const QueueState& s, const Task& owner) const;
+  // Each reads the tasks it needs through `r` (GetTask); an error other
+  // than NotFound is returned.
+  Status Forced(StoreReads& r, const Task& t, const PreviousRun::Done* m,
+                bool* forced);
+  Status Match(StoreReads& r, const Task& t,
+               const PreviousRun::Done** match) const;
+  Status SubtreeReused(StoreReads& r, const Task& owner, bool* reused) const;
   const std::string& StepHash(const std::string& step,
                               std::vector<std::string>* notes);
   void NoteListing(const std::string& step, std::vector<std::string>* notes);

@@ -10,6 +10,7 @@
 #include "orchestrator/run_loop.h"
 #include "queue/import.h"
 #include "tasks/agent_executor.h"
+#include "tasks/attempt_files.h"
 #include "tasks/command_executor.h"
 #include "tasks/executor_set.h"
 #include "tasks/function_executor.h"
@@ -220,14 +221,14 @@ int RunWorkflowWith(const RunOptions& options, const RunExtras& extras,
   if (extras.make_executors) extra = extras.make_executors(config.install_dir);
   ExecutorSet executor;
   for (const auto& e : extra) executor.Add(e.get());
-  CommandExecutor commands(options.env, WizardDir(config.install_dir));
+  CommandExecutor commands(options.env, LocalWorkspace(config.install_dir));
   PromptExecutor prompts(options.interactive);
   executor.Add(&commands);
   executor.Add(&prompts);
   std::unique_ptr<AgentExecutor> agents;
   if (!options.agent_command.empty()) {
     agents = std::make_unique<AgentExecutor>(
-        options.env, WizardDir(config.install_dir), options.agent_command);
+        options.env, LocalWorkspace(config.install_dir), options.agent_command);
     executor.Add(agents.get());
   }
   config.executor = &executor;

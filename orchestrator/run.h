@@ -2,7 +2,8 @@
 // the guarantees of SPEC §6.
 //
 // RunWorkflow() loads and validates the workflow and the entry input, opens
-// (or resumes, or joins) the run in `<install_dir>/.wizard/`, then loops:
+// (or resumes, or joins) the run in its store (Store::Open: the directory
+// store of `<install_dir>`), then loops:
 // claim up to --jobs tasks (durably), start them, collect their results,
 // validate each response, and commit every result together with the tasks
 // it spawns and the next claims in one durable step (group commit). Finally

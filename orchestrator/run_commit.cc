@@ -4,8 +4,6 @@
 // its result; StopAndRelease commits what is left and gives tasks back.
 #include <algorithm>
 #include <chrono>
-#include <functional>
-#include <limits>
 
 #include "orchestrator/run_loop.h"
 #include "tasks/response.h"
@@ -16,24 +14,6 @@ namespace wizq {
 namespace {
 
 constexpr int kMaxLookaheadPerJob = 4;
-
-// How many tasks of a step a worker may hold per slot of the step's
-// max_concurrency: to start (running), one; to claim (running and claimed
-// ahead), two: a task claimed ahead for each slot, to start when it frees.
-constexpr int kStartPerSlot = 1;
-constexpr int kClaimPerSlot = 2;
-
-// The room rule: whether a worker holding per_step[step] tasks of `step`
-// may take one more, that is whether held < per_slot * max_concurrency.
-// Computed as held / per_slot < max_concurrency (the same for integers
-// >= 0), which does not overflow when the step is unlimited
-// (StepOptions::kUnlimited, INT_MAX).
-bool HasRoom(const std::map<std::string, int>& per_step, const Step& step,
-             int per_slot) {
-  auto it = per_step.find(step.name);
-  const int held = it == per_step.end() ? 0 : it->second;
-  return held / per_slot < step.options.max_concurrency;
-}
 
 bool FutureReady(const std::future<CommitResult>& f) {
   return f.valid() &&
@@ -83,6 +63,14 @@ Status RunLoop::Harvest(bool block) {
                               CurrentProgress());
   }
   for (Task& t : r.claimed) ready_.push_back(std::move(t));
+  // Still running, or its result not committed yet: asked again.
+  for (const auto& [id, attempt] : r.unstarted) {
+    const bool pending =
+        running_.count(id) != 0 ||
+        std::any_of(outcomes_.begin(), outcomes_.end(),
+                    [id = id](const Outcome& o) { return o.id == id; });
+    if (pending) began_.emplace_back(id, attempt);
+  }
   ReapLostOrphans(r.lost);
   // Back off after a commit that found nothing to claim, also while tasks
   // of ours run: new work comes from our own results (committed at once,
@@ -116,7 +104,7 @@ void RunLoop::MaybeLaunchCommit() {
   }
   // max_concurrency is enforced when a task starts (StartReady), so that
   // tasks claimed ahead do not keep a step's running ones from starting;
-  // a step may have as many claimed ahead as it may run (Claimable).
+  // a step may have as many claimed ahead as it may run (ClaimFilterFor).
   std::map<std::string, int> per_step;
   for (const auto& [id, t] : running_) per_step[t.type]++;
   for (const Task& t : ready_) per_step[t.type]++;
@@ -137,6 +125,7 @@ void RunLoop::MaybeLaunchCommit() {
   if (!outcomes_.empty()) CrashPoint("run.before_result_commit");
   std::vector<Outcome> batch;
   batch.swap(outcomes_);
+  want.started.swap(began_);
   inflight_ = commits_.Launch(
       [this, b = std::move(batch), w = std::move(want), per_step]() mutable {
         return Commit(std::move(b), w, std::move(per_step));
@@ -147,33 +136,31 @@ CommitResult RunLoop::Commit(std::vector<Outcome> outcomes,
                              const ClaimWant& want,
                              std::map<std::string, int> per_step) {
   CommitResult r;
-  r.status = queue_->Transact([&](Txn& txn) {
-    r.claimed.clear();
-    r.notes.clear();
-    return CommitInTxn(txn, outcomes, want, per_step, &r);
+  r.status = store_->Transact([&](StoreTxn& txn) {
+    r = CommitResult();
+    WIZQ_RETURN_IF_ERROR(CommitInTxn(txn, outcomes, want, per_step, &r));
+    // What the main thread reports, as this batch leaves it.
+    for (int64_t id : r.reused_ids) {
+      r.reused.emplace_back();
+      WIZQ_RETURN_IF_ERROR(txn.GetTask(id, &r.reused.back()));
+    }
+    for (const Outcome& o : outcomes) {
+      if (o.release) continue;
+      r.finished.emplace_back();
+      WIZQ_RETURN_IF_ERROR(txn.GetTask(o.id, &r.finished.back()));
+      r.ends.push_back(o.end);
+    }
+    RunInfo run;
+    WIZQ_RETURN_IF_ERROR(txn.GetRun(&run));
+    r.run_status = run.status;
+    return ReadProgress(txn, &r.progress);
   });
-  if (!r.status.ok()) return r;
-  const QueueState& s = queue_->state();
-  for (int64_t id : r.reused_ids) r.reused.push_back(*s.Find(id));
-  for (const Outcome& o : outcomes) {
-    if (o.release) continue;
-    r.finished.push_back(*s.Find(o.id));
-    r.ends.push_back(o.end);
-  }
-  r.run_status = s.run().status;
-  r.progress.pending = s.count(TaskState::kPending);
-  r.progress.running = s.count(TaskState::kInProgress);
-  r.progress.done = s.count(TaskState::kDone);
-  r.progress.failed = s.count(TaskState::kFailed);
-  r.progress.total = s.total();
-  r.progress.reused = s.reused();
-  r.progress.imported = s.imported();
   return r;
 }
 
-Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
+Status RunLoop::CommitInTxn(StoreTxn& txn, const std::vector<Outcome>& outcomes,
                             const ClaimWant& want,
-                            std::map<std::string, int>& per_step,
+                            const std::map<std::string, int>& per_step,
                             CommitResult* r) {
   // The transaction has already put back what dead workers held; their
   // lost attempts' process trees are ended by the main thread (Harvest).
@@ -199,16 +186,38 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
                        " task(s) of a dead worker; " + std::to_string(lost) +
                        " failed (worker_lost, no attempts left)");
   }
+  WIZQ_RETURN_IF_ERROR(MarkStarted(txn, want.started, &r->unstarted));
   for (const Outcome& o : outcomes) {
     WIZQ_RETURN_IF_ERROR(CommitOutcome(txn, o, &r->notes));
+    // Given back or failed: the executor may decline it from now on.
+    if (!o.success) declined_.insert(o.id);
   }
   WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn, *workflow_));
   WIZQ_RETURN_IF_ERROR(ReuseInTxn(txn, r));
   WIZQ_RETURN_IF_ERROR(BindFlagAnswers(txn, &r->answers_bound, &r->notes));
   WIZQ_RETURN_IF_ERROR(SettleRun(txn, *workflow_, ElapsedMs(),
                                  [] { CrashPoint("run.before_finish"); }));
-  if (txn.state().run().status != RunStatus::kRunning) return Status::OK();
+  RunInfo run;
+  WIZQ_RETURN_IF_ERROR(txn.GetRun(&run));
+  if (run.status != RunStatus::kRunning) return Status::OK();
   return ClaimInTxn(txn, want, per_step, r);
+}
+
+// The executor's word (Executor::AttemptStarted) decides: a Prompt's
+// question is never a started attempt, a Function's is once its body was
+// called; so a reclaim charges what it charged before the fact existed.
+Status RunLoop::MarkStarted(StoreTxn& txn,
+                            const std::vector<std::pair<int64_t, int>>& began,
+                            std::vector<std::pair<int64_t, int>>* unstarted) {
+  std::vector<int64_t> ids;
+  for (const auto& [id, attempt] : began) {
+    if (executor_->AttemptStarted(id, attempt)) {
+      ids.push_back(id);
+    } else {
+      unstarted->emplace_back(id, attempt);
+    }
+  }
+  return ids.empty() ? Status::OK() : txn.MarkStarted(ids);
 }
 
 // Records one attempt's outcome: the gate's answer, or the adoption, then
@@ -216,21 +225,31 @@ Status RunLoop::CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
 // RetryDelayMs). A conflict (the task is no longer this worker's: its
 // lease was lost, or it was put back) drops the result, with a note in
 // `notes` if not null; any other error is returned.
-Status RunLoop::CommitOutcome(Txn& txn, const Outcome& o,
+Status RunLoop::CommitOutcome(StoreTxn& txn, const Outcome& o,
                               std::vector<std::string>* notes) {
   bool handled = false;
   WIZQ_RETURN_IF_ERROR(CommitGate(txn, o, &handled, notes));
   if (handled) return Status::OK();
   Status s;
-  if (o.adopted_attempt > 0) {
-    s = txn.NoteAdopted(o.id, o.adopted_attempt, o.waited_ms);
-  }
-  if (s.ok() && o.success) {
-    s = txn.CompleteWith(o.id, o.children, {o.def_hash, "", 0}, nullptr);
-  } else if (s.ok()) {
-    const Task* t = txn.state().Find(o.id);
-    s = txn.Fail(o.id, o.reason, o.message, o.retryable,
-                 RetryDelayMs(t ? t->attempts : 1), nullptr);
+  if (o.success) {
+    Completion c;
+    c.children = o.children;
+    c.def_hash = o.def_hash;
+    c.adopted_attempt = o.adopted_attempt;
+    c.waited_ms = o.waited_ms;
+    s = txn.Complete(o.id, c, nullptr);
+  } else {
+    Task t;
+    Status found = txn.GetTask(o.id, &t);
+    if (!found.ok() && !found.IsNotFound()) return found;
+    Failure f;
+    f.reason = o.reason;
+    f.message = o.message;
+    f.retryable = o.retryable;
+    f.retry_delay_ms = RetryDelayMs(found.ok() ? t.attempts : 1);
+    f.adopted_attempt = o.adopted_attempt;
+    f.waited_ms = o.waited_ms;
+    s = txn.Fail(o.id, f, nullptr);
   }
   if (!s.IsConflict()) return s;
   if (notes != nullptr)
@@ -238,68 +257,10 @@ Status RunLoop::CommitOutcome(Txn& txn, const Outcome& o,
   return Status::OK();
 }
 
-Status RunLoop::ClaimInTxn(Txn& txn, const ClaimWant& want,
-                           std::map<std::string, int>& per_step,
-                           CommitResult* r) {
-  // A step at its limit is skipped whole (the queue indexes pending tasks
-  // by step), not task by task.
-  auto step_open = [&](std::string_view type) {
-    const Step* step = workflow_->FindStep(type);
-    return step == nullptr || HasRoom(per_step, *step, kClaimPerSlot);
-  };
-  auto claim = [&](int n, const std::function<bool(std::string_view)>& open,
-                   const std::function<bool(const Task&)>& accept) {
-    for (int i = 0; i < n; i++) {
-      int64_t id = 0;
-      WIZQ_RETURN_IF_ERROR(txn.ClaimNextOfSteps(open, accept, &id));
-      if (id == 0) break;
-      const Task* t = txn.state().Find(id);
-      per_step[t->type]++;
-      r->claimed.push_back(*t);
-    }
-    return Status::OK();
-  };
-  auto claimable = [&](const Task& t) { return Claimable(t, per_step); };
-  WIZQ_RETURN_IF_ERROR(claim(want.slots, step_open, claimable));
-  if (want.ahead == 0) return Status::OK();
-  // Beyond the slots: tasks of fast steps only, and none that would
-  // overtake a claimable task of another step (it waits for a slot). Each
-  // step's first pending task stands for it.
-  const auto& pending = txn.state().pending_by_type();
-  int64_t before = std::numeric_limits<int64_t>::max();
-  for (const auto& [type, ids] : pending) {
-    if (want.fast.count(type) || !step_open(type)) continue;
-    const Task* t = txn.state().Find(*ids.begin());
-    if (claimable(*t)) before = std::min(before, t->id);
-  }
-  auto fast_open = [&](std::string_view type) {
-    auto it = pending.find(type);
-    return want.fast.count(std::string(type)) && step_open(type) &&
-           it != pending.end() && *it->second.begin() < before;
-  };
-  return claim(want.ahead, fast_open,
-               [&](const Task& t) { return t.id < before && claimable(t); });
-}
-
-bool RunLoop::Claimable(const Task& t,
-                        const std::map<std::string, int>& per_step) const {
-  const Step* step = nullptr;
-  const Action* action = ActionFor(t, &step);
-  if (action == nullptr) return true;  // claimed, then failed with a reason
-  if (!executor_->CanRunTask(t, *action)) return false;  // e.g. agents' work
-  return HasRoom(per_step, *step, kClaimPerSlot);
-}
-
-bool RunLoop::StepHasRoom(const Task& t,
-                          const std::map<std::string, int>& per_step) const {
-  const Step* step = workflow_->FindStep(t.type);
-  if (step == nullptr) return true;  // fails with a reason when started
-  return HasRoom(per_step, *step, kStartPerSlot);
-}
-
 // Ends every task this process runs and gives them, and the tasks claimed
 // ahead, back to pending without counting their attempts. Results that
-// arrived but are not committed yet are committed first.
+// arrived but are not committed yet are committed first. The caller
+// closes the store.
 Status RunLoop::StopAndRelease(const std::string& reason) {
   // SIGTERM, and SIGKILL after this grace (at once on a second Ctrl+C:
   // cli/run_signals.cc).
@@ -309,8 +270,10 @@ Status RunLoop::StopAndRelease(const std::string& reason) {
   for (const Outcome& o : outcomes_) running_.erase(o.id);
   std::vector<int64_t> lost;  // dead workers' tasks this commit failed
   if (s.ok()) {
-    s = queue_->Transact([&](Txn& txn) {
+    s = store_->Transact([&](StoreTxn& txn) {
       lost = txn.reclaimed().lost;
+      std::vector<std::pair<int64_t, int>> unstarted;
+      WIZQ_RETURN_IF_ERROR(MarkStarted(txn, began_, &unstarted));
       for (const Outcome& o : outcomes_) {
         WIZQ_RETURN_IF_ERROR(CommitOutcome(txn, o, nullptr));
       }
@@ -318,7 +281,7 @@ Status RunLoop::StopAndRelease(const std::string& reason) {
         Status rs = txn.Release(id, reason);
         if (!rs.ok() && !rs.IsConflict()) return rs;
       }
-      return Status::OK();
+      return ReadProgress(txn, &progress_);
     });
   }
   if (s.ok()) ReapLostOrphans(lost);
@@ -326,7 +289,7 @@ Status RunLoop::StopAndRelease(const std::string& reason) {
   queued_.clear();
   ready_.clear();
   outcomes_.clear();
-  if (s.ok()) s = queue_->Close();
+  began_.clear();
   return s;
 }
 

@@ -167,6 +167,7 @@ Status RunLoop::StartTask(const Task& task) {
 void RunLoop::Began(int64_t id) {
   auto it = running_.find(id);
   if (it == running_.end() || queued_.erase(id) == 0) return;
+  began_.emplace_back(id, it->second.attempts);  // for MarkStarted
   CrashPoint("run.after_spawn");
   observer_->OnTaskStarted(it->second, it->second.attempts, CurrentProgress());
 }
@@ -213,12 +214,12 @@ Outcome RunLoop::Judge(const Task& task, const AttemptResult& result) const {
       o.end.exit_code = result.exit_code;
     }
     // An adopted attempt may be an older wizq's, in its layout.
+    const std::string workspace = LocalWorkspace(config_.install_dir);
     o.end.stderr_path =
         (result.adopted
              ? AttemptFiles::Existing(config_.env ? config_.env : Env::Posix(),
-                                      queue_->wizard_dir(), task.id,
-                                      task.attempts)
-             : AttemptFiles(queue_->wizard_dir(), task.id, task.attempts))
+                                      workspace, task.id, task.attempts)
+             : AttemptFiles(workspace, task.id, task.attempts))
             .stderr_path();
   }
   o.end.duration_ms = static_cast<int64_t>(result.seconds * 1000 + 0.5);

@@ -13,7 +13,7 @@ namespace wizq {
 // the completion that submits the next step's task, so the answer is
 // durable before the next step sees it. A task that was answered meanwhile
 // (its recorded answer wins) or gave no answer goes back to pending.
-Status RunLoop::CommitGate(Txn& txn, const Outcome& o, bool* handled,
+Status RunLoop::CommitGate(StoreTxn& txn, const Outcome& o, bool* handled,
                            std::vector<std::string>* notes) {
   *handled = false;
   if (!o.release && o.answer_source.empty()) return Status::OK();
@@ -36,25 +36,31 @@ Status RunLoop::CommitGate(Txn& txn, const Outcome& o, bool* handled,
 
 // --answer flags: an answer by id is recorded as soon as its task waits; an
 // answer by step name binds to the first task of that step that waits.
-Status RunLoop::BindFlagAnswers(Txn& txn, int* bound,
+Status RunLoop::BindFlagAnswers(StoreTxn& txn, int* bound,
                                 std::vector<std::string>* notes) {
   for (FlagAnswer& a : config_.answers) {
     if (a.id == 0 && a.step.empty()) continue;  // recorded already
     int64_t id = a.id;
     if (id == 0) {
-      for (int64_t p : txn.state().pending()) {
-        const Task* t = txn.state().Find(p);
-        if (t->type == a.step && WaitsForAnswer(*workflow_, *t)) {
-          id = p;
+      TaskFilter of_step;
+      of_step.states = {TaskState::kPending};
+      of_step.steps = {a.step};
+      std::vector<Task> pending;
+      WIZQ_RETURN_IF_ERROR(txn.ListTasks(of_step, &pending));
+      for (const Task& t : pending) {
+        if (WaitsForAnswer(*workflow_, t)) {
+          id = t.id;
           break;
         }
       }
       if (id == 0) continue;  // no task of the step has reached the gate
     }
-    const Task* t = txn.state().Find(id);
-    if (t != nullptr && WaitsForAnswer(*workflow_, *t)) {
+    Task t;
+    Status found = txn.GetTask(id, &t);
+    if (!found.ok() && !found.IsNotFound()) return found;
+    if (found.ok() && WaitsForAnswer(*workflow_, t)) {
       WIZQ_RETURN_IF_ERROR(txn.Answer(id, a.answer_json, "flag"));
-      notes->push_back("task " + std::to_string(id) + " " + t->type +
+      notes->push_back("task " + std::to_string(id) + " " + t.type +
                        " answered " + a.answer_json + " (--answer)");
       (*bound)++;
     } else {
@@ -77,51 +83,73 @@ bool RunLoop::WaitsHere(const Task& t) const {
 
 // The waiting tasks, when they are all that is left: nothing runs, and
 // every pending task waits for an answer. Empty otherwise.
-std::vector<int64_t> RunLoop::Waiting(const QueueState& s) const {
-  std::vector<int64_t> ids;
-  if (!s.in_progress().empty() || !ready_.empty() || !outcomes_.empty()) {
-    return ids;
+Status RunLoop::Waiting(StoreReads& r, std::vector<Task>* waiting) const {
+  waiting->clear();
+  RunCounts counts;
+  WIZQ_RETURN_IF_ERROR(r.Counts(&counts));
+  if (counts.of(TaskState::kInProgress) > 0 || !ready_.empty() ||
+      !outcomes_.empty()) {
+    return Status::OK();
   }
-  for (int64_t id : s.pending()) {
-    const Task& t = *s.Find(id);
-    if (s.HookWaits(t)) continue;  // runs after the gates beneath its owner
-    if (!WaitsHere(t)) return {};
-    ids.push_back(id);
-  }
-  return ids;
+  TaskFilter pending;
+  pending.states = {TaskState::kPending};
+  pending.limit = kPage;
+  std::vector<Task> tasks;
+  do {
+    WIZQ_RETURN_IF_ERROR(r.ListTasks(pending, &tasks));
+    for (const Task& t : tasks) {
+      bool hook_waits = false;
+      WIZQ_RETURN_IF_ERROR(HookWaits(r, t, &hook_waits));
+      if (hook_waits) continue;  // runs after the gates beneath its owner
+      if (!WaitsHere(t)) {
+        waiting->clear();
+        return Status::OK();
+      }
+      waiting->push_back(t);
+    }
+    if (!tasks.empty()) pending.after_id = tasks.back().id;
+  } while (static_cast<int64_t>(tasks.size()) == kPage);
+  return Status::OK();
 }
 
 // Called when nothing of ours runs and no commit is in flight. Pauses the
 // run (run_paused, durable) when only unanswered gates are left, unless an
-// answer arrived meanwhile (the transaction catches up first).
+// answer arrived meanwhile (the transaction sees it).
 Status RunLoop::MaybePause(bool* paused) {
   *paused = false;
-  if (Waiting(queue_->state()).empty()) return Status::OK();
+  std::vector<Task> waiting;
+  WIZQ_RETURN_IF_ERROR(Waiting(*store_, &waiting));
+  if (waiting.empty()) return Status::OK();
   CrashPoint("gate.before_pause");
   std::vector<std::string> notes;
   int bound = 0;
-  Status s = queue_->Transact([&](Txn& txn) {
+  RunStatus status = RunStatus::kRunning;
+  Status s = store_->Transact([&](StoreTxn& txn) {
+    notes.clear();
     WIZQ_RETURN_IF_ERROR(BindFlagAnswers(txn, &bound, &notes));
-    const std::vector<int64_t> ids = Waiting(txn.state());
-    if (ids.empty() || txn.state().run().status != RunStatus::kRunning) {
-      return Status::OK();
-    }
-    std::string waiting;
-    JsonWriter w(&waiting);
+    RunInfo run;
+    WIZQ_RETURN_IF_ERROR(txn.GetRun(&run));
+    status = run.status;
+    std::vector<Task> ids;
+    WIZQ_RETURN_IF_ERROR(Waiting(txn, &ids));
+    if (ids.empty() || run.status != RunStatus::kRunning) return Status::OK();
+    std::string json;
+    JsonWriter w(&json);
     w.BeginArray();
-    for (int64_t id : ids) {
-      const Task* t = txn.state().Find(id);
-      const PromptSpec* p = PromptOf(*workflow_, *t);
-      w.BeginObject().Key("id").Int(id).Field("step", t->type);
+    for (const Task& t : ids) {
+      const PromptSpec* p = PromptOf(*workflow_, t);
+      w.BeginObject().Key("id").Int(t.id).Field("step", t.type);
       w.Field("mode", PromptModeName(p->mode)).Field("message", p->message);
       w.EndObject();
     }
     w.EndArray();
-    return txn.Pause(waiting);
+    WIZQ_RETURN_IF_ERROR(txn.Pause(json));
+    status = RunStatus::kPaused;
+    return Status::OK();
   });
   for (const std::string& n : notes) observer_->OnNote(n);
   WIZQ_RETURN_IF_ERROR(s);
-  *paused = queue_->state().run().status == RunStatus::kPaused;
+  *paused = status == RunStatus::kPaused;
   if (*paused) {
     run_status_ = RunStatus::kPaused;
     CrashPoint("gate.after_pause");
@@ -132,13 +160,16 @@ Status RunLoop::MaybePause(bool* paused) {
 // The run is paused: report the waiting tasks, leave, exit 4.
 Status RunLoop::FinishPaused(int* exit_code) {
   std::vector<WaitingPrompt> waiting;
-  const QueueState& s = queue_->state();
-  for (int64_t id : s.pending()) {
-    const Task* t = s.Find(id);
-    const PromptSpec* p = PromptOf(*workflow_, *t);
-    if (p == nullptr || !t->answer.empty()) continue;
+  TaskFilter unanswered;
+  unanswered.states = {TaskState::kPending};
+  unanswered.unanswered = true;
+  std::vector<Task> pending;
+  WIZQ_RETURN_IF_ERROR(store_->ListTasks(unanswered, &pending));
+  for (const Task& t : pending) {
+    const PromptSpec* p = PromptOf(*workflow_, t);
+    if (p == nullptr) continue;
     waiting.push_back(
-        {id, t->type, PromptModeName(p->mode), p->message, p->choices});
+        {t.id, t.type, PromptModeName(p->mode), p->message, p->choices});
   }
   for (const FlagAnswer& a : config_.answers) {
     if (!a.step.empty()) {
@@ -147,7 +178,7 @@ Status RunLoop::FinishPaused(int* exit_code) {
     }
   }
   observer_->OnPaused(waiting, CurrentProgress());
-  WIZQ_RETURN_IF_ERROR(queue_->Close());
+  WIZQ_RETURN_IF_ERROR(store_->Close());
   *exit_code = kExitPaused;
   return Status::OK();
 }

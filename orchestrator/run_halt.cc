@@ -1,7 +1,7 @@
 // RunLoop: --halt (stop after N failures) and the list of failed tasks
 // every run with failures ends with (docs/CLI.md).
 #include "orchestrator/run_loop.h"
-#include "queue/queue.h"
+#include "tasks/attempt_files.h"
 
 namespace wizq {
 
@@ -45,7 +45,7 @@ Status RunLoop::Halt(int* exit_code) {
       "; the rest stays pending, run the same command again to resume");
   Status s = StopAndRelease("interrupted");
   ReportFailures();
-  return s;
+  return s.ok() ? store_->Close() : s;
 }
 
 // Counted when the result arrives, before it is committed, so that no
@@ -56,14 +56,14 @@ void RunLoop::CountFailure(const Task& t, const Outcome& o) {
   failures_seen_++;
 }
 
+// Reads every failed task (no index: once, as the run ends).
 void RunLoop::ReportFailures() {
-  if (!queue_) return;
+  if (!store_) return;
+  TaskFilter f;
+  f.states = {TaskState::kFailed};
   std::vector<Task> failed;
-  for (const Task& t : queue_->state().tasks()) {
-    if (t.state == TaskState::kFailed) failed.push_back(t);
-  }
-  if (failed.empty()) return;
-  observer_->OnFailures(failed, queue_->wizard_dir());
+  if (!store_->ListTasks(f, &failed).ok() || failed.empty()) return;
+  observer_->OnFailures(failed, LocalWorkspace(config_.install_dir));
 }
 
 }  // namespace wizq

@@ -33,34 +33,34 @@ RunLoop::RunLoop(Config config, std::unique_ptr<Workflow> workflow,
 
 RunLoop::~RunLoop() {
   if (inflight_.valid()) inflight_.wait();
-  // What still runs (an error return) ends before the queue's locks go.
+  // What still runs (an error return) ends before the store lets go.
   if (executor_ != nullptr) executor_->TerminateAll(0);
 }
 
 int64_t RunLoop::ElapsedMs() const { return MonotonicMs() - start_ms_; }
 
 Status RunLoop::Open(bool* finished, int* exit_code) {
-  QueueOptions qo;
-  qo.env = config_.env;
-  qo.install_dir = config_.install_dir;
-  qo.run_id = config_.run_id;
-  qo.workflow_json = workflow_->frozen_json();
-  qo.entry_input = config_.input;
-  qo.mode = config_.fresh ? OpenMode::kFresh : OpenMode::kRun;
-  qo.wizq_version = config_.wizq_version;
+  StoreOptions so;
+  so.env = config_.env;
+  so.install_dir = config_.install_dir;
+  so.run_id = config_.run_id;
+  so.workflow_json = workflow_->frozen_json();
+  so.entry_input = config_.input;
+  so.mode = config_.fresh ? OpenMode::kFresh : OpenMode::kRun;
+  so.wizq_version = config_.wizq_version;
   // A claim whose attempt never started (claimed ahead) does not count when
   // its worker died.
-  qo.attempt_started = [this](const Task& t) {
+  so.local.started = [this](const Task& t) {
     return executor_->AttemptStarted(t.id, t.attempts);
   };
-  qo.import = config_.import;
-  if (qo.import == nullptr) {
-    qo.initial_tasks.push_back(RootTask(*workflow_, config_.input));
+  so.import = config_.import;
+  if (so.import == nullptr) {
+    so.initial_tasks.push_back(RootTask(*workflow_, config_.input));
   }
-  qo.retry_failed = config_.retry_failed;
-  qo.no_reuse = config_.no_reuse;
-  qo.from = config_.from;
-  qo.retry_budget = [this](const Task& t) {
+  so.retry_failed = config_.retry_failed;
+  so.no_reuse = config_.no_reuse;
+  so.from = config_.from;
+  so.retry_budget = [this](const Task& t) {
     const Step* step = workflow_->FindStep(t.type);
     return step ? step->options.max_attempts() : t.max_attempts;
   };
@@ -69,7 +69,7 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   // Only a process tree can be adopted: a Command's, or the agent's of a
   // Pool task that `run --agent` ran (a leased Pool task's agent answers
   // through its lease; a Prompt is asked again).
-  qo.attempt_adoptable = [this](const Task& t) {
+  so.local.adoptable = [this](const Task& t) {
     const Step* step = nullptr;
     const Action* a = ActionFor(t, &step);
     if (a == nullptr) return false;
@@ -78,42 +78,46 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
     return tree && executor_->AttemptAdoptable(t.id, t.attempts);
   };
   // Before an old run is archived, what its attempts left running ends.
-  qo.end_orphan = [this](const Task& t) {
+  so.local.end_orphan = [this](const Task& t) {
     return executor_->ReapOrphans(t.id);
   };
   OpenReport report;
-  WIZQ_RETURN_IF_ERROR(Queue::Open(qo, &queue_, &report));
-  WIZQ_RETURN_IF_ERROR(UseFrozenWorkflow());
-  run_started_ms_ = queue_->state().run().started_ms;
-  std::vector<int64_t> lost;
-  for (const Task& t : queue_->state().tasks()) {
-    if (t.state == TaskState::kFailed && t.error_reason == kReasonWorkerLost) {
-      lost.push_back(t.id);
-    }
-  }
-  ReapLostOrphans(lost);
+  WIZQ_RETURN_IF_ERROR(Store::Open(so, &store_, &report));
+  RunInfo run;
+  WIZQ_RETURN_IF_ERROR(store_->GetRun(&run));
+  WIZQ_RETURN_IF_ERROR(UseFrozenWorkflow(run));
+  run_started_ms_ = run.started_ms;
+  TaskFilter lost;
+  lost.states = {TaskState::kFailed};
+  lost.error_reason = std::string(kReasonWorkerLost);
+  std::vector<Task> tasks;
+  WIZQ_RETURN_IF_ERROR(store_->ListTasks(lost, &tasks));
+  std::vector<int64_t> ids;
+  for (const Task& t : tasks) ids.push_back(t.id);
+  ReapLostOrphans(ids);
+  WIZQ_RETURN_IF_ERROR(ReadProgress(*store_, &progress_));
   progress_ = CurrentProgress();
   observer_->OnOpened(config_.run_id, report, progress_);
-  if (report.action != OpenAction::kFinished) OpenReuse();
+  if (report.action != OpenAction::kFinished) OpenReuse(run);
   *finished = report.action == OpenAction::kFinished;
   if (*finished) {
-    *exit_code = queue_->state().run().status == RunStatus::kCompleted
-                     ? kExitCompleted
-                     : kExitTaskFailed;
+    *exit_code =
+        run.status == RunStatus::kCompleted ? kExitCompleted : kExitTaskFailed;
   }
   return Status::OK();
 }
 
 // A resumed run keeps the workflow it was started with (SPEC §2).
-Status RunLoop::UseFrozenWorkflow() {
-  const std::string& frozen = queue_->state().run().workflow;
+Status RunLoop::UseFrozenWorkflow(const RunInfo& run) {
+  const std::string& frozen = run.workflow;
   if (frozen.empty() || frozen == workflow_->frozen_json()) return Status::OK();
   std::unique_ptr<Workflow> wf;
   Status s =
       Workflow::Parse(frozen, config_.workflow_path + " (frozen copy)", &wf);
   if (!s.ok()) {
-    return Status::Corruption("the workflow frozen in " + queue_->wizard_dir() +
-                              "/queue.json no longer parses: " + s.message());
+    return Status::Corruption("the workflow frozen in the run's store (" +
+                              store_->DisplayLocation() +
+                              ") no longer parses: " + s.message());
   }
   wf->set_base_dir(workflow_->base_dir());
   workflow_ = std::move(wf);
@@ -134,19 +138,23 @@ void RunLoop::ChooseJobs() {
   }
 }
 
+// The counts of the committed run (RunCounts, kept by the store).
+Status RunLoop::ReadProgress(StoreReads& r, Progress* p) {
+  RunCounts c;
+  WIZQ_RETURN_IF_ERROR(r.Counts(&c));
+  p->pending = c.of(TaskState::kPending);
+  p->running = c.of(TaskState::kInProgress);
+  p->done = c.of(TaskState::kDone);
+  p->failed = c.of(TaskState::kFailed);
+  p->total = c.total;
+  p->reused = c.reused;
+  p->imported = c.imported;
+  return Status::OK();
+}
+
 // Counts as of the last commit, with this process's running tasks.
 Progress RunLoop::CurrentProgress() const {
   Progress p = progress_;
-  if (queue_ && !inflight_.valid()) {
-    const QueueState& s = queue_->state();
-    p.pending = s.count(TaskState::kPending);
-    p.running = s.count(TaskState::kInProgress);
-    p.done = s.count(TaskState::kDone);
-    p.failed = s.count(TaskState::kFailed);
-    p.total = s.total();
-    p.reused = s.reused();
-    p.imported = s.imported();
-  }
   p.queued = static_cast<int64_t>(queued_.size() + ready_.size());
   p.running = std::max<int64_t>(0, p.running - p.queued);
   p.elapsed_ms = ElapsedMs();
@@ -179,6 +187,7 @@ Status RunLoop::Run(int* exit_code) {
       // like any environment error, giving back what this process holds.
       observer_->OnNote("stopping: " + started.message());
       Status s = StopAndRelease("environment_error");
+      if (s.ok()) s = store_->Close();
       return s.ok() ? started : s;
     }
     MaybeLaunchCommit();
@@ -204,21 +213,31 @@ Status RunLoop::Run(int* exit_code) {
 // only tasks left are ones this process cannot run (Pool steps, without
 // --agent), the run goes on waiting for agents: it says so once, with how
 // to start one, and keeps polling (it puts back lapsed leases, submits
-// hooks and finishes the run when the agents are done).
+// hooks and finishes the run when the agents are done). Reads every
+// pending task, as each poll did before the store contract (the loop
+// polls every 5 ms while idle).
 Status RunLoop::CheckSomethingCanRun() {
-  const QueueState& s = queue_->state();
+  TaskFilter pending;
+  pending.states = {TaskState::kPending};
+  pending.limit = kPage;
+  std::vector<Task> tasks;
   int64_t waiting = 0;
-  for (int64_t id : s.pending()) {
-    const Step* step = nullptr;
-    const Task& t = *s.Find(id);
-    if (s.HookWaits(t)) continue;  // runs after the tasks beneath its owner
-    const Action* a = ActionFor(t, &step);
-    if (a == nullptr || executor_->CanRun(*a)) return Status::OK();
-    waiting++;
-  }
-  for (int64_t id : s.in_progress()) {
-    if (!s.Find(id)->lease_token.empty()) waiting++;
-  }
+  do {
+    WIZQ_RETURN_IF_ERROR(store_->ListTasks(pending, &tasks));
+    for (const Task& t : tasks) {
+      bool hook_waits = false;
+      WIZQ_RETURN_IF_ERROR(HookWaits(*store_, t, &hook_waits));
+      if (hook_waits) continue;  // runs after the tasks beneath its owner
+      const Step* step = nullptr;
+      const Action* a = ActionFor(t, &step);
+      if (a == nullptr || executor_->CanRun(*a)) return Status::OK();
+      waiting++;
+    }
+    if (!tasks.empty()) pending.after_id = tasks.back().id;
+  } while (static_cast<int64_t>(tasks.size()) == kPage);
+  RunCounts counts;
+  WIZQ_RETURN_IF_ERROR(store_->Counts(&counts));
+  waiting += counts.leased;
   if (!ready_.empty() || waiting == 0) {
     told_waiting_ = false;
     return Status::OK();
@@ -236,6 +255,19 @@ Status RunLoop::CheckSomethingCanRun() {
   return Status::OK();
 }
 
+Status RunLoop::HookWaits(StoreReads& r, const Task& t, bool* waits) {
+  *waits = false;
+  if (t.origin != Origin::kFinally || t.state != TaskState::kPending) {
+    return Status::OK();
+  }
+  Task owner;
+  Status s = r.GetTask(t.finally_for, &owner);
+  if (s.IsNotFound()) return Status::OK();
+  WIZQ_RETURN_IF_ERROR(s);
+  *waits = owner.open_children > 0;
+  return Status::OK();
+}
+
 const Action* RunLoop::ActionFor(const Task& t, const Step** step) const {
   *step = workflow_->FindStep(t.type);
   if (*step == nullptr) return nullptr;
@@ -249,7 +281,7 @@ Status RunLoop::Finish(int* exit_code) {
   if (run_status_ == RunStatus::kPaused) return FinishPaused(exit_code);
   ReportFailures();
   observer_->OnRunFinished(run_status_, CurrentProgress());
-  WIZQ_RETURN_IF_ERROR(queue_->Close());
+  WIZQ_RETURN_IF_ERROR(store_->Close());
   *exit_code =
       run_status_ == RunStatus::kCompleted ? kExitCompleted : kExitTaskFailed;
   return Status::OK();
@@ -276,7 +308,7 @@ Status RunLoop::Interrupt(int* exit_code) {
   Status s = StopAndRelease("interrupted");
   ReportFailures();
   observer_->OnInterrupted(StopSignalName(), CurrentProgress());
-  return s;
+  return s.ok() ? store_->Close() : s;
 }
 
 }  // namespace wizq

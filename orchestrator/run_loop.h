@@ -5,7 +5,7 @@
 // itself. Every claimed attempt goes to the Executor of Config::executor
 // (tasks/executor.h): Start once the claim is durable, Wait for results,
 // TerminateAll on stop, FindByProcess for the task that signalled wizq,
-// AttemptStarted for the queue's recovery of a dead worker's claims, and
+// AttemptStarted for the store's recovery of a dead worker's claims, and
 // ReapOrphans for a dead worker's task failed as worker_lost. `wizq run`
 // uses a CommandExecutor (tasks/command_executor.h, built by RunWorkflow);
 // tests drive the loop in-process with a scripted fake
@@ -23,14 +23,19 @@
 // (FastSteps): a slow task claimed ahead would gain nothing and be held
 // from other workers meanwhile. Claimed-ahead tasks that never started are
 // given back on Ctrl+C, and a crash does not count their attempt
-// (QueueOptions::attempt_started).
+// (LocalAttempts::started). An attempt that began is recorded as such with
+// the next commit (StoreTxn::MarkStarted, task_started).
 //
-// Only the commit thread touches the Queue while a commit is in flight; the
+// The run is held only through the store contract (queue/store.h): the
+// loop opens it with Store::Open and changes it with Store::Transact; what
+// it may claim is a ClaimFilter (ClaimFilterFor), data the store evaluates.
+// Only the commit thread uses the Store while a commit is in flight; the
 // main thread works on copies (Claimed) and the CommitResult it gets back.
 //
-// The members are defined across six files: run_loop.cc (opening the run,
-// the loop and how it ends), run_commit.cc (launching, running and
-// harvesting commits; giving tasks back on stop), run_dispatch.cc
+// The members are defined across seven files: run_loop.cc (opening the
+// run, the loop and how it ends), run_commit.cc (launching, running and
+// harvesting commits; giving tasks back on stop), run_claim.cc (what a
+// commit claims, as a ClaimFilter), run_dispatch.cc
 // (starting tasks, collecting and judging their results), run_gate.cc (the
 // human gate: recording answers, pausing), run_halt.cc (--halt and the list
 // of failed tasks) and run_reuse.cc (incremental re-runs).
@@ -43,12 +48,13 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "orchestrator/commit_thread.h"
 #include "orchestrator/observer.h"
 #include "orchestrator/run.h"
-#include "queue/queue.h"
+#include "queue/store.h"
 #include "tasks/executor.h"
 #include "tasks/prompt_answers.h"
 #include "tasks/workflow.h"
@@ -86,11 +92,14 @@ struct Outcome {
 
 // What a commit claims (RunLoop::ClaimInTxn): up to `slots` tasks of any
 // step, then up to `ahead` more of the steps in `fast`, none of which
-// overtakes a task of another step.
+// overtakes a task of another step. `started`: attempts of this process
+// (task id, attempt) that began since the last commit, to record as
+// started (StoreTxn::MarkStarted) once their executor says so.
 struct ClaimWant {
   int slots = 0;
   int ahead = 0;
   std::set<std::string> fast;
+  std::vector<std::pair<int64_t, int>> started;
 };
 
 // What one commit did, for the main thread.
@@ -107,6 +116,9 @@ struct CommitResult {
   RunStatus run_status = RunStatus::kRunning;
   Progress progress;
   int answers_bound = 0;  // --answer flags recorded by this commit
+  // Of ClaimWant::started: attempts their executor does not take as
+  // started yet (Executor::AttemptStarted), asked again at the next commit.
+  std::vector<std::pair<int64_t, int>> unstarted;
 };
 
 class RunLoop {
@@ -146,7 +158,8 @@ class RunLoop {
   static int64_t MonotonicMs();
 
   Status Open(bool* finished, int* exit_code);
-  Status UseFrozenWorkflow();
+  Status UseFrozenWorkflow(const RunInfo& run);
+  static Status ReadProgress(StoreReads& r, Progress* p);
   void ChooseJobs();
 
   // Main thread.
@@ -175,6 +188,8 @@ class RunLoop {
   static constexpr double kQueueTaskMs = 50;
   static constexpr size_t kQueueHistory = 8;
   static constexpr int kLazyHarvestMs = 10;
+  // Pending tasks read per ListTasks call by the idle checks.
+  static constexpr int64_t kPage = 256;
   Status CollectResults();
   Status StartTask(const Task& task);
   // The attempt of task `id` that the executor started began (its process
@@ -191,29 +206,51 @@ class RunLoop {
   // Commit thread (and Open/Interrupt while no commit is in flight).
   CommitResult Commit(std::vector<Outcome> outcomes, const ClaimWant& want,
                       std::map<std::string, int> per_step);
-  Status CommitInTxn(Txn& txn, const std::vector<Outcome>& outcomes,
+  Status CommitInTxn(StoreTxn& txn, const std::vector<Outcome>& outcomes,
                      const ClaimWant& want,
-                     std::map<std::string, int>& per_step, CommitResult* r);
-  Status CommitOutcome(Txn& txn, const Outcome& o,
+                     const std::map<std::string, int>& per_step,
+                     CommitResult* r);
+  Status CommitOutcome(StoreTxn& txn, const Outcome& o,
                        std::vector<std::string>* notes);
-  Status ClaimInTxn(Txn& txn, const ClaimWant& want,
-                    std::map<std::string, int>& per_step, CommitResult* r);
-  bool Claimable(const Task& t,
-                 const std::map<std::string, int>& per_step) const;
+  // Records as started (task_started) those of `began` whose executor says
+  // they started; the others are appended to *unstarted.
+  Status MarkStarted(StoreTxn& txn,
+                     const std::vector<std::pair<int64_t, int>>& began,
+                     std::vector<std::pair<int64_t, int>>* unstarted);
+  Status ClaimInTxn(StoreTxn& txn, const ClaimWant& want,
+                    const std::map<std::string, int>& per_step,
+                    CommitResult* r);
+  // What this process may claim, as data (orchestrator/run_claim.cc): the
+  // steps (and hooks) its executor runs, the Prompt steps it runs only
+  // answered, each step's room given `per_step` held, and the tasks it
+  // declines by id (declined_).
+  Status ClaimFilterFor(StoreTxn& txn,
+                        const std::map<std::string, int>& per_step,
+                        ClaimFilter* f);
+  // The id below which tasks of fast steps may be claimed ahead: that of
+  // the first claimable task of another step (0: none).
+  Status AheadBound(StoreTxn& txn, const ClaimWant& want, const ClaimFilter& f,
+                    int64_t* below);
+  // Whether this process's executor would run `t` now.
+  bool Claimable(const Task& t) const;
   // Whether `t`'s step is below its max_concurrency in `per_step`.
   bool StepHasRoom(const Task& t,
                    const std::map<std::string, int>& per_step) const;
 
   // Reuse (orchestrator/run_reuse.cc).
-  void OpenReuse();
-  Status ReuseInTxn(Txn& txn, CommitResult* r);
+  void OpenReuse(const RunInfo& run);
+  Status ReuseInTxn(StoreTxn& txn, CommitResult* r);
   std::string FinishedDefHash(const Task& task);
   // The human gate (run_gate.cc).
-  Status CommitGate(Txn& txn, const Outcome& o, bool* handled,
+  Status CommitGate(StoreTxn& txn, const Outcome& o, bool* handled,
                     std::vector<std::string>* notes);
-  Status BindFlagAnswers(Txn& txn, int* bound, std::vector<std::string>* notes);
+  Status BindFlagAnswers(StoreTxn& txn, int* bound,
+                         std::vector<std::string>* notes);
   bool WaitsHere(const Task& t) const;
-  std::vector<int64_t> Waiting(const QueueState& s) const;
+  Status Waiting(StoreReads& r, std::vector<Task>* waiting) const;
+  // A pending finally hook over a subtree that has not settled (again): it
+  // is not claimed before (SPEC §2).
+  static Status HookWaits(StoreReads& r, const Task& t, bool* waits);
   Status MaybePause(bool* paused);
   Status FinishPaused(int* exit_code);
 
@@ -230,7 +267,7 @@ class RunLoop {
   Config config_;
   std::unique_ptr<Workflow> workflow_;
   RunObserver* observer_;
-  std::unique_ptr<Queue> queue_;
+  std::unique_ptr<Store> store_;
   Executor* const executor_;
   int jobs_ = 1;
   int64_t start_ms_ = 0;
@@ -242,6 +279,12 @@ class RunLoop {
   std::set<int64_t> queued_;
   std::deque<Task> ready_;         // claimed, not started yet
   std::vector<Outcome> outcomes_;  // results not yet committed
+  // Attempts (task id, attempt) begun, not recorded as started yet.
+  std::vector<std::pair<int64_t, int>> began_;
+  // Tasks whose attempt ended here and that the executor declines by id
+  // since (Executor::CanRunTask false while its step runs here): never in
+  // a claim while that lasts. Commit thread only.
+  std::set<int64_t> declined_;
   std::future<CommitResult> inflight_;
   int lookahead_ = 0;
   double task_ms_ = 0;  // moving average of the fast steps' task durations

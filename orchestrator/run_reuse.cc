@@ -23,9 +23,8 @@ bool IsId(const std::string& s) {
 
 }  // namespace
 
-void RunLoop::OpenReuse() {
+void RunLoop::OpenReuse(const RunInfo& run) {
   hasher_ = std::make_unique<DefHasher>(*workflow_, config_.env);
-  const RunInfo& run = queue_->state().run();
   const std::string& prev_dir = run.previous_run;
   // What the run chose when it started (recorded with it), and what this
   // command adds.
@@ -45,7 +44,12 @@ void RunLoop::OpenReuse() {
       observer_->OnNote("--from: there is no previous run to reuse from");
     }
   } else if (opts.enabled) {
-    Status s = PreviousRun::Load(config_.env, prev_dir, &previous_);
+    RunRef ref;
+    ref.key = prev_dir;
+    ref.archived = true;
+    std::unique_ptr<Store> archived;
+    Status s = store_->OpenRun(ref, &archived);
+    if (s.ok()) s = PreviousRun::Load(archived.get(), &previous_);
     if (!s.ok()) {
       observer_->OnNote(
           "nothing is reused: the previous run's log cannot "
@@ -75,19 +79,21 @@ void RunLoop::OpenReuse() {
 
 // Reuses what matches, then submits the hooks that became due, until
 // nothing more is reused: a whole unchanged run completes in one batch.
-Status RunLoop::ReuseInTxn(Txn& txn, CommitResult* r) {
+Status RunLoop::ReuseInTxn(StoreTxn& txn, CommitResult* r) {
   r->reused_ids.clear();
   r->reused_spawned.clear();
-  if (!reuser_ || txn.state().run().status != RunStatus::kRunning) {
-    return Status::OK();
-  }
+  if (!reuser_) return Status::OK();
+  RunInfo run;
+  WIZQ_RETURN_IF_ERROR(txn.GetRun(&run));
+  if (run.status != RunStatus::kRunning) return Status::OK();
   while (true) {
     const size_t before = r->reused_ids.size();
     WIZQ_RETURN_IF_ERROR(reuser_->ReuseReady(txn, &r->reused_ids, &r->notes));
     if (r->reused_ids.size() == before) break;
     for (size_t i = before; i < r->reused_ids.size(); i++) {
-      const Task* t = txn.state().Find(r->reused_ids[i]);
-      r->reused_spawned[t->id] = static_cast<int>(t->children.size());
+      Task t;
+      WIZQ_RETURN_IF_ERROR(txn.GetTask(r->reused_ids[i], &t));
+      r->reused_spawned[t.id] = static_cast<int>(t.children.size());
     }
     WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn, *workflow_));
   }

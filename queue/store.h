@@ -105,6 +105,11 @@ struct StoreOptions {
   // retry_budget(task) attempts (null: the task's max_attempts).
   bool retry_failed = false;
   std::function<int(const Task&)> retry_budget;
+  // What a fresh run that replaces a previous one may reuse of it (SPEC
+  // §11: --no-reuse, --from STEP|ID), recorded with it (RunInfo::no_reuse,
+  // RunInfo::from) so that a resumed run keeps it.
+  bool no_reuse = false;
+  std::vector<std::string> from;
   // Hold nothing but leases (one `wizq agent` call): no worker is
   // registered and Close writes nothing.
   bool leases_only = false;
@@ -170,7 +175,10 @@ struct TaskFilter {
 struct RunCounts {
   int64_t by_state[4] = {0, 0, 0, 0};  // indexed by TaskState
   int64_t total = 0;
-  int64_t reused = 0;   // done from a previous run's result (SPEC §11)
+  int64_t reused = 0;  // done from a previous run's result (SPEC §11)
+  // Done or failed before an import, in the tool whose run this one
+  // continues (claimed by kImportWorker): not run here.
+  int64_t imported = 0;
   int64_t adopted = 0;  // task_adopted events
   int64_t leased = 0;   // in_progress tasks held by a lease
   int64_t hooks_due = 0;
@@ -190,6 +198,12 @@ struct ClaimFilter {
   // claimed; a step without an entry has no limit.
   std::map<std::string, int> room;
   int max = 1;
+  // Non-zero: only tasks with an id below this (the run loop claims ahead
+  // no task that would overtake another step's first claimable one).
+  int64_t below_id = 0;
+  // Tasks this worker declines whatever their step (its executor gave up on
+  // them here: a gate nobody answered, a Function body still running).
+  std::set<int64_t> skip_ids;
   // Held by this worker (its lock or session proves it alive), or by a new
   // lease of lease_ms (an agent; the token is returned in Task::lease).
   bool lease = false;

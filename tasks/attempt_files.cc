@@ -8,6 +8,10 @@
 
 namespace wizq {
 
+std::string LocalWorkspace(const std::string& install_dir) {
+  return install_dir + "/.wizard";
+}
+
 AttemptFiles::AttemptFiles(const std::string& wizard_dir, int64_t task_id,
                            int attempt)
     : AttemptFiles(false, TaskDir(wizard_dir, task_id), attempt) {}

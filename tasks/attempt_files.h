@@ -51,6 +51,12 @@
 
 namespace wizq {
 
+// The machine-local workspace of the runs of `install_dir`: the directory
+// whose `tasks/` holds their attempt files and journal. It stays on the
+// machine that runs the attempts, whatever store holds the run; today it is
+// `<install_dir>/.wizard`, beside the directory store's own files.
+std::string LocalWorkspace(const std::string& install_dir);
+
 class AttemptFiles {
  public:
   // The files of attempt `attempt` of task `task_id` of the run in

@@ -13,7 +13,7 @@
 // The run loop's thread may call every method. The thread that commits
 // (orchestrator/commit_thread.h) calls CanRun, CanRunTask (choosing what to
 // claim), AttemptStarted and AttemptAdoptable (putting back a dead worker's
-// tasks, inside a queue transaction) while the loop thread starts and waits
+// tasks, inside a store transaction) while the loop thread starts and waits
 // for attempts, so those four must be thread-safe. The rest are called from
 // the loop thread only.
 #ifndef WIZQ_TASKS_EXECUTOR_H_
@@ -125,6 +125,12 @@ class Executor {
   // Whether this executor would run `task` (whose action is `action`) now;
   // the run loop claims only those. By default, CanRun(action). A Prompt
   // task without an answer is runnable only where someone can answer it.
+  // The run loop turns it into a store's ClaimFilter (data): it asks per
+  // step, for a task that stands for any (id 0, unanswered, then answered),
+  // and asks about a task by id only once its attempt ended here (a gate
+  // given up on, an abandoned Function body). So an answer may depend on
+  // the step, on whether the task is answered, and on tasks this executor
+  // ran; on nothing else of a task.
   // Thread-safe: called from the thread that commits and the loop thread.
   virtual bool CanRunTask(const Task& task, const Action& action) const {
     (void)task;
@@ -161,22 +167,23 @@ class Executor {
 
   // Whether attempt `attempt` of task `task_id` ever started, in this
   // process or in a worker that died since: a claim whose attempt never
-  // started does not count (QueueOptions::attempt_started). Thread-safe:
-  // called inside queue transactions, on the thread that commits too.
+  // started does not count (LocalAttempts::started, queue/store.h).
+  // Thread-safe: called inside store transactions, on the thread that
+  // commits too.
   virtual bool AttemptStarted(int64_t task_id, int attempt) const = 0;
 
   // Ends whatever an earlier attempt of `task_id` left running (a dead
   // worker's task that is failed as worker_lost, SPEC §6.3). OK when
-  // nothing runs any more. Loop thread (also through Queue::Open, which
-  // archives an old run: QueueOptions::end_orphan).
+  // nothing runs any more. Loop thread (also through Store::Open, which
+  // archives an old run: LocalAttempts::end_orphan).
   virtual Status ReapOrphans(int64_t task_id) = 0;
 
   // Whether attempt `attempt` of `task_id`, started by a worker that died,
   // still runs or finished on its own with a result this executor can
-  // adopt (QueueOptions::attempt_adoptable). If so, the queue puts the task
+  // adopt (LocalAttempts::adoptable). If so, the store puts the task
   // back without charging the attempt, and the next Start of that same
   // attempt number adopts it instead of running the task again.
-  // Thread-safe: called inside queue transactions, on the thread that
+  // Thread-safe: called inside store transactions, on the thread that
   // commits too. Default: never (nothing to adopt).
   virtual bool AttemptAdoptable(int64_t task_id, int attempt) const;
 

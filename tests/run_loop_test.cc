@@ -167,6 +167,37 @@ TEST(RunLoopTest, RunsATreeToCompletion) {
   EXPECT_EQ(state.run().status, RunStatus::kCompleted);
 }
 
+// Every attempt the executor began is a fact of the store: task_started
+// (StoreTxn::MarkStarted, with the next commit), after its claim and
+// before its result, once per attempt.
+TEST(RunLoopTest, EveryAttemptThatBeganIsRecordedAsStarted) {
+  Scenario sc;
+  Ledger ledger;
+  FakeExecutor ex(&ledger);
+  ScriptTree(&ex);
+  std::vector<Event> events;
+  Recorder rec(&events);
+  int code = -1;
+  ASSERT_TRUE(sc.Run(kTreeWorkflow, &ex, &rec, &code).ok());
+  ASSERT_EQ(code, kExitCompleted);
+  const std::string log = test::ReadAll(sc.wizard() + "/audit.jsonl");
+  std::map<int64_t, std::string> seen;  // per task: its events, in order
+  size_t at = 0;
+  while ((at = log.find("\"event\":\"task_", at)) != std::string::npos) {
+    const size_t name = at + 9;
+    const std::string event =
+        log.substr(name, log.find('"', name) - name);  // task_...
+    const size_t id_at = log.find("\"id\":", at);
+    const int64_t id = std::stoll(log.substr(id_at + 5));
+    if (event == "task_claimed") seen[id] += "c";
+    if (event == "task_started") seen[id] += "s";
+    if (event == "task_completed") seen[id] += "d";
+    at = name;
+  }
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kTreeTasks));
+  for (const auto& [id, order] : seen) EXPECT_EQ(order, "csd") << "task " << id;
+}
+
 // A task starts only once its claim and its parent's completion are durable
 // (SPEC §6): a crash, with a power loss, at the very moment the n-th task
 // starts must find on disk that task claimed for this attempt and its

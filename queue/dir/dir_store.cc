@@ -152,6 +152,8 @@ Status DirStoreTxn::Claim(const ClaimFilter& f, std::vector<Task>* claimed) {
     return it == room.end() || it->second > 0;
   };
   auto accept = [&](const Task& t) {
+    if (f.below_id != 0 && t.id >= f.below_id) return false;
+    if (f.skip_ids.count(t.id) != 0) return false;
     if (t.origin == Origin::kFinally) return Has(f.hook_steps, t.type);
     if (!Has(f.steps, t.type)) return false;
     return !Has(f.answered_only, t.type) || !t.answer.empty();
@@ -201,6 +203,8 @@ Status DirStore::Open(const StoreOptions& o, std::unique_ptr<Store>* out,
   q.end_orphan = o.local.end_orphan;
   q.retry_failed = o.retry_failed;
   q.retry_budget = o.retry_budget;
+  q.no_reuse = o.no_reuse;
+  q.from = o.from;
   q.leases_only = o.leases_only;
   q.reclaim_worker_claims = o.reclaim_worker_claims;
   q.host = o.host;

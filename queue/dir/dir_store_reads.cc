@@ -130,9 +130,39 @@ Status GetTaskFrom(const QueueState& s, int64_t id, Task* task) {
   return Status::OK();
 }
 
+// Pending tasks of some steps, from each step's pending index, merged in
+// id order: what a claimer looks for costs the steps' pending tasks, not
+// every pending one.
+static void ListPendingOfSteps(const QueueState& s, const TaskFilter& f,
+                               std::vector<Task>* out) {
+  std::vector<int64_t> ids;
+  for (const std::string& step : f.steps) {
+    auto it = s.pending_by_type().find(step);
+    if (it == s.pending_by_type().end()) continue;
+    int64_t n = 0;
+    for (auto j = it->second.upper_bound(f.after_id);
+         j != it->second.end() && (f.limit == 0 || n < f.limit); ++j) {
+      if (!Matches(*s.Find(*j), f)) continue;
+      ids.push_back(*j);
+      n++;
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  if (f.limit > 0 && static_cast<int64_t>(ids.size()) > f.limit) {
+    ids.resize(static_cast<size_t>(f.limit));
+  }
+  for (int64_t id : ids) out->push_back(*s.Find(id));
+}
+
 void ListTasksFrom(const QueueState& s, const TaskFilter& f,
                    std::vector<Task>* out) {
   out->clear();
+  if (f.states.size() == 1 && f.states[0] == TaskState::kPending &&
+      !f.steps.empty()) {
+    ListPendingOfSteps(s, f, out);
+    return;
+  }
   auto add = [&](const Task& t) {
     if (!Matches(t, f)) return true;
     out->push_back(t);
@@ -160,6 +190,7 @@ void CountsFrom(const QueueState& s, RunCounts* c) {
   }
   c->total = s.total();
   c->reused = s.reused();
+  c->imported = s.imported();
   c->adopted = s.run().adopted;
   for (int64_t id : s.in_progress()) {
     if (!s.Find(id)->lease_token.empty()) c->leased++;
