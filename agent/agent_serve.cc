@@ -67,7 +67,7 @@ class Server {
 
   const ServeOptions& o_;
   Env* const env_;
-  const std::string workspace_;  // AttemptFiles::Workspace
+  const std::string workspace_;  // LocalWorkspace
   std::unique_ptr<AgentService> service_;
   CommandRunner runner_;
   std::map<uint64_t, Job> jobs_;  // by task id
@@ -229,7 +229,7 @@ int ServeAgent(const ServeOptions& options, std::string* error) {
   }
   ServeOptions o = options;
   o.install_dir = buf;
-  Server server(o, AttemptFiles::Workspace(o.install_dir));
+  Server server(o, LocalWorkspace(o.install_dir));
   return server.Run(error);
 }
 

@@ -258,7 +258,7 @@ Status StoreAgentService::Settle(StoreTxn& txn) {
 // left running (an agent `serve` started, then died) is ended now, since
 // no later attempt will do it.
 void StoreAgentService::ReapLost(const std::vector<int64_t>& ids) {
-  const std::string workspace = AttemptFiles::Workspace(InstallDir());
+  const std::string workspace = LocalWorkspace(InstallDir());
   for (int64_t id : ids) {
     ReapOrphans(AttemptFiles::TaskDir(workspace, id), kOrphanGraceSeconds,
                 kOrphanMaxWaitSeconds, env_)
@@ -296,9 +296,9 @@ Status StoreAgentService::TryTake(Store& store, const ClaimFilter& filter,
   // An earlier attempt's process tree (a `serve` that died) ends before
   // this one is handed out: two attempts never overlap (SPEC §6.3).
   const std::string install_dir = InstallDir();
-  WIZQ_RETURN_IF_ERROR(ReapOrphans(
-      AttemptFiles::TaskDir(AttemptFiles::Workspace(install_dir), t.id),
-      kOrphanGraceSeconds, kOrphanMaxWaitSeconds, env_));
+  WIZQ_RETURN_IF_ERROR(
+      ReapOrphans(AttemptFiles::TaskDir(LocalWorkspace(install_dir), t.id),
+                  kOrphanGraceSeconds, kOrphanMaxWaitSeconds, env_));
   PayloadInfo info;
   info.run_id = run.run_id;
   info.idempotency_key = IdempotencyKey(info.run_id, run.started_ms, t);

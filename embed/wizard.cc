@@ -14,7 +14,7 @@
 #include "embed/bridge.h"
 #include "fs/env.h"
 #include "orchestrator/run.h"
-#include "queue/queue.h"
+#include "queue/store.h"
 #include "tasks/attempt_files.h"
 #include "tasks/workflow.h"
 

@@ -9,7 +9,7 @@
 namespace wizq {
 
 std::string LocalWorkspace(const std::string& install_dir) {
-  return install_dir + "/.wizard";
+  return WizardDir(install_dir);
 }
 
 AttemptFiles::AttemptFiles(const std::string& wizard_dir, int64_t task_id,
@@ -35,10 +35,6 @@ AttemptFiles AttemptFiles::ExistingInTaskDir(Env* env, std::string task_dir,
     return legacy;
   }
   return current;
-}
-
-std::string AttemptFiles::Workspace(const std::string& install_dir) {
-  return WizardDir(install_dir);
 }
 
 std::string AttemptFiles::TaskDir(const std::string& wizard_dir,

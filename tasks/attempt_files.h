@@ -72,10 +72,6 @@ class AttemptFiles {
   static AttemptFiles ExistingInTaskDir(Env* env, std::string task_dir,
                                         int attempt);
 
-  // The run's machine-local workspace in `install_dir`, whichever store
-  // holds the run's state: the `wizard_dir` the functions here take (the
-  // attempt files, the journal; `<install_dir>/.wizard`).
-  static std::string Workspace(const std::string& install_dir);
   // `<wizard_dir>/tasks/<id>`: the task's name (see above).
   static std::string TaskDir(const std::string& wizard_dir, int64_t task_id);
   // The run's attempt journal, beside the task's files.
