@@ -383,6 +383,27 @@ class EventDecoder {
   std::string buffer_;  // the line and simdjson's padding, reused
 };
 
+// One field of an event line as it is written, for views that show every
+// field of any event, known kind or not (`wizq log`).
+struct EventField {
+  std::string key;
+  std::string json;     // the value as minified JSON text
+  bool is_int = false;  // an integer: int_value
+  int64_t int_value = 0;
+  bool is_string = false;  // a string: text, unescaped
+  std::string text;
+};
+
+// Reads the fields of a line in their order (the header's among them).
+// Corruption "audit event does not parse" if it is not a JSON object.
+class EventFieldReader {
+ public:
+  Status Read(std::string_view line, std::vector<EventField>* fields);
+
+ private:
+  simdjson::dom::parser parser_;
+};
+
 // The whole line as LogWriter writes it before commit and crc:
 // {"seq":..,"ts":..,"event":"..",<fields>}. For tests and tools.
 template <typename E>

@@ -66,6 +66,10 @@ std::string AttemptFiles::LegacyPath(const char* suffix) const {
   return dir_ + "/" + std::to_string(attempt_) + suffix;
 }
 
+std::string LocalWorkspace(const std::string& install_dir) {
+  return install_dir + "/.wizard";  // as queue/queue.h's WizardDir
+}
+
 Status TaskFilesBytes(Env* env, const std::string& wizard_dir,
                       uint64_t* bytes) {
   *bytes = 0;

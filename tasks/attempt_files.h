@@ -100,6 +100,13 @@ class AttemptFiles {
   bool legacy_ = false;
 };
 
+// The machine-local workspace of the run in `install_dir`: the directory
+// whose `tasks/` holds its attempts' files and journal (what `wizard_dir`
+// names in this header). `<install_dir>/.wizard` for every store: the
+// directory store keeps the run's state beside it, a PostgreSQL run only
+// its task output (SPEC §14).
+std::string LocalWorkspace(const std::string& install_dir);
+
 // The bytes of every file under `<wizard_dir>/tasks/`: what a run keeps of
 // its attempts' files. 0 if there is no such directory.
 Status TaskFilesBytes(Env* env, const std::string& wizard_dir, uint64_t* bytes);
