@@ -14,7 +14,6 @@
 #include "fs/env.h"
 #include "orchestrator/run.h"
 #include "orchestrator/run_loop.h"
-#include "queue/queue.h"
 #include "tasks/attempt_files.h"
 #include "tasks/command_runner.h"
 #include "util/environment.h"
@@ -44,10 +43,10 @@ std::string ExecScript(const std::vector<std::string>& argv) {
 
 class Server {
  public:
-  Server(const ServeOptions& o, std::string wizard)
+  Server(const ServeOptions& o, std::string workspace)
       : o_(o),
         env_(o.env != nullptr ? o.env : Env::Posix()),
-        wizard_(std::move(wizard)),
+        workspace_(std::move(workspace)),
         service_(AgentService::Open(o.install_dir, o.env)),
         runner_(env_) {}
 
@@ -68,7 +67,7 @@ class Server {
 
   const ServeOptions& o_;
   Env* const env_;
-  const std::string wizard_;
+  const std::string workspace_;  // AttemptFiles::Workspace
   std::unique_ptr<AgentService> service_;
   CommandRunner runner_;
   std::map<uint64_t, Job> jobs_;  // by task id
@@ -96,7 +95,7 @@ Status Server::Start(const std::string& payload) {
               {kEnvIdempotencyKey, p["idempotency_key"].get<std::string>()},
               {kEnvStep, p["task"]["kind"].get<std::string>()},
               {kEnvLease, job.lease}};
-  spec.output_dir = AttemptFiles::TaskDir(wizard_, job.task_id);
+  spec.output_dir = AttemptFiles::TaskDir(workspace_, job.task_id);
   spec.attempt = attempt;
   if (p["timeout_seconds"].is_number()) {
     spec.timeout_seconds = p["timeout_seconds"].get<double>();
@@ -230,7 +229,7 @@ int ServeAgent(const ServeOptions& options, std::string* error) {
   }
   ServeOptions o = options;
   o.install_dir = buf;
-  Server server(o, WizardDir(o.install_dir));
+  Server server(o, AttemptFiles::Workspace(o.install_dir));
   return server.Run(error);
 }
 

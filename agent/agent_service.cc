@@ -1,21 +1,20 @@
-// AgentService on the queue directory: every call opens the run with
-// OpenMode::kAttach and QueueOptions::leases_only (no worker is registered:
-// an agent holds leases, not a worker lock), does its work in one
-// transaction and closes it again.
+// AgentService on the store contract (queue/store.h): every call opens the
+// run with OpenMode::kAttach and StoreOptions::leases_only (no worker is
+// registered: an agent holds leases, not a worker's liveness), does its
+// work in one transaction and closes it again.
 #include "agent/agent_service.h"
 
 #include <limits.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "agent/agent_response.h"
 #include "agent/run_status.h"
 #include "fs/env.h"
-#include "queue/claim_holder.h"
-#include "queue/queue.h"
+#include "queue/store.h"
 #include "tasks/attempt_files.h"
 #include "tasks/command_runner.h"
 #include "tasks/instructions.h"
@@ -27,8 +26,11 @@
 namespace wizq {
 namespace {
 
-// How often `take --wait` looks for work (a Refresh: the log's tail only).
-constexpr int kWaitPollMs = 20;
+// How soon `take --wait` looks again after a transaction that found
+// nothing to do although the run's state said there was (another taker
+// was first, or the store's clock differs from this machine's): no commit
+// may announce the next chance.
+constexpr int kRecheckMs = 20;
 // How long a taker lets an earlier attempt's orphaned tree end (SPEC §6.3).
 constexpr double kOrphanGraceSeconds = 1.0;
 constexpr double kOrphanMaxWaitSeconds = 10.0;
@@ -53,14 +55,18 @@ std::string FinishedJson(RunStatus status) {
   return out;
 }
 
-void SleepMs(int ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&ts, nullptr);
+// When the store puts back (lease lapsed) or times out (past its step's
+// timeout) a leased attempt, by the clock alone: the first ms at which it
+// does (Task::lease_expires_ms, deadline_ms).
+int64_t LeaseDueMs(const Task& t) {
+  int64_t due = t.lease_expires_ms + 1;
+  if (t.deadline_ms > 0) due = std::min(due, t.deadline_ms + 1);
+  return due;
 }
 
-class DirAgentService : public AgentService {
+class StoreAgentService : public AgentService {
  public:
-  DirAgentService(std::string dir, Env* env)
+  StoreAgentService(std::string dir, Env* env)
       : dir_(std::move(dir)), env_(env != nullptr ? env : Env::Posix()) {}
 
   AgentReply Take(const TakeRequest& request) override;
@@ -73,22 +79,24 @@ class DirAgentService : public AgentService {
   AgentReply RunStatus() override;
 
  private:
+  int64_t NowMs() const {
+    return static_cast<int64_t>(env_->NowMicros() / 1000);
+  }
   std::string InstallDir() const;
-  Status OpenQueue(std::unique_ptr<Queue>* q, bool* finished);
-  Status Thaw(const QueueState& s);
+  Status OpenRun(std::unique_ptr<Store>* store, bool* finished);
+  Status Thaw(const RunInfo& run);
   const Step* PoolStepOf(const Task& t) const;
-  int64_t LeaseMs(const Task& t) const;
-  Txn::LeaseTerms TermsOf(const Task& t, const std::string& agent) const;
-  bool Takeable(const Task& t, const std::vector<std::string>& steps,
-                int64_t now) const;
-  bool WorthATransaction(const QueueState& s,
-                         const std::vector<std::string>& steps) const;
-  Status Settle(Txn& txn);
-  void ReapLost(const std::vector<int64_t>& ids, const std::string& wizard);
-  Status TryTake(Queue* q, const TakeRequest& request, std::string* payload);
+  int64_t LeaseMs(const std::string& step) const;
+  Status PoolFilter(const TakeRequest& request, ClaimFilter* filter) const;
+  Status Look(Store& store, const ClaimFilter& filter, bool* worth,
+              int64_t* wake_ms);
+  Status Settle(StoreTxn& txn);
+  void ReapLost(const std::vector<int64_t>& ids);
+  Status TryTake(Store& store, const ClaimFilter& filter, std::string* payload,
+                 wizq::RunStatus* status);
   AgentReply WithLease(
       int64_t task_id, const std::string& lease, const char* what,
-      const std::function<Status(Txn&, const Task&, AgentReply*)>& fn);
+      const std::function<Status(StoreTxn&, const Task&, AgentReply*)>& fn);
 
   const std::string dir_;
   Env* const env_;
@@ -98,13 +106,14 @@ class DirAgentService : public AgentService {
 
 // The install directory as an absolute path (as given if it cannot be
 // resolved).
-std::string DirAgentService::InstallDir() const {
+std::string StoreAgentService::InstallDir() const {
   char buf[PATH_MAX];
   return realpath(dir_.c_str(), buf) != nullptr ? buf : dir_;
 }
 
-Status DirAgentService::OpenQueue(std::unique_ptr<Queue>* q, bool* finished) {
-  QueueOptions o;
+Status StoreAgentService::OpenRun(std::unique_ptr<Store>* store,
+                                  bool* finished) {
+  StoreOptions o;
   o.env = env_;
   o.install_dir = InstallDir();
   o.mode = OpenMode::kAttach;
@@ -112,7 +121,7 @@ Status DirAgentService::OpenQueue(std::unique_ptr<Queue>* q, bool* finished) {
   // A dead `wizq run`'s Command attempts are its successor's to adopt.
   o.reclaim_worker_claims = false;
   OpenReport report;
-  Status s = Queue::Open(o, q, &report);
+  Status s = Store::Open(o, store, &report);
   if (s.IsNotFound()) {
     return Status::NotFound("no run in " + dir_ +
                             " (start one with: wizq run WORKFLOW --dir " +
@@ -120,22 +129,23 @@ Status DirAgentService::OpenQueue(std::unique_ptr<Queue>* q, bool* finished) {
   }
   WIZQ_RETURN_IF_ERROR(s);
   *finished = report.action == OpenAction::kFinished;
-  return Thaw((*q)->state());
+  RunInfo run;
+  WIZQ_RETURN_IF_ERROR((*store)->GetRun(&run));
+  return Thaw(run);
 }
 
 // The run's frozen workflow, parsed once per run.
-Status DirAgentService::Thaw(const QueueState& s) {
-  const std::string& frozen = s.run().workflow;
-  if (workflow_ && frozen == frozen_) return Status::OK();
+Status StoreAgentService::Thaw(const RunInfo& run) {
+  if (workflow_ && run.workflow == frozen_) return Status::OK();
   std::unique_ptr<Workflow> wf;
-  Status p = Workflow::Parse(frozen, "the run's frozen workflow", &wf);
+  Status p = Workflow::Parse(run.workflow, "the run's frozen workflow", &wf);
   if (!p.ok()) return Status::Corruption(p.message());
   workflow_ = std::move(wf);
-  frozen_ = frozen;
+  frozen_ = run.workflow;
   return Status::OK();
 }
 
-const Step* DirAgentService::PoolStepOf(const Task& t) const {
+const Step* StoreAgentService::PoolStepOf(const Task& t) const {
   if (t.origin == Origin::kFinally) return nullptr;  // hooks are Commands
   const Step* step = workflow_->FindStep(t.type);
   if (step == nullptr || step->action.kind != Action::Kind::kPool) {
@@ -144,197 +154,246 @@ const Step* DirAgentService::PoolStepOf(const Task& t) const {
   return step;
 }
 
-int64_t DirAgentService::LeaseMs(const Task& t) const {
-  const Step* step = workflow_->FindStep(t.type);
+int64_t StoreAgentService::LeaseMs(const std::string& step_name) const {
+  const Step* step = workflow_->FindStep(step_name);
   const double s =
       step ? step->options.lease_seconds : StepOptions::kDefaultLeaseSeconds;
   return std::max<int64_t>(1, std::llround(s * 1000));
 }
 
-// The lease of the step's options, and its timeout (SPEC §9: enforced by
-// the store from the claim on, heartbeats or not).
-Txn::LeaseTerms DirAgentService::TermsOf(const Task& t,
-                                         const std::string& agent) const {
-  Txn::LeaseTerms terms;
-  terms.lease_ms = LeaseMs(t);
-  terms.agent = agent;
-  const Step* step = workflow_->FindStep(t.type);
-  if (step != nullptr && step->options.timeout_seconds) {
-    terms.timeout_ms = std::max<int64_t>(
-        1, std::llround(*step->options.timeout_seconds * 1000));
-    terms.retry_on_timeout = step->options.retry_on_timeout;
+// What a take claims: the lowest-id ready task of a Pool step (of those
+// `request` names), under a new lease of its step's `lease` option, with
+// its step's timeout (SPEC §9: enforced by the store from the claim on,
+// heartbeats or not). InvalidArgument for a name that is no Pool step.
+Status StoreAgentService::PoolFilter(const TakeRequest& request,
+                                     ClaimFilter* f) const {
+  for (const std::string& name : request.steps) {
+    const Step* step = workflow_->FindStep(name);
+    if (step == nullptr || step->action.kind != Action::Kind::kPool) {
+      return Status::InvalidArgument(
+          "--step " + name +
+          ": the run's workflow has no Pool step of that name");
+    }
   }
-  return terms;
+  *f = ClaimFilter();
+  for (const Step& step : workflow_->steps()) {
+    if (step.action.kind != Action::Kind::kPool) continue;
+    if (!request.steps.empty() &&
+        std::find(request.steps.begin(), request.steps.end(), step.name) ==
+            request.steps.end()) {
+      continue;
+    }
+    f->steps.insert(step.name);
+    f->step_lease_ms[step.name] = LeaseMs(step.name);
+    if (step.options.timeout_seconds) {
+      f->timeouts[step.name] = {
+          std::max<int64_t>(1,
+                            std::llround(*step.options.timeout_seconds * 1000)),
+          step.options.retry_on_timeout};
+    }
+  }
+  f->lease = true;
+  f->lease_ms = LeaseMs("");
+  f->agent = request.agent;
+  return Status::OK();
 }
 
-bool DirAgentService::Takeable(const Task& t,
-                               const std::vector<std::string>& steps,
-                               int64_t now) const {
-  if (t.state != TaskState::kPending || t.retry_at_ms > now) return false;
-  if (PoolStepOf(t) == nullptr) return false;
-  return steps.empty() ||
-         std::find(steps.begin(), steps.end(), t.type) != steps.end();
-}
-
-// Cheap, on the state as last read: is there a task to take, a lapsed
-// lease to put back, an attempt past its timeout, or an end to record?
-bool DirAgentService::WorthATransaction(
-    const QueueState& s, const std::vector<std::string>& steps) const {
-  const int64_t now = static_cast<int64_t>(env_->NowMicros() / 1000);
-  if (s.run().status != wizq::RunStatus::kRunning) return true;
-  if (!s.hooks_due().empty() || s.AllSettled()) return true;
-  for (int64_t id : s.in_progress()) {
-    const Task* t = s.Find(id);
-    if (!t->lease_token.empty() && t->lease_expires_ms < now) return true;
-    if (AttemptTimedOut(*t, now)) return true;
+// Cheap, without a transaction: is there a task to take, a lapsed lease
+// to put back, an attempt past its timeout, or an end to record? When not,
+// *wake_ms is when one becomes due by the clock alone (a retry's time, a
+// lease's expiry, an attempt's limit; INT64_MAX: never), which no commit
+// announces.
+Status StoreAgentService::Look(Store& store, const ClaimFilter& filter,
+                               bool* worth, int64_t* wake_ms) {
+  const int64_t now = NowMs();
+  *worth = true;
+  *wake_ms = INT64_MAX;
+  RunCounts counts;
+  WIZQ_RETURN_IF_ERROR(store.Counts(&counts));
+  if (counts.hooks_due > 0 || counts.all_settled) return Status::OK();
+  std::vector<Task> tasks;
+  TaskFilter leased;
+  leased.states = {TaskState::kInProgress};
+  leased.leased = true;
+  WIZQ_RETURN_IF_ERROR(store.ListTasks(leased, &tasks));
+  for (const Task& t : tasks) {
+    const int64_t due = LeaseDueMs(t);
+    if (due <= now) return Status::OK();
+    *wake_ms = std::min(*wake_ms, due);
   }
-  for (int64_t id : s.pending()) {
-    if (Takeable(*s.Find(id), steps, now)) return true;
+  TaskFilter ready;
+  ready.states = {TaskState::kPending};
+  ready.steps.assign(filter.steps.begin(), filter.steps.end());
+  ready.hooks = TaskFilter::Hooks::kNone;
+  WIZQ_RETURN_IF_ERROR(store.ListTasks(ready, &tasks));
+  for (const Task& t : tasks) {
+    if (t.retry_at_ms <= now) return Status::OK();
+    *wake_ms = std::min(*wake_ms, t.retry_at_ms);
   }
-  return false;
+  *worth = false;
+  return Status::OK();
 }
 
 // What the run loop does after its results (tasks/run_rules.h): due
 // finally hooks are submitted and a run whose tasks have all settled is
 // finished, so a run whose last tasks are agents' does not wait for a
 // `wizq run`.
-Status DirAgentService::Settle(Txn& txn) {
-  return SettleRun(txn, *workflow_,
-                   txn.now_ms() - txn.state().run().started_ms);
+Status StoreAgentService::Settle(StoreTxn& txn) {
+  RunInfo run;
+  WIZQ_RETURN_IF_ERROR(txn.GetRun(&run));
+  return SettleRun(txn, *workflow_, txn.now_ms() - run.started_ms);
 }
 
 // Tasks failed as worker_lost by a reclaim: what their attempt may have
 // left running (an agent `serve` started, then died) is ended now, since
 // no later attempt will do it.
-void DirAgentService::ReapLost(const std::vector<int64_t>& ids,
-                               const std::string& wizard) {
+void StoreAgentService::ReapLost(const std::vector<int64_t>& ids) {
+  const std::string workspace = AttemptFiles::Workspace(InstallDir());
   for (int64_t id : ids) {
-    ReapOrphans(AttemptFiles::TaskDir(wizard, id), kOrphanGraceSeconds,
+    ReapOrphans(AttemptFiles::TaskDir(workspace, id), kOrphanGraceSeconds,
                 kOrphanMaxWaitSeconds, env_)
         .IgnoreError();
   }
 }
 
-Status DirAgentService::TryTake(Queue* q, const TakeRequest& request,
-                                std::string* payload) {
-  int64_t id = 0;
-  std::string token;
+// Claims a task and builds its payload, or leaves *payload empty; *status:
+// the run's status after the transaction (its settling may finish it).
+Status StoreAgentService::TryTake(Store& store, const ClaimFilter& filter,
+                                  std::string* payload,
+                                  wizq::RunStatus* status) {
+  Task t;
+  RunInfo run;
   std::vector<int64_t> lost;
-  WIZQ_RETURN_IF_ERROR(q->Transact([&](Txn& txn) {
-    id = 0;
+  WIZQ_RETURN_IF_ERROR(store.Transact([&](StoreTxn& txn) {
+    t = Task();
     lost = txn.reclaimed().lost;
     WIZQ_RETURN_IF_ERROR(Settle(txn));
-    if (txn.state().run().status != wizq::RunStatus::kRunning)
-      return Status::OK();
-    const int64_t now = txn.now_ms();
-    int64_t want = 0;
-    for (int64_t pid : txn.state().pending()) {
-      if (Takeable(*txn.state().Find(pid), request.steps, now)) {
-        want = pid;
-        break;
-      }
-    }
-    if (want == 0) return Status::OK();
-    return txn.ClaimLeased([want](const Task& t) { return t.id == want; },
-                           TermsOf(*txn.state().Find(want), request.agent), &id,
-                           &token);
+    WIZQ_RETURN_IF_ERROR(txn.GetRun(&run));
+    if (run.status != wizq::RunStatus::kRunning) return Status::OK();
+    std::vector<Task> claimed;
+    WIZQ_RETURN_IF_ERROR(txn.Claim(filter, &claimed));
+    if (claimed.empty()) return Status::OK();
+    t = claimed[0];
+    // The payload goes to the agent right after this commit: its attempt
+    // starts with the claim (a lapsed lease's attempt counts).
+    return txn.MarkStarted({t.id});
   }));
-  ReapLost(lost, q->wizard_dir());
-  if (id == 0) return Status::OK();
-  const QueueState& s = q->state();
-  const Task& t = *s.Find(id);
+  ReapLost(lost);
+  *status = run.status;
+  if (t.id == 0) return Status::OK();
   // An earlier attempt's process tree (a `serve` that died) ends before
   // this one is handed out: two attempts never overlap (SPEC §6.3).
-  WIZQ_RETURN_IF_ERROR(ReapOrphans(AttemptFiles::TaskDir(q->wizard_dir(), id),
-                                   kOrphanGraceSeconds, kOrphanMaxWaitSeconds,
-                                   env_));
+  const std::string install_dir = InstallDir();
+  WIZQ_RETURN_IF_ERROR(ReapOrphans(
+      AttemptFiles::TaskDir(AttemptFiles::Workspace(install_dir), t.id),
+      kOrphanGraceSeconds, kOrphanMaxWaitSeconds, env_));
   PayloadInfo info;
-  info.run_id = s.run().run_id;
-  info.idempotency_key = IdempotencyKey(info.run_id, s.run().started_ms, t);
-  info.lease = token;
-  info.lease_seconds = static_cast<double>(LeaseMs(t)) / 1000;
-  info.install_dir = InstallDir();
+  info.run_id = run.run_id;
+  info.idempotency_key = IdempotencyKey(info.run_id, run.started_ms, t);
+  info.lease = t.lease_token;
+  info.lease_seconds = static_cast<double>(LeaseMs(t.type)) / 1000;
+  info.install_dir = install_dir;
   *payload = PoolPayload(*workflow_, *PoolStepOf(t), t, info);
   return Status::OK();
 }
 
-AgentReply DirAgentService::Take(const TakeRequest& request) {
+// Waits for work with Store::WaitForChange: it wakes on every commit (a
+// task submitted, completed, put back; the run finished) and, since the
+// clock alone changes nothing in the store, when Look says a retry, a
+// lease or a time limit falls due, or at the deadline.
+AgentReply StoreAgentService::Take(const TakeRequest& request) {
   if (!(request.wait_seconds >= 0)) {
     return Reply(kExitInvalid, "", "--wait must be a number of seconds >= 0");
   }
   const int64_t deadline =
-      static_cast<int64_t>(env_->NowMicros() / 1000) +
+      NowMs() +
       static_cast<int64_t>(std::min(request.wait_seconds, 1e9) * 1000);
-  std::unique_ptr<Queue> q;
+  std::unique_ptr<Store> store;
   bool finished = false;
-  Status s = OpenQueue(&q, &finished);
+  Status s = OpenRun(&store, &finished);
   if (!s.ok()) return EnvError(s);
-  for (const std::string& name : request.steps) {
-    const Step* step = workflow_->FindStep(name);
-    if (step == nullptr || step->action.kind != Action::Kind::kPool) {
-      return Reply(kExitInvalid, "",
-                   "--step " + name + ": the run's workflow has no Pool step " +
-                       "of that name");
+  ClaimFilter filter;
+  s = PoolFilter(request, &filter);
+  if (!s.ok()) return Reply(kExitInvalid, "", s.message());
+  int64_t seq = 0;  // the last commit seen before the state was read
+  s = store->WaitForChange(0, 0, &seq);
+  while (s.ok()) {
+    RunInfo run;
+    s = store->GetRun(&run);
+    if (!s.ok()) break;
+    if (run.status != wizq::RunStatus::kRunning) {
+      store->Close().IgnoreError();
+      return Reply(kExitNothingToTake, FinishedJson(run.status));
     }
-  }
-  std::string payload;
-  while (true) {
-    const QueueState& st = q->state();
-    if (st.run().status != wizq::RunStatus::kRunning) {
-      q->Close().IgnoreError();
-      return Reply(kExitNothingToTake, FinishedJson(st.run().status));
-    }
-    if (WorthATransaction(st, request.steps)) {
-      s = TryTake(q.get(), request, &payload);
-      if (!s.ok()) return EnvError(s);
+    bool worth = false;
+    int64_t wake = INT64_MAX;
+    s = Look(*store, filter, &worth, &wake);
+    if (!s.ok()) break;
+    if (worth) {
+      std::string payload;
+      s = TryTake(*store, filter, &payload, &run.status);
+      if (!s.ok()) break;
       if (!payload.empty()) {
-        q->Close().IgnoreError();
+        store->Close().IgnoreError();
         return Reply(kExitCompleted, payload);
       }
-      // The run may have finished meanwhile.
-      if (q->state().run().status != wizq::RunStatus::kRunning) continue;
+      if (run.status != wizq::RunStatus::kRunning) continue;  // it finished
+      wake = NowMs() + kRecheckMs;  // unless a commit (ours) comes first
     }
-    if (static_cast<int64_t>(env_->NowMicros() / 1000) >= deadline) break;
-    SleepMs(kWaitPollMs);
-    s = q->Refresh();
-    if (!s.ok()) return EnvError(s);
+    const int64_t now = NowMs();
+    if (now >= deadline) {
+      store->Close().IgnoreError();
+      return Reply(kExitNothingToTake, "{\"status\":\"idle\"}");
+    }
+    const int64_t until = std::min(deadline, wake);
+    s = store->WaitForChange(
+        seq, static_cast<int>(std::clamp<int64_t>(until - now, 0, INT_MAX)),
+        &seq);
   }
-  q->Close().IgnoreError();
-  return Reply(kExitNothingToTake, "{\"status\":\"idle\"}");
+  return EnvError(s);
 }
 
 // Runs `fn` for the holder of `lease` on `task_id`, in one transaction with
 // the lease check. A lost lease records nothing but the reclaim any
 // transaction does, and answers exit 3.
-AgentReply DirAgentService::WithLease(
+AgentReply StoreAgentService::WithLease(
     int64_t task_id, const std::string& lease, const char* what,
-    const std::function<Status(Txn&, const Task&, AgentReply*)>& fn) {
-  std::unique_ptr<Queue> q;
+    const std::function<Status(StoreTxn&, const Task&, AgentReply*)>& fn) {
+  std::unique_ptr<Store> store;
   bool finished = false;
-  Status s = OpenQueue(&q, &finished);
+  Status s = OpenRun(&store, &finished);
   if (!s.ok()) return EnvError(s);
   AgentReply reply;
   std::vector<int64_t> lost;
-  const Task* task = q->state().Find(task_id);
-  if (finished && task != nullptr) {
-    reply = Reply(kExitEnvironment, "",
-                  WhyNotHeld(*task) + " (the run has finished, " +
-                      RunStatusName(q->state().run().status) + ")");
-  } else if (finished) {
-    reply = Reply(kExitInvalid, "",
-                  "no task " + std::to_string(task_id) + " in this run");
+  if (finished) {
+    Task task;
+    RunInfo run;
+    s = store->GetRun(&run);
+    Status found = s.ok() ? store->GetTask(task_id, &task) : s;
+    if (found.IsNotFound()) {
+      reply = Reply(kExitInvalid, "",
+                    "no task " + std::to_string(task_id) + " in this run");
+    } else if (!found.ok()) {
+      return EnvError(found);
+    } else {
+      reply = Reply(kExitEnvironment, "",
+                    WhyNotHeld(task) + " (the run has finished, " +
+                        RunStatusName(run.status) + ")");
+    }
   } else {
-    s = q->Transact([&](Txn& txn) {
+    s = store->Transact([&](StoreTxn& txn) {
       lost = txn.reclaimed().lost;
       reply = AgentReply();
-      Status u = txn.UseLease(task_id, lease);
+      Status u = txn.ActAs(task_id, lease);
       if (u.IsConflict() || u.IsInvalidArgument()) {
         reply = Reply(u.IsConflict() ? kExitEnvironment : kExitInvalid, "",
                       u.message());
         return Settle(txn);  // the reclaim is kept; nothing else is done
       }
       WIZQ_RETURN_IF_ERROR(u);
-      WIZQ_RETURN_IF_ERROR(fn(txn, *txn.state().Find(task_id), &reply));
+      Task t;
+      WIZQ_RETURN_IF_ERROR(txn.GetTask(task_id, &t));
+      WIZQ_RETURN_IF_ERROR(fn(txn, t, &reply));
       return Settle(txn);
     });
     if (!s.ok()) {
@@ -342,18 +401,18 @@ AgentReply DirAgentService::WithLease(
           s.Annotate(std::string(what) + " task " + std::to_string(task_id)));
     }
   }
-  ReapLost(lost, q->wizard_dir());
-  q->Close().IgnoreError();
+  ReapLost(lost);
+  store->Close().IgnoreError();
   return reply;
 }
 
-AgentReply DirAgentService::Heartbeat(int64_t task_id,
-                                      const std::string& lease) {
+AgentReply StoreAgentService::Heartbeat(int64_t task_id,
+                                        const std::string& lease) {
   return WithLease(
       task_id, lease, "renewing the lease of",
-      [&](Txn& txn, const Task& t, AgentReply* reply) {
+      [&](StoreTxn& txn, const Task& t, AgentReply* reply) {
         int64_t expires = 0;
-        const int64_t ms = LeaseMs(t);
+        const int64_t ms = LeaseMs(t.type);
         WIZQ_RETURN_IF_ERROR(txn.RenewLease(task_id, lease, ms, &expires));
         std::string out;
         JsonWriter w(&out);
@@ -365,26 +424,28 @@ AgentReply DirAgentService::Heartbeat(int64_t task_id,
       });
 }
 
-AgentReply DirAgentService::Done(int64_t task_id, const std::string& lease,
-                                 const std::string& response) {
+AgentReply StoreAgentService::Done(int64_t task_id, const std::string& lease,
+                                   const std::string& response) {
   return WithLease(
       task_id, lease, "completing",
-      [&](Txn& txn, const Task& task, AgentReply* reply) {
-        const Task t = task;  // the state changes under the reference
-        std::vector<NewTask> children;
+      [&](StoreTxn& txn, const Task& t, AgentReply* reply) {
+        Completion c;
         std::string text;
         Status v = AgentResponseText(response, &text);
-        if (v.ok()) v = ChildrenOf(*workflow_, t, text, &children);
+        if (v.ok()) v = ChildrenOf(*workflow_, t, text, &c.children);
         std::string out;
         JsonWriter w(&out);
         w.BeginObject().Key("task_id").Int(task_id);
         if (!v.ok()) {
           const Step* step = workflow_->FindStep(t.type);
+          Failure f;
+          f.reason = std::string(kReasonInvalidResponse);
+          f.message = v.message();
+          f.retryable =
+              step == nullptr || step->options.retry_on_invalid_response;
+          f.retry_delay_ms = RetryDelayMs(t.attempts);
           bool again = false;
-          WIZQ_RETURN_IF_ERROR(txn.Fail(
-              task_id, kReasonInvalidResponse, v.message(),
-              step == nullptr || step->options.retry_on_invalid_response,
-              RetryDelayMs(t.attempts), &again));
+          WIZQ_RETURN_IF_ERROR(txn.Fail(task_id, f, &again));
           w.Field("status", "invalid_response").Field("will_retry", again);
           w.EndObject();
           *reply = Reply(kExitTaskFailed, out,
@@ -397,7 +458,7 @@ AgentReply DirAgentService::Done(int64_t task_id, const std::string& lease,
           return Status::OK();
         }
         std::vector<int64_t> ids;
-        WIZQ_RETURN_IF_ERROR(txn.Complete(task_id, children, &ids));
+        WIZQ_RETURN_IF_ERROR(txn.Complete(task_id, c, &ids));
         w.Field("status", "done").Key("children").BeginArray();
         for (int64_t id : ids) w.Int(id);
         w.EndArray().EndObject();
@@ -406,20 +467,21 @@ AgentReply DirAgentService::Done(int64_t task_id, const std::string& lease,
       });
 }
 
-AgentReply DirAgentService::Fail(int64_t task_id, const std::string& lease,
-                                 std::string_view reason,
-                                 const std::string& message) {
+AgentReply StoreAgentService::Fail(int64_t task_id, const std::string& lease,
+                                   std::string_view reason,
+                                   const std::string& message) {
   return WithLease(
       task_id, lease, "failing",
-      [&](Txn& txn, const Task& task, AgentReply* reply) {
-        const int attempts = task.attempts;
-        const Step* step = workflow_->FindStep(task.type);
-        const bool retryable = reason != kReasonTimeout || step == nullptr ||
-                               step->options.retry_on_timeout;
+      [&](StoreTxn& txn, const Task& t, AgentReply* reply) {
+        const Step* step = workflow_->FindStep(t.type);
+        Failure f;
+        f.reason = std::string(reason);
+        f.message = message.empty() ? "the agent gave up" : message;
+        f.retryable = reason != kReasonTimeout || step == nullptr ||
+                      step->options.retry_on_timeout;
+        f.retry_delay_ms = RetryDelayMs(t.attempts);
         bool again = false;
-        WIZQ_RETURN_IF_ERROR(txn.Fail(
-            task_id, reason, message.empty() ? "the agent gave up" : message,
-            retryable, RetryDelayMs(attempts), &again));
+        WIZQ_RETURN_IF_ERROR(txn.Fail(task_id, f, &again));
         std::string out;
         JsonWriter w(&out);
         w.BeginObject().Key("task_id").Int(task_id);
@@ -429,10 +491,11 @@ AgentReply DirAgentService::Fail(int64_t task_id, const std::string& lease,
       });
 }
 
-AgentReply DirAgentService::Release(int64_t task_id, const std::string& lease) {
+AgentReply StoreAgentService::Release(int64_t task_id,
+                                      const std::string& lease) {
   return WithLease(
       task_id, lease, "giving back",
-      [&](Txn& txn, const Task&, AgentReply* reply) {
+      [&](StoreTxn& txn, const Task&, AgentReply* reply) {
         WIZQ_RETURN_IF_ERROR(txn.Release(task_id, kReasonReleased));
         std::string out;
         JsonWriter w(&out);
@@ -443,27 +506,27 @@ AgentReply DirAgentService::Release(int64_t task_id, const std::string& lease) {
       });
 }
 
-AgentReply DirAgentService::RunStatus() {
-  QueueOptions o;
+AgentReply StoreAgentService::RunStatus() {
+  StoreOptions o;
   o.env = env_;
-  o.install_dir = dir_;
+  o.install_dir = InstallDir();
   o.mode = OpenMode::kReadOnly;
-  std::unique_ptr<Queue> q;
-  Status s = Queue::Open(o, &q, nullptr);
+  std::unique_ptr<Store> store;
+  Status s = Store::Open(o, &store, nullptr);
   if (s.IsNotFound()) {
     return Reply(kExitEnvironment, "", "no run in " + dir_);
   }
+  std::string json;
+  if (s.ok()) s = RunStatusJson(*store, NowMs(), &json);
   if (!s.ok()) return EnvError(s);
-  return Reply(kExitCompleted,
-               RunStatusJson(q->state(),
-                             static_cast<int64_t>(env_->NowMicros() / 1000)));
+  return Reply(kExitCompleted, json);
 }
 
 }  // namespace
 
 std::unique_ptr<AgentService> AgentService::Open(const std::string& install_dir,
                                                  Env* env) {
-  return std::make_unique<DirAgentService>(install_dir, env);
+  return std::make_unique<StoreAgentService>(install_dir, env);
 }
 
 }  // namespace wizq

@@ -6,9 +6,9 @@
 // (`wizq mcp`, mcp/) are all clients of it, so they answer the same way,
 // with the same JSON and the same messages.
 //
-// Every call opens the run's queue for the call only (no daemon; a lease,
-// not a worker lock, holds the claim between calls) and is safe to make
-// from any number of processes at once.
+// Every call opens the run's store for the call only (Store::Open, queue/
+// store.h; no daemon: a lease, not a worker's liveness, holds the claim
+// between calls) and is safe to make from any number of processes at once.
 //
 // Thread-safety: an AgentService may be used from one thread at a time.
 #ifndef WIZQ_AGENT_AGENT_SERVICE_H_
@@ -53,15 +53,18 @@ class AgentService {
  public:
   virtual ~AgentService() = default;
 
-  // The service on `install_dir` (its .wizard/ run). `env` nullptr:
+  // The service on the run of `install_dir` (its store). `env` nullptr:
   // Env::Posix(). Never fails: a directory without a run answers each
   // call with the documented refusal.
   static std::unique_ptr<AgentService> Open(const std::string& install_dir,
                                             Env* env = nullptr);
 
-  // Claims the lowest-id ready Pool task (of `steps`) under a new lease and
-  // returns its payload (SPEC §9) in `json`; exit 5 with {"status":"idle"}
-  // or {"status":"finished","run_status":...} when there is none.
+  // Claims the lowest-id ready Pool task (of `steps`) under a new lease,
+  // records that its attempt started (task_started), and returns its
+  // payload (SPEC §9) in `json`; exit 5 with {"status":"idle"} or
+  // {"status":"finished","run_status":...} when there is none. Waits up to
+  // request.wait_seconds for one (Store::WaitForChange: woken by commits,
+  // and when a retry or a lease falls due).
   virtual AgentReply Take(const TakeRequest& request) = 0;
   // Every call below acts on the attempt held by `lease` on `task_id`; past
   // the step's timeout (from the claim, on the store's clock) that attempt

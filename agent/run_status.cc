@@ -1,5 +1,8 @@
 #include "agent/run_status.h"
 
+#include <utility>
+#include <vector>
+
 #include "util/json_writer.h"
 
 namespace wizq {
@@ -44,34 +47,35 @@ void TaskJson(const Task& t, int64_t now_ms, JsonWriter& w) {
   w.EndObject();
 }
 
-void TasksArray(const QueueState& s, int64_t now_ms,
-                const std::vector<int64_t>* only, JsonWriter& w) {
-  w.Key("tasks").BeginArray();
+Status TasksArray(StoreReads& run, int64_t now_ms,
+                  const std::vector<int64_t>* only, JsonWriter& w) {
+  std::vector<Task> tasks;
   if (only == nullptr) {
-    for (const Task& t : s.tasks()) TaskJson(t, now_ms, w);
+    WIZQ_RETURN_IF_ERROR(run.ListTasks(TaskFilter(), &tasks));
   } else {
-    for (int64_t id : *only) TaskJson(*s.Find(id), now_ms, w);
+    tasks.resize(only->size());
+    for (size_t i = 0; i < only->size(); i++) {
+      WIZQ_RETURN_IF_ERROR(run.GetTask((*only)[i], &tasks[i]));
+    }
   }
+  w.Key("tasks").BeginArray();
+  for (const Task& t : tasks) TaskJson(t, now_ms, w);
   w.EndArray();
+  return Status::OK();
 }
 
-void RunFields(const QueueState& s, JsonWriter& w) {
-  const RunInfo& r = s.run();
+void RunFields(const RunInfo& r, const RunCounts& c, JsonWriter& w) {
   w.Field("run_id", r.run_id);
   w.Field("install_dir", r.install_dir);
   w.Field("status", RunStatusName(r.status));
   w.Key("counts").BeginObject();
   for (TaskState st : {TaskState::kPending, TaskState::kInProgress,
                        TaskState::kDone, TaskState::kFailed}) {
-    w.Key(TaskStateName(st)).Int(s.count(st));
+    w.Key(TaskStateName(st)).Int(c.of(st));
   }
-  int64_t leased = 0;
-  for (int64_t id : s.in_progress()) {
-    if (!s.Find(id)->lease_token.empty()) leased++;
-  }
-  w.Key("leased").Int(leased);
+  w.Key("leased").Int(c.leased);
   w.EndObject();
-  w.Key("reused").Int(s.reused());  // SPEC §11
+  w.Key("reused").Int(c.reused);  // SPEC §11
   if (!r.previous_run.empty()) w.Field("previous_run", r.previous_run);
   w.Key("started_ms").Int(r.started_ms).Key("finished_ms");
   if (r.finished_ms > 0) {
@@ -83,33 +87,9 @@ void RunFields(const QueueState& s, JsonWriter& w) {
   w.Field("wizq_version", r.wizq_version);
 }
 
-}  // namespace
-
-std::string RunStatusJson(const QueueState& s, int64_t now_ms) {
-  std::string out;
-  JsonWriter w(&out);
-  w.BeginObject();
-  RunFields(s, w);
-  TasksArray(s, now_ms, nullptr, w);
-  w.EndObject();
-  return out;
-}
-
-const char* LiveStatus(const QueueState& s, const RunStatusExtras& extras) {
-  if (extras.interrupted) return "interrupted";
-  if (!extras.archive_dir.empty() && s.run().status == RunStatus::kRunning) {
-    return "unfinished";
-  }
-  return RunStatusName(s.run().status);
-}
-
-std::string RunStatusJson(const QueueState& s, int64_t now_ms,
-                          const RunStatusExtras& extras) {
-  std::string out;
-  JsonWriter w(&out);
-  w.BeginObject();
-  RunFields(s, w);
-  w.Field("live_status", LiveStatus(s, extras));
+void ExtraFields(const RunInfo& r, const RunStatusExtras& extras,
+                 JsonWriter& w) {
+  w.Field("live_status", LiveStatus(r, extras));
   w.Key("interrupted").Bool(extras.interrupted);
   if (!extras.resume_command.empty()) {
     w.Field("resume_command", extras.resume_command);
@@ -118,7 +98,7 @@ std::string RunStatusJson(const QueueState& s, int64_t now_ms,
   if (!extras.archive_dir.empty()) w.Field("archive", extras.archive_dir);
   int64_t live = 0;
   w.Key("workers").BeginArray();
-  for (const WorkerEntry& e : extras.workers) {
+  for (const WorkerInfo& e : extras.workers) {
     live += e.alive ? 1 : 0;
     w.BeginObject().Field("id", e.id).Key("pid").Int(e.pid);
     w.Field("run_id", e.run_id).Key("started_ms").Int(e.started_ms);
@@ -131,9 +111,44 @@ std::string RunStatusJson(const QueueState& s, int64_t now_ms,
   if (extras.task_output_bytes >= 0) {
     w.Key("task_output_bytes").Int(extras.task_output_bytes);
   }
-  TasksArray(s, now_ms, extras.only_tasks, w);
+}
+
+// The object, with `extras`' fields when it is given.
+Status StatusJson(StoreReads& run, int64_t now_ms,
+                  const RunStatusExtras* extras, std::string* out) {
+  RunInfo r;
+  WIZQ_RETURN_IF_ERROR(run.GetRun(&r));
+  RunCounts c;
+  WIZQ_RETURN_IF_ERROR(run.Counts(&c));
+  std::string json;
+  JsonWriter w(&json);
+  w.BeginObject();
+  RunFields(r, c, w);
+  if (extras != nullptr) ExtraFields(r, *extras, w);
+  WIZQ_RETURN_IF_ERROR(TasksArray(
+      run, now_ms, extras != nullptr ? extras->only_tasks : nullptr, w));
   w.EndObject();
-  return out;
+  *out = std::move(json);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status RunStatusJson(StoreReads& run, int64_t now_ms, std::string* out) {
+  return StatusJson(run, now_ms, nullptr, out);
+}
+
+const char* LiveStatus(const RunInfo& run, const RunStatusExtras& extras) {
+  if (extras.interrupted) return "interrupted";
+  if (!extras.archive_dir.empty() && run.status == RunStatus::kRunning) {
+    return "unfinished";
+  }
+  return RunStatusName(run.status);
+}
+
+Status RunStatusJson(StoreReads& run, int64_t now_ms,
+                     const RunStatusExtras& extras, std::string* out) {
+  return StatusJson(run, now_ms, &extras, out);
 }
 
 }  // namespace wizq

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "orchestrator/run.h"
-#include "queue/queue.h"
+#include "queue/store.h"
 #include "tasks/prompt.h"
 #include "tasks/prompt_answers.h"
 #include "tasks/workflow.h"
@@ -24,31 +24,48 @@ int Fail(const Status& s) {
                                                  : kExitEnvironment;
 }
 
-// The run's frozen workflow and the answers checked against `state`.
-Status Resolve(const QueueState& state, const std::vector<std::string>& args,
+// The run's frozen workflow, parsed.
+Status ThawWorkflow(const RunInfo& run, std::unique_ptr<Workflow>* wf) {
+  Status s = Workflow::Parse(run.workflow, "the run's workflow", wf);
+  return s.ok() ? s : Status::Corruption(s.message());
+}
+
+// The answers checked against the run as `reads` sees it.
+Status Resolve(StoreReads& reads, const std::vector<std::string>& args,
                std::vector<FlagAnswer>* out) {
+  RunInfo run;
+  WIZQ_RETURN_IF_ERROR(reads.GetRun(&run));
   std::unique_ptr<Workflow> wf;
-  Status s = Workflow::Parse(state.run().workflow, "the run's workflow", &wf);
-  if (!s.ok()) return Status::Corruption(s.message());
-  return ResolveAnswers(*wf, &state, args, /*allow_unbound=*/false, out);
+  WIZQ_RETURN_IF_ERROR(ThawWorkflow(run, &wf));
+  return ResolveAnswers(*wf, &reads, args, /*allow_unbound=*/false, out);
 }
 
 }  // namespace
 
-void PrintWaitingPrompts(const QueueState& state, const std::string& dir) {
+void PrintWaitingPrompts(StoreReads& run, const std::string& dir) {
+  RunInfo info;
   std::unique_ptr<Workflow> wf;
-  if (!Workflow::Parse(state.run().workflow, "workflow", &wf).ok()) return;
+  if (!run.GetRun(&info).ok() || !ThawWorkflow(info, &wf).ok()) return;
+  TaskFilter waiting;  // pending Prompt tasks without an answer
+  waiting.states = {TaskState::kPending};
+  for (const Step& step : wf->steps()) {
+    if (step.action.kind == Action::Kind::kPrompt) {
+      waiting.steps.push_back(step.name);
+    }
+  }
+  waiting.unanswered = true;
+  std::vector<Task> tasks;
+  if (waiting.steps.empty() || !run.ListTasks(waiting, &tasks).ok()) return;
   bool first = true;
-  for (int64_t id : state.pending()) {
-    const Task* t = state.Find(id);
-    if (!WaitsForAnswer(*wf, *t)) continue;
-    const PromptSpec* p = PromptOf(*wf, *t);
+  for (const Task& t : tasks) {
+    if (!WaitsForAnswer(*wf, t)) continue;
+    const PromptSpec* p = PromptOf(*wf, t);
     if (first) std::printf("\nwaiting for an answer:\n");
     first = false;
     std::printf(
         "  #%lld %s (%s): %s\n    answer: wizq answer --dir %s %lld=VALUE\n",
-        static_cast<long long>(id), t->type.c_str(), PromptModeName(p->mode),
-        p->message.c_str(), dir.c_str(), static_cast<long long>(id));
+        static_cast<long long>(t.id), t.type.c_str(), PromptModeName(p->mode),
+        p->message.c_str(), dir.c_str(), static_cast<long long>(t.id));
   }
 }
 
@@ -70,36 +87,38 @@ int DoAnswer(const AnswerArgs& args) {
     return Fail(Status::NotFound("no wizq run in " + args.dir +
                                  " (the directory does not exist)"));
   }
-  QueueOptions qo;
-  qo.install_dir = buf;
+  StoreOptions so;
+  so.install_dir = buf;
   // First a look only: a bad answer writes nothing at all.
-  qo.mode = OpenMode::kReadOnly;
-  std::unique_ptr<Queue> q;
-  Status s = Queue::Open(qo, &q, nullptr);
-  std::vector<FlagAnswer> answers;
-  if (s.ok() && !q->state().started()) {
+  so.mode = OpenMode::kReadOnly;
+  std::unique_ptr<Store> store;
+  Status s = Store::Open(so, &store, nullptr);
+  RunInfo run;
+  if (s.ok()) s = store->GetRun(&run);
+  if (s.ok() && run.run_id.empty()) {
     s = Status::NotFound("no wizq run in " + args.dir);
   }
-  if (s.ok()) s = Resolve(q->state(), args.answers, &answers);
+  std::vector<FlagAnswer> answers;
+  if (s.ok()) s = Resolve(*store, args.answers, &answers);
   if (!s.ok()) return Fail(s);
-  q.reset();
+  store.reset();
   if (answers.empty()) {
     std::fprintf(stderr, "wizq answer: already recorded; nothing to do\n");
     return kExitCompleted;
   }
-  // Then as one more worker of the run: checked again under the lock, all
-  // recorded in one batch or none.
-  qo.mode = OpenMode::kAttach;
+  // Then as one more worker of the run: checked again in the transaction,
+  // all recorded in one batch or none.
+  so.mode = OpenMode::kAttach;
   // A dead run's Command attempts are the next `wizq run`'s to adopt.
-  qo.reclaim_worker_claims = false;
+  so.reclaim_worker_claims = false;
   OpenReport report;
-  s = Queue::Open(qo, &q, &report);
+  s = Store::Open(so, &store, &report);
   if (s.ok() && report.action == OpenAction::kFinished) {
     s = Status::InvalidArgument("the run has finished; nothing waits");
   }
   if (s.ok()) {
-    s = q->Transact([&](Txn& txn) {
-      WIZQ_RETURN_IF_ERROR(Resolve(txn.state(), args.answers, &answers));
+    s = store->Transact([&](StoreTxn& txn) {
+      WIZQ_RETURN_IF_ERROR(Resolve(txn, args.answers, &answers));
       for (const FlagAnswer& a : answers) {
         WIZQ_RETURN_IF_ERROR(txn.Answer(a.id, a.answer_json, "flag"));
       }
@@ -107,7 +126,7 @@ int DoAnswer(const AnswerArgs& args) {
     });
   }
   if (s.ok()) CrashPoint("answer.after_commit");
-  Status c = q ? q->Close() : Status::OK();
+  Status c = store ? store->Close() : Status::OK();
   if (!s.ok()) return Fail(s);
   if (!c.ok()) return Fail(c);
   for (const FlagAnswer& a : answers) {

@@ -12,7 +12,7 @@ class App;
 
 namespace wizq {
 
-class QueueState;
+class StoreReads;
 
 struct AnswerArgs {
   std::string dir = ".";
@@ -28,8 +28,9 @@ CLI::App* AddAnswerCommand(CLI::App& app, AnswerArgs* args,
 int DoAnswer(const AnswerArgs& args);
 
 // For `wizq status`: the tasks of the run that wait for an answer, each
-// with its prompt and the command that answers it (nothing if none).
-void PrintWaitingPrompts(const QueueState& state, const std::string& dir);
+// with its prompt and the command that answers it (nothing if none, or if
+// the run cannot be read).
+void PrintWaitingPrompts(StoreReads& run, const std::string& dir);
 
 }  // namespace wizq
 

@@ -177,7 +177,7 @@ class Printer : public RunObserver {
   void KeptLine() {
     if (o_.quiet) return;
     uint64_t bytes = 0;
-    const std::string workspace = LocalWorkspace(o_.install_dir);
+    const std::string workspace = AttemptFiles::Workspace(o_.install_dir);
     if (!TaskFilesBytes(Env::Posix(), workspace, &bytes).ok() ||
         bytes == 0) {
       return;

@@ -45,7 +45,7 @@ int DoPrune(const PruneArgs& args) {
     return s.IsNotFound() ? kExitInvalid : kExitEnvironment;
   }
   Env* env = Env::Posix();
-  const std::string workspace = LocalWorkspace(args.dir);
+  const std::string workspace = AttemptFiles::Workspace(args.dir);
   const int64_t kept_failed = counts.of(TaskState::kFailed);
   int64_t pruned = 0;
   uint64_t freed = 0;

@@ -95,7 +95,7 @@ int DoReport(const ReportArgs& args) {
   ReportInput in;
   in.view = &v;
   in.history = &history;
-  in.live_status = v.legacy->LiveStatus(x);
+  in.live_status = LiveStatus(v.run, x);
   in.generated_ms = WallNowMs();
   in.source = TaskFilesDir(args.dir, ref);
   in.torn_bytes = opened.torn_tail_bytes;

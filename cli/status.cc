@@ -126,11 +126,12 @@ Status LoadRunView(Store& store, RunView* v) {
   WIZQ_RETURN_IF_ERROR(store.GetRun(&v->run));
   WIZQ_RETURN_IF_ERROR(store.Counts(&v->counts));
   WIZQ_RETURN_IF_ERROR(store.ListTasks(TaskFilter(), &v->tasks));
-  return RunStatusBridge::Load(store, &v->legacy);
+  v->store = &store;
+  return Status::OK();
 }
 
 std::string TaskFilesDir(const std::string& dir, const RunRef& run) {
-  return run.archived ? run.key : LocalWorkspace(dir);
+  return run.archived ? run.key : AttemptFiles::Workspace(dir);
 }
 
 // The live run: its workers as the registry says, and whether it is
@@ -140,7 +141,7 @@ RunStatusExtras LiveExtras(const RunView& v, Store& store,
   RunStatusExtras x;
   std::vector<WorkerInfo> workers;
   if (store.Workers(&workers).ok()) {  // unreadable: shown as no workers
-    RunStatusBridge::SetWorkers(workers, &x);
+    x.workers = std::move(workers);
   }
   bool live = false;
   for (const auto& w : x.workers) live = live || w.alive;
@@ -163,7 +164,7 @@ RunStatusExtras LiveExtras(const RunView& v, Store& store,
                        " --run-id " + ShellQuote(v.run.run_id);
   }
   uint64_t bytes = 0;
-  if (TaskFilesBytes(Env::Posix(), LocalWorkspace(dir), &bytes).ok()) {
+  if (TaskFilesBytes(Env::Posix(), AttemptFiles::Workspace(dir), &bytes).ok()) {
     x.task_output_bytes = static_cast<int64_t>(bytes);
   }
   return x;
@@ -207,7 +208,7 @@ void PrintHumanStatus(const RunView& v, const RunStatusExtras& x,
   const RunInfo& r = v.run;
   const RunCounts& c = v.counts;
   const int64_t now = WallNowMs();
-  const char* shown = v.legacy->LiveStatus(x);
+  const char* shown = LiveStatus(r, x);
   // The summary line first: a script or a glance needs only it.
   const int64_t leased = c.leased;
   std::printf(
@@ -255,7 +256,7 @@ void PrintHumanStatus(const RunView& v, const RunStatusExtras& x,
                 static_cast<long long>(c.reused), r.previous_run.c_str());
   }
   PrintLeased(v, now);
-  if (archive.empty()) v.legacy->PrintWaitingPrompts(args.dir);
+  if (archive.empty()) PrintWaitingPrompts(*v.store, args.dir);  // answer.cc
   std::printf("\n");
   // A holder is dead when the registry does not show it alive (the live
   // run only: an archived run's holders are all gone).
@@ -266,7 +267,7 @@ void PrintHumanStatus(const RunView& v, const RunStatusExtras& x,
     for (const auto& w : x.workers) {
       if (w.alive) alive.insert(w.id);
     }
-    const std::string workspace = LocalWorkspace(args.dir);
+    const std::string workspace = AttemptFiles::Workspace(args.dir);
     for (const Task* task : v.InState(TaskState::kInProgress)) {
       const Task& t = *task;
       if (t.lease_token.empty() && !alive.count(t.claimed_by)) {
@@ -333,7 +334,13 @@ int DoStatus(const StatusArgs& args) {
   RunStatusExtras x = LiveExtras(v, *store, args.dir);
   if (Filtered(args)) x.only_tasks = &selected;
   if (args.json) {
-    std::printf("%s\n", v.legacy->Json(WallNowMs(), x).c_str());
+    std::string json;
+    s = RunStatusJson(*store, WallNowMs(), x, &json);
+    if (!s.ok()) {
+      return ReportCommandError("status", kExitEnvironment, s.message(), "",
+                                args.json);
+    }
+    std::printf("%s\n", json.c_str());
     return kExitCompleted;
   }
   PrintHumanStatus(v, x, args, selected, "");

@@ -25,7 +25,7 @@ std::string NameOf(const RunRef& run) {
 const char* ArchivedStatus(const RunRef& run, const RunView& v) {
   RunStatusExtras x;
   x.archive_dir = run.key;
-  return v.legacy->LiveStatus(x);
+  return LiveStatus(v.run, x);
 }
 
 void SummaryJson(const RunRef& run, const RunView& v, JsonWriter& w) {
@@ -59,10 +59,11 @@ Status OpenArchive(const std::string& dir, std::unique_ptr<Store>* store,
   return Status::OK();
 }
 
-Status ReadArchived(Store& store, const RunRef& run, RunView* v) {
-  std::unique_ptr<Store> one;
-  WIZQ_RETURN_IF_ERROR(store.OpenRun(run, &one));
-  return LoadRunView(*one, v);
+// `run` opened as *one, read into *v (which refers to *one).
+Status ReadArchived(Store& store, const RunRef& run,
+                    std::unique_ptr<Store>* one, RunView* v) {
+  WIZQ_RETURN_IF_ERROR(store.OpenRun(run, one));
+  return LoadRunView(**one, v);
 }
 
 // The archived run `name` names: by its name, else the newest one whose
@@ -98,8 +99,9 @@ int ListArchived(const StatusArgs& args) {
                 store->DisplayLocation().c_str());
   }
   for (const RunRef& run : runs) {
+    std::unique_ptr<Store> one;
     RunView v;
-    Status ls = ReadArchived(*store, run, &v);
+    Status ls = ReadArchived(*store, run, &one, &v);
     if (!ls.ok()) {
       if (!args.json) {
         std::printf("  %s  (unreadable: %s)\n", NameOf(run).c_str(),
@@ -155,8 +157,9 @@ int ShowArchived(const StatusArgs& args) {
                  name.c_str(), store->DisplayLocation().c_str());
     return kExitInvalid;
   }
+  std::unique_ptr<Store> one;
   RunView v;
-  s = ReadArchived(*store, *run, &v);
+  s = ReadArchived(*store, *run, &one, &v);
   if (!s.ok()) return Fail(s);
   std::vector<int64_t> selected;
   std::string error;
@@ -173,7 +176,10 @@ int ShowArchived(const StatusArgs& args) {
   }
   if (Filtered(args)) x.only_tasks = &selected;
   if (args.json) {
-    std::printf("%s\n", v.legacy->Json(WallNowMs(), x).c_str());
+    std::string json;
+    s = RunStatusJson(*one, WallNowMs(), x, &json);
+    if (!s.ok()) return Fail(s);
+    std::printf("%s\n", json.c_str());
     return kExitCompleted;
   }
   PrintHumanStatus(v, x, args, selected, run->key);

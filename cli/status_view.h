@@ -10,20 +10,19 @@
 #include <vector>
 
 #include "agent/run_status.h"
-#include "cli/run_status_bridge.h"
 #include "cli/status.h"
 #include "queue/store.h"
 
 namespace wizq {
 
 // What the views show of a run: its info, counts and every task, read once
-// (GetRun, Counts, ListTasks). Task ids are dense (1, 2, 3...: the
-// contract), so tasks[id - 1] is task `id`.
+// (GetRun, Counts, ListTasks) from `store`. Task ids are dense (1, 2, 3...:
+// the contract), so tasks[id - 1] is task `id`.
 struct RunView {
+  Store* store = nullptr;  // not owned
   RunInfo run;
   RunCounts counts;
   std::vector<Task> tasks;
-  std::unique_ptr<RunStatusBridge> legacy;  // see cli/run_status_bridge.h
 
   const Task& Find(int64_t id) const { return tasks[id - 1]; }
   // In id order.

@@ -171,14 +171,14 @@ Status Wizard::ReadStatus(const std::string& install_dir,
     return Status::NotFound("no run in " + install_dir +
                             " (the directory does not exist)");
   }
-  QueueOptions o;
+  StoreOptions o;
   o.install_dir = buf;
   o.mode = OpenMode::kReadOnly;
-  std::unique_ptr<Queue> q;
-  WIZQ_RETURN_IF_ERROR(Queue::Open(o, &q, nullptr));
-  *status_json = RunStatusJson(
-      q->state(), static_cast<int64_t>(Env::Posix()->NowMicros() / 1000));
-  return Status::OK();
+  std::unique_ptr<Store> store;
+  WIZQ_RETURN_IF_ERROR(Store::Open(o, &store, nullptr));
+  return RunStatusJson(*store,
+                       static_cast<int64_t>(Env::Posix()->NowMicros() / 1000),
+                       status_json);
 }
 
 const char* RunOutcomeName(RunOutcome outcome) {

@@ -239,12 +239,6 @@ class Txn {
   virtual Status MarkStarted(const std::vector<int64_t>& ids) = 0;
 };
 
-// Why a lease on `t` is not (or no longer) valid, the message of a refused
-// lease (Txn::UseLease, RenewLease): what became of the task — never
-// taken, put back after its lease lapsed ("lease lost: ..."), timed out,
-// given back, attempt N failed (reason), completed, held by another holder.
-std::string WhyNotHeld(const Task& t);
-
 // Where the directory store keeps a run: `<install_dir>/.wizard`. The one
 // place that spells the name (docs/FORMAT.md, "Folder layout").
 inline std::string WizardDir(const std::string& install_dir) {

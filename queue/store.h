@@ -194,6 +194,10 @@ struct ClaimFilter {
   // lease of lease_ms (an agent; the token is returned in Task::lease).
   bool lease = false;
   int64_t lease_ms = 0;
+  // A step's own lease, where it differs from lease_ms (an agent's Pool
+  // steps each have their `lease` option): a claimed task of that step
+  // lapses that long after its claim.
+  std::map<std::string, int64_t> step_lease_ms;
   std::string agent;  // the agent's name, for status; may be empty
   // A leased attempt's timeout by step (SPEC §9: it fails with reason
   // timeout that long after its claim, heart-beating or not; `retry` is
@@ -331,7 +335,8 @@ class StoreTxn : public StoreReads {
   // Gives back a held task unfinished: pending, the attempt not counted.
   virtual Status Release(int64_t id, std::string_view reason) = 0;
   // Lets this transaction act for the holder of lease `token` on `id`.
-  // Conflict "lease lost: ..." when that lease no longer holds it.
+  // Conflict "lease lost: ..." (WhyNotHeld) when that lease no longer holds
+  // it; InvalidArgument when there is no task `id`.
   virtual Status ActAs(int64_t id, std::string_view token) = 0;
   // Extends the lease on `id` to now + lease_ms (lease_renewed).
   virtual Status RenewLease(int64_t id, std::string_view token,
@@ -354,6 +359,12 @@ class StoreTxn : public StoreReads {
   // status after the call.
   virtual Status FinishIfSettled(int64_t duration_ms, RunStatus* status) = 0;
 };
+
+// Why a lease on `t` is not (or no longer) valid, the message of a refused
+// lease (StoreTxn::ActAs, RenewLease): what became of the task — never
+// taken, put back after its lease lapsed ("lease lost: ..."), timed out,
+// given back, attempt N failed (reason), completed, held by another holder.
+std::string WhyNotHeld(const Task& t);
 
 // Whether `location` names a database rather than a directory.
 bool IsDatabaseLocation(std::string_view location);

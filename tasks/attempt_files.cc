@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "fs/tree.h"
+#include "queue/queue.h"  // WizardDir
 
 namespace wizq {
 
@@ -30,6 +31,10 @@ AttemptFiles AttemptFiles::ExistingInTaskDir(Env* env, std::string task_dir,
     return legacy;
   }
   return current;
+}
+
+std::string AttemptFiles::Workspace(const std::string& install_dir) {
+  return WizardDir(install_dir);
 }
 
 std::string AttemptFiles::TaskDir(const std::string& wizard_dir,
@@ -64,10 +69,6 @@ std::string AttemptFiles::AttemptPath(const char* suffix) const {
 
 std::string AttemptFiles::LegacyPath(const char* suffix) const {
   return dir_ + "/" + std::to_string(attempt_) + suffix;
-}
-
-std::string LocalWorkspace(const std::string& install_dir) {
-  return install_dir + "/.wizard";  // as queue/queue.h's WizardDir
 }
 
 Status TaskFilesBytes(Env* env, const std::string& wizard_dir,

@@ -66,6 +66,10 @@ class AttemptFiles {
   static AttemptFiles ExistingInTaskDir(Env* env, std::string task_dir,
                                         int attempt);
 
+  // The run's machine-local workspace in `install_dir`, whichever store
+  // holds the run's state: the `wizard_dir` the functions here take (the
+  // attempt files, the journal; `<install_dir>/.wizard`).
+  static std::string Workspace(const std::string& install_dir);
   // `<wizard_dir>/tasks/<id>`: the task's name (see above).
   static std::string TaskDir(const std::string& wizard_dir, int64_t task_id);
   // The run's attempt journal, beside the task's files.
@@ -99,13 +103,6 @@ class AttemptFiles {
   int attempt_ = 1;
   bool legacy_ = false;
 };
-
-// The machine-local workspace of the run in `install_dir`: the directory
-// whose `tasks/` holds its attempts' files and journal (what `wizard_dir`
-// names in this header). `<install_dir>/.wizard` for every store: the
-// directory store keeps the run's state beside it, a PostgreSQL run only
-// its task output (SPEC §14).
-std::string LocalWorkspace(const std::string& install_dir);
 
 // The bytes of every file under `<wizard_dir>/tasks/`: what a run keeps of
 // its attempts' files. 0 if there is no such directory.

@@ -111,8 +111,9 @@ bool Has(const std::set<std::string>& set, std::string_view s) {
   return set.find(std::string(s)) != set.end();
 }
 
-// A lease's terms hold the step's timeout, so the task is found first (a
-// probe that accepts nothing, in claim order), then claimed by its id.
+// A lease's terms hold the step's lease and timeout, so the task is found
+// first (a probe that accepts nothing, in claim order), then claimed by
+// its id.
 Status DirStoreTxn::ClaimOneLeased(const ClaimFilter& f,
                                    const StepOpen& step_open,
                                    const Accept& accept, int64_t* id,
@@ -132,6 +133,8 @@ Status DirStoreTxn::ClaimOneLeased(const ClaimFilter& f,
       },
       terms, id, token));
   if (want == 0) return Status::OK();
+  auto lease = f.step_lease_ms.find(type);
+  if (lease != f.step_lease_ms.end()) terms.lease_ms = lease->second;
   auto timeout = f.timeouts.find(type);
   if (timeout != f.timeouts.end()) {
     terms.timeout_ms = timeout->second.ms;
@@ -302,10 +305,14 @@ Status DirStore::WaitForChange(int64_t after_seq, int timeout_ms,
 }
 
 Status DirStore::Workers(std::vector<WorkerInfo>* workers) {
+  return ProbeDirWorkers(env_, queue_->wizard_dir(), workers);
+}
+
+Status ProbeDirWorkers(Env* env, const std::string& wizard_dir,
+                       std::vector<WorkerInfo>* workers) {
   workers->clear();
   std::vector<WorkerEntry> entries;
-  WIZQ_RETURN_IF_ERROR(
-      ProbeWorkers(env_, queue_->wizard_dir() + "/workers", &entries));
+  WIZQ_RETURN_IF_ERROR(ProbeWorkers(env, wizard_dir + "/workers", &entries));
   for (const WorkerEntry& e : entries) {
     WorkerInfo w;
     w.id = e.id;

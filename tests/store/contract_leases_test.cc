@@ -120,6 +120,36 @@ TEST_P(StoreContractTest, ALeasedAttemptPastItsStepsTimeoutFailsAsTimeout) {
   EXPECT_TRUE(st.IsConflict()) << st.ToString();
 }
 
+// One claim of several steps gives each task its own step's lease (an
+// agent's take: each Pool step has its `lease` option); a step without an
+// entry gets lease_ms.
+TEST_P(StoreContractTest, EachStepsLeaseLastsItsOwnTime) {
+  auto s = OpenOk(Options({MakeTask("P", "{}", 0, 1, Origin::kInitial),
+                           MakeTask("Q", "{}", 0, 1, Origin::kInitial),
+                           MakeTask("R", "{}", 0, 1, Origin::kInitial)}));
+  ClaimFilter f = LeaseOf("P", 60000);
+  f.steps.insert("Q");
+  f.steps.insert("R");
+  f.step_lease_ms["P"] = 5000;
+  f.step_lease_ms["Q"] = 500000;
+  f.max = 3;
+  int64_t before = 0;
+  std::vector<Task> got;
+  ASSERT_TRUE(s->Transact([&](StoreTxn& txn) {
+                 before = txn.now_ms();
+                 return txn.Claim(f, &got);
+               }).ok());
+  ASSERT_EQ(got.size(), 3u);
+  const int64_t after_ms = before + 1000;  // the claim's clock reading
+  const int64_t expected[] = {5000, 500000, 60000};
+  for (int i = 0; i < 3; i++) {
+    const Task t = Get(s.get(), i + 1);
+    EXPECT_GE(t.lease_expires_ms, before + expected[i]) << t.type;
+    EXPECT_LT(t.lease_expires_ms, after_ms + expected[i]) << t.type;
+    EXPECT_EQ(got[i].lease_expires_ms, t.lease_expires_ms) << t.type;
+  }
+}
+
 TEST_P(StoreContractTest, AWrongTokenIsLeaseLost) {
   auto s = OpenOk(Options({MakeTask("P", "{}", 0, 1, Origin::kInitial)}));
   ASSERT_EQ(Claim(s.get(), LeaseOf("P", 60000)).size(), 1u);
