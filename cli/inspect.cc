@@ -39,8 +39,8 @@ void PrintEvent(int64_t seq, const std::vector<EventField>& fields) {
       name != nullptr && name->is_string ? name->text : "?";
   std::string rest;
   for (const EventField& f : fields) {
-    if (f.key == "seq" || f.key == "ts" || f.key == "event" ||
-        f.key == "crc" || f.key == "commit" || f.key == "workflow") {
+    if (f.key == "seq" || f.key == "ts" || f.key == "event" || f.key == "crc" ||
+        f.key == "commit" || f.key == "workflow") {
       continue;
     }
     if (IsEpochField(f.key) && f.is_int && f.int_value > 0) {
@@ -68,8 +68,7 @@ int OpenForLog(const std::string& install_dir, bool json,
                             s.message(), FileNamedIn(s.message()), json);
 }
 
-int ReportLogError(const std::string& install_dir, const Status& s,
-                   bool json) {
+int ReportLogError(const std::string& install_dir, const Status& s, bool json) {
   if (s.IsNotFound()) {
     return ReportCommandError(
         "log", kExitInvalid,

@@ -20,8 +20,7 @@ int PrintLog(const std::string& install_dir, int64_t task_id, bool json);
 int OpenForLog(const std::string& install_dir, bool json,
                std::unique_ptr<Store>* store, OpenReport* report);
 // Reports an error reading the opened run's events; returns the exit code.
-int ReportLogError(const std::string& install_dir, const Status& s,
-                   bool json);
+int ReportLogError(const std::string& install_dir, const Status& s, bool json);
 
 }  // namespace wizq
 

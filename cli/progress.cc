@@ -178,8 +178,7 @@ class Printer : public RunObserver {
     if (o_.quiet) return;
     uint64_t bytes = 0;
     const std::string workspace = AttemptFiles::Workspace(o_.install_dir);
-    if (!TaskFilesBytes(Env::Posix(), workspace, &bytes).ok() ||
-        bytes == 0) {
+    if (!TaskFilesBytes(Env::Posix(), workspace, &bytes).ok() || bytes == 0) {
       return;
     }
     char size[32];

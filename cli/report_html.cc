@@ -6,8 +6,8 @@
 #include "cli/log_table.h"
 #include "cli/progress_line.h"
 #include "cli/report_internal.h"
-#include "cli/view_util.h"
 #include "cli/status_view.h"
+#include "cli/view_util.h"
 #include "queue/history.h"
 
 namespace wizq {

@@ -14,7 +14,7 @@ namespace wizq {
 
 // The file of the run's store that an error message names (the directory
 // store's: the first path through a `.wizard/` directory, e.g. a corrupt
-// audit.jsonl), or "": the `file` of an `error` event.
+// log), or "": the `file` of an `error` event.
 std::string FileNamedIn(const std::string& message);
 
 // Prints `wizq run: <e.message>` on stderr. With `json`, also emits the

@@ -145,8 +145,8 @@ RunStatusExtras LiveExtras(const RunView& v, Store& store,
   }
   bool live = false;
   for (const auto& w : x.workers) live = live || w.alive;
-  const int64_t unfinished = v.counts.of(TaskState::kPending) +
-                             v.counts.of(TaskState::kInProgress);
+  const int64_t unfinished =
+      v.counts.of(TaskState::kPending) + v.counts.of(TaskState::kInProgress);
   x.interrupted =
       !live && v.run.status == RunStatus::kRunning && unfinished > 0;
   std::unique_ptr<Workflow> wf;

@@ -170,8 +170,7 @@ int ShowArchived(const StatusArgs& args) {
   RunStatusExtras x;
   x.archive_dir = run->key;
   uint64_t bytes = 0;
-  if (TaskFilesBytes(Env::Posix(), TaskFilesDir(args.dir, *run), &bytes)
-          .ok()) {
+  if (TaskFilesBytes(Env::Posix(), TaskFilesDir(args.dir, *run), &bytes).ok()) {
     x.task_output_bytes = static_cast<int64_t>(bytes);
   }
   if (Filtered(args)) x.only_tasks = &selected;

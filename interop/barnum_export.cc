@@ -237,8 +237,7 @@ void Exporter::Failed(int64_t id, const TaskFailed& e) {
 
 Status Exporter::Started(const RunStarted& e) {
   std::unique_ptr<Workflow> wf;
-  WIZQ_RETURN_IF_ERROR(
-      Workflow::Parse(std::string(e.workflow), "frozen", &wf));
+  WIZQ_RETURN_IF_ERROR(Workflow::Parse(std::string(e.workflow), "frozen", &wf));
   out_.push_back(
       {{"kind", "Config"},
        {"config", Json::parse(WorkflowToBarnumConfig(*wf, format_).dump())}});
