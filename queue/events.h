@@ -2,8 +2,9 @@
 // encoding and decoding itself (LevelDB's VersionEdit::EncodeTo/DecodeFrom).
 // The line format, the commit and crc fields and the free space are in
 // docs/FORMAT.md and audit/log_format.h; this header owns what each event
-// carries. Internal to queue/, but for orchestrator/reuse.cc, which reads
-// the previous run's log with it.
+// carries, and is the one place events are decoded: QueueState and
+// RunHistory (queue/), orchestrator/reuse.cc, the Barnum export and
+// `wizq log` (EventFieldReader) read Store::ReadEvents' lines with it.
 //
 // A line is {"seq":N,"ts":MS,"event":"<kName>",<fields>} (+ "commit", "crc",
 // added by the LogWriter). EncodeTo writes <fields>, always in the order
