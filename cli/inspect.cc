@@ -1,15 +1,12 @@
 #include "cli/inspect.h"
 
-#include <simdjson.h>
-
 #include <cstdio>
 #include <string_view>
 
-#include "audit/log.h"
 #include "cli/json_events.h"
+#include "cli/run_errors.h"
 #include "cli/view_util.h"
-#include "fs/env.h"
-#include "queue/queue.h"
+#include "queue/events.h"
 #include "util/exit_code.h"
 
 namespace wizq {
@@ -20,63 +17,99 @@ bool IsEpochField(std::string_view key) {
   return key == "retry_at" || key == "lease_expires_ms" || key == "expires_ms";
 }
 
-}  // namespace
-
-int PrintLog(const std::string& install_dir, int64_t task_id, bool json) {
-  const std::string path = WizardDir(install_dir) + "/audit.jsonl";
-  std::string data;
-  Status s = Env::Posix()->ReadFile(path, &data);
-  if (s.IsNotFound()) {
-    return ReportCommandError(
-        "log", 2,
-        "no wizq run in " + install_dir + " (" + path + " does not exist)",
-        path, json);
+// The first field named `key`, or nullptr.
+const EventField* FieldOf(const std::vector<EventField>& fields,
+                          std::string_view key) {
+  for (const EventField& f : fields) {
+    if (f.key == key) return &f;
   }
-  if (!s.ok())
-    return ReportCommandError("log", kExitEnvironment, s.message(), path, json);
-  LogParseResult parsed;
-  s = ParseLog(path, data, 0, 1, &parsed);
-  if (!s.ok())
-    return ReportCommandError("log", kExitEnvironment, s.message(), path, json);
-  simdjson::dom::parser parser;
-  for (const LogRecord& rec : parsed.records) {
-    simdjson::dom::object obj;
-    if (parser.parse(rec.line.data(), rec.line.size()).get(obj)) continue;
-    int64_t id = 0, existing = 0, ts = 0;
-    if (task_id > 0) {
-      if (obj["id"].get(id)) id = 0;
-      if (obj["existing_id"].get(existing)) existing = 0;
-      if (id != task_id && existing != task_id) continue;
-    }
-    if (json) {
-      std::printf("%.*s\n", static_cast<int>(rec.line.size()), rec.line.data());
+  return nullptr;
+}
+
+int64_t IntOf(const std::vector<EventField>& fields, std::string_view key) {
+  const EventField* f = FieldOf(fields, key);
+  return f != nullptr && f->is_int ? f->int_value : 0;
+}
+
+// One event as `wizq log` shows it: seq, time, name, then every other
+// field (times as times).
+void PrintEvent(int64_t seq, const std::vector<EventField>& fields) {
+  const EventField* name = FieldOf(fields, "event");
+  const std::string event =
+      name != nullptr && name->is_string ? name->text : "?";
+  std::string rest;
+  for (const EventField& f : fields) {
+    if (f.key == "seq" || f.key == "ts" || f.key == "event" || f.key == "crc" ||
+        f.key == "commit" || f.key == "workflow") {
       continue;
     }
-    if (obj["ts"].get(ts)) ts = 0;
-    std::string_view event;
-    if (obj["event"].get(event)) event = "?";
-    std::string fields;
-    for (auto [key, value] : obj) {
-      if (key == "seq" || key == "ts" || key == "event" || key == "crc" ||
-          key == "commit" || key == "workflow") {
-        continue;
-      }
-      int64_t ms = 0;
-      if (IsEpochField(key) && !value.get(ms) && ms > 0) {
-        fields += " " + std::string(key) + "=" + FormatTime(ms);
-        continue;
-      }
-      fields += " " + std::string(key) + "=" + simdjson::minify(value);
+    if (IsEpochField(f.key) && f.is_int && f.int_value > 0) {
+      rest += " " + f.key + "=" + FormatTime(f.int_value);
+      continue;
     }
-    std::printf("%6lld %s %-18.*s%s\n", static_cast<long long>(rec.seq),
-                FormatTime(ts).c_str(), static_cast<int>(event.size()),
-                event.data(), fields.c_str());
+    rest += " " + f.key + "=" + f.json;
   }
-  if (parsed.torn_bytes > 0) {
+  std::printf("%6lld %s %-18.*s%s\n", static_cast<long long>(seq),
+              FormatTime(IntOf(fields, "ts")).c_str(),
+              static_cast<int>(event.size()), event.data(), rest.c_str());
+}
+
+}  // namespace
+
+int OpenForLog(const std::string& install_dir, bool json,
+               std::unique_ptr<Store>* store, OpenReport* report) {
+  StoreOptions o;
+  o.install_dir = install_dir;
+  o.mode = OpenMode::kReadOnly;
+  Status s = Store::Open(o, store, report);
+  if (s.ok()) return kExitCompleted;
+  return ReportCommandError("log",
+                            s.IsNotFound() ? kExitInvalid : kExitEnvironment,
+                            s.message(), FileNamedIn(s.message()), json);
+}
+
+int ReportLogError(const std::string& install_dir, const Status& s, bool json) {
+  if (s.IsNotFound()) {
+    return ReportCommandError(
+        "log", kExitInvalid,
+        "no wizq run in " + install_dir + " (" + s.message() + ")", "", json);
+  }
+  return ReportCommandError("log", kExitEnvironment, s.message(),
+                            FileNamedIn(s.message()), json);
+}
+
+int PrintLog(const std::string& install_dir, int64_t task_id, bool json) {
+  std::unique_ptr<Store> store;
+  OpenReport opened;
+  const int code = OpenForLog(install_dir, json, &store, &opened);
+  if (code != kExitCompleted) return code;
+  EventFieldReader reader;
+  std::vector<EventField> fields;
+  std::vector<EventRecord> page;
+  const size_t kPage = 1 << 16;
+  int64_t seq = 0;
+  do {
+    Status s = store->ReadEvents(seq, kPage, &page);
+    if (!s.ok()) return ReportLogError(install_dir, s, json);
+    for (const EventRecord& rec : page) {
+      seq = rec.seq;
+      if (!reader.Read(rec.line, &fields).ok()) continue;
+      if (task_id > 0 && IntOf(fields, "id") != task_id &&
+          IntOf(fields, "existing_id") != task_id) {
+        continue;
+      }
+      if (json) {
+        std::printf("%s\n", rec.line.c_str());
+      } else {
+        PrintEvent(rec.seq, fields);
+      }
+    }
+  } while (page.size() == kPage);
+  if (opened.torn_tail_bytes > 0) {
     std::fprintf(stderr,
                  "wizq log: %llu bytes of an unfinished write at the end "
                  "(set aside on the next run)\n",
-                 static_cast<unsigned long long>(parsed.torn_bytes));
+                 static_cast<unsigned long long>(opened.torn_tail_bytes));
   }
   return kExitCompleted;
 }

@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 
 #include "cli/run_errors.h"
 #include "fs/env.h"
 #include "interop/barnum_export.h"
 #include "interop/barnum_import.h"
 #include "interop/barnum_log.h"
+#include "queue/store.h"
 #include "util/exit_code.h"
 #include "util/hash.h"
 
@@ -113,8 +115,13 @@ CLI::App* AddExportCommand(CLI::App& app, ExportArgs* args) {
 int DoExport(const ExportArgs& args) {
   const BarnumFormat format =
       args.format == "barnum-v1" ? BarnumFormat::kV1 : BarnumFormat::kV2;
+  StoreOptions o;
+  o.install_dir = args.dir;
+  o.mode = OpenMode::kReadOnly;
+  std::unique_ptr<Store> store;
   std::string text;
-  Status s = ExportBarnum(Env::Posix(), args.dir, format, &text);
+  Status s = Store::Open(o, &store, nullptr);
+  if (s.ok()) s = ExportBarnum(*store, format, &text);
   if (s.ok() && !args.output.empty()) {
     s = Env::Posix()->WriteFileAtomic(args.output, text);
   } else if (s.ok()) {

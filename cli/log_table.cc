@@ -3,11 +3,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cli/inspect.h"
 #include "cli/json_events.h"
 #include "cli/view_util.h"
-#include "fs/env.h"
 #include "queue/history.h"
-#include "queue/queue.h"
 #include "util/exit_code.h"
 #include "util/json_writer.h"
 
@@ -91,15 +90,12 @@ std::string AttemptResultText(const AttemptRecord& a) {
 }
 
 int PrintLogTable(const std::string& install_dir, int64_t task_id, bool json) {
+  std::unique_ptr<Store> store;
+  const int code = OpenForLog(install_dir, json, &store, nullptr);
+  if (code != kExitCompleted) return code;
   RunHistory h;
-  Status s = LoadRunHistory(Env::Posix(), WizardDir(install_dir), &h);
-  if (s.IsNotFound()) {
-    return ReportCommandError(
-        "log", 2, "no wizq run in " + install_dir + " (" + s.message() + ")",
-        "", json);
-  }
-  if (!s.ok())
-    return ReportCommandError("log", kExitEnvironment, s.message(), "", json);
+  Status s = LoadRunHistory(*store, &h);
+  if (!s.ok()) return ReportLogError(install_dir, s, json);
   if (!json) {
     std::printf("%5s %-12s %-24s %3s %-16s %-23s %8s  %s\n", "TASK", "STEP",
                 "VALUE", "TRY", "WORKER", "START", "DURATION", "RESULT");

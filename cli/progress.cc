@@ -11,7 +11,6 @@
 #include "cli/progress_line.h"
 #include "cli/view_util.h"
 #include "fs/env.h"
-#include "queue/queue.h"
 #include "tasks/attempt_files.h"
 #include "util/console.h"
 #include "util/shell_quote.h"
@@ -178,14 +177,13 @@ class Printer : public RunObserver {
   void KeptLine() {
     if (o_.quiet) return;
     uint64_t bytes = 0;
-    if (!TaskFilesBytes(Env::Posix(), WizardDir(o_.install_dir), &bytes).ok() ||
-        bytes == 0) {
+    const std::string workspace = LocalWorkspace(o_.install_dir);
+    if (!TaskFilesBytes(Env::Posix(), workspace, &bytes).ok() || bytes == 0) {
       return;
     }
     char size[32];
     std::snprintf(size, sizeof(size), "%.1f KiB", bytes / 1024.0);
-    Line(std::string("task files kept: ") + size + " under " +
-         WizardDir(o_.install_dir) +
+    Line(std::string("task files kept: ") + size + " under " + workspace +
          "/tasks (wizq prune removes those of done tasks)");
   }
 

@@ -10,7 +10,7 @@
 #include "cli/view_util.h"
 #include "fs/env.h"
 #include "fs/tree.h"
-#include "queue/queue.h"
+#include "queue/store.h"
 #include "tasks/attempt_files.h"
 #include "util/exit_code.h"
 #include "util/json_writer.h"
@@ -28,66 +28,47 @@ CLI::App* AddPruneCommand(CLI::App& app, PruneArgs* a,
   return cmd;
 }
 
-namespace {
-
-// Removes a task's files (`paths`) under the directory lock, and only while
-// `.wizard/tasks` is still the directory `tasks_before` was taken of: an
-// archive (a new run) renames it away under that lock and starts a new
-// one, whose task ids name other tasks.
-Status RemoveIfSameRun(Env* env, const std::string& wizard,
-                       const std::vector<std::string>& paths,
-                       const FileInfo& tasks_before, uint64_t* bytes) {
-  std::unique_ptr<FileLock> lock;
-  WIZQ_RETURN_IF_ERROR(env->LockFile(wizard + "/lock", /*wait=*/true, &lock));
-  FileInfo now;
-  Status s = env->GetFileInfo(wizard + "/tasks", &now);
-  if (!s.ok() && !s.IsNotFound()) return s;
-  if (!s.ok() || now.device != tasks_before.device ||
-      now.inode != tasks_before.inode) {
-    return Status::Conflict(
-        "the run was replaced by a new one while pruning (its task "
-        "files were archived); nothing more was removed");
-  }
-  return RemoveTaskFiles(env, paths, bytes);
-}
-
-}  // namespace
-
 int DoPrune(const PruneArgs& args) {
-  // Taken before the state is read: the tasks directory of that run.
-  FileInfo tasks_before;
-  const bool have_tasks =
-      Env::Posix()
-          ->GetFileInfo(WizardDir(args.dir) + "/tasks", &tasks_before)
-          .ok();
-  QueueOptions o;
+  StoreOptions o;
   o.install_dir = args.dir;
   o.mode = OpenMode::kReadOnly;
-  std::unique_ptr<Queue> q;
-  Status s = Queue::Open(o, &q, nullptr);
+  std::unique_ptr<Store> store;
+  RunCounts counts;
+  std::vector<Task> done;
+  TaskFilter filter;
+  filter.states = {TaskState::kDone};
+  Status s = Store::Open(o, &store, nullptr);
+  if (s.ok()) s = store->Counts(&counts);
+  if (s.ok()) s = store->ListTasks(filter, &done);
   if (!s.ok()) {
     std::fprintf(stderr, "wizq prune: %s\n", s.message().c_str());
     return s.IsNotFound() ? kExitInvalid : kExitEnvironment;
   }
   Env* env = Env::Posix();
-  const std::string wizard = WizardDir(args.dir);
-  int64_t pruned = 0, kept_failed = 0;
+  const std::string workspace = LocalWorkspace(args.dir);
+  const int64_t kept_failed = counts.of(TaskState::kFailed);
+  int64_t pruned = 0;
   uint64_t freed = 0;
   std::map<int64_t, std::vector<std::string>> files;
-  s = ListTaskFiles(env, wizard, &files);
-  for (const Task& t : q->state().tasks()) {
+  s = ListTaskFiles(env, workspace, &files);
+  for (const Task& t : done) {
     if (!s.ok()) break;
-    if (t.state == TaskState::kFailed) kept_failed++;
-    if (t.state != TaskState::kDone) continue;
     auto it = files.find(t.id);
     if (it == files.end()) continue;
     uint64_t bytes = 0;
-    if (!have_tasks) continue;
     for (const std::string& p : it->second) {
       if (args.dry_run && s.ok()) s = TreeBytes(env, p, &bytes);
     }
+    // Only while the run is the one read: an archive (a new run) moves its
+    // task files away, and the new run's ids name other tasks.
     if (!args.dry_run) {
-      s = RemoveIfSameRun(env, wizard, it->second, tasks_before, &bytes);
+      s = store->WhileCurrent(
+          [&] { return RemoveTaskFiles(env, it->second, &bytes); });
+      if (s.IsConflict()) {
+        s = Status::Conflict(
+            "the run was replaced by a new one while pruning (its task "
+            "files were archived); nothing more was removed");
+      }
     }
     freed += bytes;
     if (s.ok()) pruned++;
@@ -98,7 +79,7 @@ int DoPrune(const PruneArgs& args) {
     return kExitEnvironment;
   }
   uint64_t kept = 0;
-  TaskFilesBytes(env, wizard, &kept).IgnoreError();  // only reported
+  TaskFilesBytes(env, workspace, &kept).IgnoreError();  // only reported
   if (args.dry_run) kept -= std::min(kept, freed);
   if (args.json) {
     std::string out;
@@ -115,7 +96,7 @@ int DoPrune(const PruneArgs& args) {
       "%s the files of %lld finished task(s): %s; kept %s under "
       "%s/tasks (%lld failed task(s) keep theirs)\n",
       args.dry_run ? "would remove" : "removed", static_cast<long long>(pruned),
-      FormatBytes(freed).c_str(), FormatBytes(kept).c_str(), wizard.c_str(),
+      FormatBytes(freed).c_str(), FormatBytes(kept).c_str(), workspace.c_str(),
       static_cast<long long>(kept_failed));
   return kExitCompleted;
 }

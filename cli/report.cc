@@ -9,7 +9,7 @@
 #include "cli/view_util.h"
 #include "fs/env.h"
 #include "queue/history.h"
-#include "queue/queue.h"
+#include "queue/store.h"
 #include "util/exit_code.h"
 
 namespace wizq {
@@ -51,47 +51,59 @@ CLI::App* AddReportCommand(CLI::App& app, ReportArgs* a,
 }
 
 int DoReport(const ReportArgs& args) {
-  std::unique_ptr<Queue> q;  // holds the live state, if that is reported
-  std::unique_ptr<QueueState> archived;
-  const QueueState* st = nullptr;
-  std::string run_dir = WizardDir(args.dir);
-  std::string live_status;
-  if (!args.archived.empty()) {
-    if (args.archived.find('/') != std::string::npos || args.archived == "." ||
-        args.archived == "..") {
-      return Fail(Status::InvalidArgument("--archived " + args.archived +
-                                          ": a name, not a path"));
-    }
-    run_dir += "/archive/" + args.archived;
-    Status s = LoadStateFromLog(Env::Posix(), run_dir, &archived);
-    if (!s.ok()) return Fail(s);
-    st = archived.get();
-    RunStatusExtras x;
-    x.archive_dir = run_dir;
-    live_status = LiveStatus(st->run(), x);
-  } else {
-    QueueOptions o;
-    o.install_dir = args.dir;
-    o.mode = OpenMode::kReadOnly;
-    Status s = Queue::Open(o, &q, nullptr);
-    if (!s.ok()) return Fail(s);
-    st = &q->state();
-    live_status = LiveStatus(st->run(), LiveExtras(*st, args.dir));
+  if (args.archived.find('/') != std::string::npos || args.archived == "." ||
+      args.archived == "..") {
+    return Fail(Status::InvalidArgument("--archived " + args.archived +
+                                        ": a name, not a path"));
   }
-  RunHistory history;
-  Status s = LoadRunHistory(Env::Posix(), run_dir, &history);
+  StoreOptions o;
+  o.install_dir = args.dir;
+  o.mode = OpenMode::kReadOnly;
+  std::unique_ptr<Store> live;
+  OpenReport opened;
+  Status s = Store::Open(o, &live, &opened);
   if (!s.ok()) return Fail(s);
+  std::unique_ptr<Store> archived;
+  RunRef ref;  // the current run
+  if (!args.archived.empty()) {
+    std::vector<RunRef> runs;
+    s = live->ListRuns(&runs);
+    if (!s.ok()) return Fail(s);
+    for (const RunRef& r : runs) {
+      if (r.archived && r.key.substr(r.key.rfind('/') + 1) == args.archived) {
+        ref = r;
+      }
+    }
+    if (!ref.archived) {
+      return Fail(Status::NotFound("--archived " + args.archived +
+                                   ": no archived run of that name (list "
+                                   "them with wizq status --archived)"));
+    }
+    s = live->OpenRun(ref, &archived);
+    if (!s.ok()) return Fail(s);
+    opened.torn_tail_bytes = 0;  // an archived run's log was repaired
+  }
+  Store& store = archived ? *archived : *live;
+  RunView v;
+  RunHistory history;
+  s = LoadRunView(store, &v);
+  if (s.ok()) s = LoadRunHistory(store, &history);
+  if (!s.ok()) return Fail(s);
+  RunStatusExtras x =
+      archived ? RunStatusExtras() : LiveExtras(v, store, args.dir);
+  x.archive_dir = ref.key;
   ReportInput in;
-  in.state = st;
+  in.view = &v;
   in.history = &history;
-  in.live_status = live_status;
+  in.live_status = LiveStatus(v.run, x);
   in.generated_ms = WallNowMs();
-  in.source = run_dir;
+  in.source = TaskFilesDir(args.dir, ref);
+  in.torn_bytes = opened.torn_tail_bytes;
   s = WriteOutput(args.output, RenderReportHtml(in));
   if (!s.ok()) return Fail(s.Annotate("writing the report"));
   if (args.output != "-") {
     std::fprintf(stderr, "wizq report: wrote %s (%zu tasks, %zu attempts)\n",
-                 args.output.c_str(), static_cast<size_t>(st->total()),
+                 args.output.c_str(), static_cast<size_t>(v.counts.total),
                  history.attempts.size());
   }
   return kExitCompleted;

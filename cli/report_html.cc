@@ -6,9 +6,9 @@
 #include "cli/log_table.h"
 #include "cli/progress_line.h"
 #include "cli/report_internal.h"
+#include "cli/status_view.h"
 #include "cli/view_util.h"
 #include "queue/history.h"
-#include "queue/state.h"
 
 namespace wizq {
 namespace {
@@ -82,7 +82,7 @@ std::string TaskHead(const Task& t) {
   return s;
 }
 
-void TaskItem(const QueueState& st, const Task& t, std::string* out) {
+void TaskItem(const RunView& v, const Task& t, std::string* out) {
   const char* state = TaskStateName(t.state);
   const std::string id = std::to_string(t.id);
   *out += "<li class=\"task\" id=\"task-" + id + "\" data-task-id=\"" + id +
@@ -103,16 +103,16 @@ void TaskItem(const QueueState& st, const Task& t, std::string* out) {
   *out += "</span>";
   if (!t.children.empty()) {
     *out += "<ul>";
-    for (int64_t c : t.children) TaskItem(st, *st.Find(c), out);
+    for (int64_t c : t.children) TaskItem(v, v.Find(c), out);
     *out += "</ul>";
   }
   *out += "</li>\n";
 }
 
 std::string Summary(const ReportInput& in) {
-  const QueueState& st = *in.state;
+  const RunCounts& c = in.view->counts;
   const RunHistory& h = *in.history;
-  const RunInfo& r = st.run();
+  const RunInfo& r = in.view->run;
   int crashes = 0;
   for (const WorkerRecord& w : h.workers) crashes += w.lost ? 1 : 0;
   int retries = 0;
@@ -121,11 +121,11 @@ std::string Summary(const ReportInput& in) {
   std::string s = "<div class=\"summary\">";
   s += "<span>status <b class=\"st-" + HtmlEscape(in.live_status) + "\">" +
        HtmlEscape(in.live_status) + "</b></span>";
-  s += "<span>" + std::to_string(st.total()) +
-       " tasks: " + std::to_string(st.count(TaskState::kDone)) + " done, " +
-       std::to_string(st.count(TaskState::kFailed)) + " failed, " +
-       std::to_string(st.count(TaskState::kInProgress)) + " in progress, " +
-       std::to_string(st.count(TaskState::kPending)) + " pending</span>";
+  s += "<span>" + std::to_string(c.total) +
+       " tasks: " + std::to_string(c.of(TaskState::kDone)) + " done, " +
+       std::to_string(c.of(TaskState::kFailed)) + " failed, " +
+       std::to_string(c.of(TaskState::kInProgress)) + " in progress, " +
+       std::to_string(c.of(TaskState::kPending)) + " pending</span>";
   s += "<span>" + std::to_string(h.attempts.size()) + " attempts, " +
        std::to_string(retries) + " retried</span>";
   s += "<span id=\"crash-count\">" + std::to_string(crashes) +
@@ -142,7 +142,7 @@ std::string Summary(const ReportInput& in) {
 std::string Failures(const ReportInput& in) {
   std::string items;
   int n = 0;
-  for (const Task& t : in.state->tasks()) {
+  for (const Task& t : in.view->tasks) {
     if (t.state != TaskState::kFailed) continue;
     n++;
     items += "<li data-task-id=\"" + std::to_string(t.id) +
@@ -230,8 +230,8 @@ std::string HtmlEscape(std::string_view text) {
 }
 
 std::string RenderReportHtml(const ReportInput& in) {
-  const QueueState& st = *in.state;
-  const std::string title = "wizq run " + st.run().run_id;
+  const RunView& v = *in.view;
+  const std::string title = "wizq run " + v.run.run_id;
   std::string page =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"generator\" content=\"wizq report\"><title>" +
@@ -243,12 +243,12 @@ std::string RenderReportHtml(const ReportInput& in) {
       "<h2>Timeline: every attempt, per worker</h2>\n" + std::string(kLegend);
   page += "<div class=\"wrap\">" + RenderTimelineSvg(*in.history) + "</div>\n";
   page += "<h2>Tasks</h2>\n<ul class=\"tree\" id=\"tasks\">\n";
-  for (const Task& t : st.tasks()) {
-    if (t.parent_id == 0) TaskItem(st, t, &page);
+  for (const Task& t : v.tasks) {
+    if (t.parent_id == 0) TaskItem(v, t, &page);
   }
   page += "</ul>\n<h2>Attempts</h2>\n" + AttemptTable(*in.history);
-  if (in.history->torn_bytes > 0) {
-    page += "<p>" + std::to_string(in.history->torn_bytes) +
+  if (in.torn_bytes > 0) {
+    page += "<p>" + std::to_string(in.torn_bytes) +
             " bytes of an unfinished write at the end of the log were left "
             "out.</p>\n";
   }

@@ -26,15 +26,20 @@
 
 namespace wizq {
 
-class QueueState;
 struct RunHistory;
+struct RunView;
 
 struct ReportInput {
-  const QueueState* state = nullptr;
+  const RunView* view = nullptr;  // cli/status_view.h
   const RunHistory* history = nullptr;
   std::string live_status;  // running, interrupted, completed, ...
   int64_t generated_ms = 0;
-  std::string source;  // the run's directory (.wizard or an archived run's)
+  // The directory of the run's task files (cli/status_view.h TaskFilesDir),
+  // shown as where the report comes from.
+  std::string source;
+  // Bytes of an unfinished write at the end of the log, left out
+  // (OpenReport::torn_tail_bytes).
+  uint64_t torn_bytes = 0;
 };
 
 std::string RenderReportHtml(const ReportInput& in);

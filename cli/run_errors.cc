@@ -4,11 +4,8 @@
 #include <vector>
 
 namespace wizq {
-namespace {
 
-// The first file under a `.wizard/` directory that `message` names (a
-// corrupt audit.jsonl, an unreadable queue.json), or "".
-std::string WizardFileNamed(const std::string& message) {
+std::string FileNamedIn(const std::string& message) {
   const size_t at = message.find("/.wizard/");
   if (at == std::string::npos) return "";
   const size_t begin = message.find_last_of(" \"'(", at);
@@ -17,8 +14,6 @@ std::string WizardFileNamed(const std::string& message) {
   if (end == std::string::npos) end = message.size();
   return message.substr(start, end - start);
 }
-
-}  // namespace
 
 void ReportRunError(const JsonError& e, bool json,
                     const std::vector<Finding>& findings) {
@@ -31,7 +26,7 @@ void ReportRunError(const JsonError& e, bool json,
     EmitJsonError(out);
   }
   if (!findings.empty()) return;
-  if (out.file.empty()) out.file = WizardFileNamed(out.message);
+  if (out.file.empty()) out.file = FileNamedIn(out.message);
   EmitJsonError(out);
 }
 

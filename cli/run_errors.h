@@ -12,6 +12,11 @@
 
 namespace wizq {
 
+// The file of the run's store that an error message names (the directory
+// store's: the first path through a `.wizard/` directory, e.g. a corrupt
+// log), or "": the `file` of an `error` event.
+std::string FileNamedIn(const std::string& message);
+
 // Prints `wizq run: <e.message>` on stderr. With `json`, also emits the
 // error as events: one per finding of an invalid workflow (`file` e.file,
 // `field` the finding's JSON path), else one, with e.file (or the file

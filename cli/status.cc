@@ -10,8 +10,7 @@
 #include "cli/status_view.h"
 #include "cli/view_util.h"
 #include "fs/env.h"
-#include "queue/dir/dir_store.h"  // StateReads, until status holds a Store
-#include "queue/queue.h"
+#include "queue/store.h"
 #include "tasks/attempt_files.h"
 #include "tasks/function_executor.h"
 #include "tasks/orphans_record.h"
@@ -72,17 +71,17 @@ void PrintTaskLine(const Task& t, int depth, int64_t now_ms,
   std::printf("%s\n", line.c_str());
 }
 
-void PrintTree(const QueueState& s, const Task& t, int depth, int64_t now,
+void PrintTree(const RunView& v, const Task& t, int depth, int64_t now,
                const DeadHolders* dead) {
   PrintTaskLine(t, depth, now, dead);
-  for (int64_t c : t.children) PrintTree(s, *s.Find(c), depth + 1, now, dead);
+  for (int64_t c : t.children) PrintTree(v, v.Find(c), depth + 1, now, dead);
 }
 
 void PrintWorkers(const RunStatusExtras& x, const std::string& archive) {
   if (!archive.empty()) return;  // an archived run has no workers
   std::string alive;
   int n = 0;
-  for (const WorkerInfo& w : x.workers) {
+  for (const auto& w : x.workers) {
     if (!w.alive) continue;
     n++;
     alive += std::string(alive.empty() ? "" : "; ") + "pid " +
@@ -97,10 +96,11 @@ void PrintWorkers(const RunStatusExtras& x, const std::string& archive) {
   }
 }
 
-void PrintLeased(const QueueState& st, int64_t now) {
+void PrintLeased(const RunView& v, int64_t now) {
   bool first = true;
-  for (int64_t id : st.in_progress()) {
-    const Task& t = *st.Find(id);
+  for (const Task* task : v.InState(TaskState::kInProgress)) {
+    const Task& t = *task;
+    const int64_t id = t.id;
     if (t.lease_token.empty()) continue;
     if (first) std::printf("\nleased to agents:\n");
     first = false;
@@ -114,23 +114,45 @@ void PrintLeased(const QueueState& st, int64_t now) {
 
 }  // namespace
 
+std::vector<const Task*> RunView::InState(TaskState state) const {
+  std::vector<const Task*> out;
+  for (const Task& t : tasks) {
+    if (t.state == state) out.push_back(&t);
+  }
+  return out;
+}
+
+Status LoadRunView(Store& store, RunView* v) {
+  WIZQ_RETURN_IF_ERROR(store.GetRun(&v->run));
+  WIZQ_RETURN_IF_ERROR(store.Counts(&v->counts));
+  WIZQ_RETURN_IF_ERROR(store.ListTasks(TaskFilter(), &v->tasks));
+  v->store = &store;
+  return Status::OK();
+}
+
+std::string TaskFilesDir(const std::string& dir, const RunRef& run) {
+  return run.archived ? run.key : LocalWorkspace(dir);
+}
+
 // The live run: its workers as the registry says, and whether it is
 // interrupted.
-RunStatusExtras LiveExtras(const QueueState& st, const std::string& dir) {
+RunStatusExtras LiveExtras(const RunView& v, Store& store,
+                           const std::string& dir) {
   RunStatusExtras x;
-  const std::string wizard = WizardDir(dir);
-  ProbeDirWorkers(Env::Posix(), wizard, &x.workers)
-      .IgnoreError();  // an unreadable registry shows as no workers
+  std::vector<WorkerInfo> workers;
+  if (store.Workers(&workers).ok()) {  // unreadable: shown as no workers
+    x.workers = std::move(workers);
+  }
   bool live = false;
-  for (const WorkerInfo& w : x.workers) live = live || w.alive;
+  for (const auto& w : x.workers) live = live || w.alive;
   const int64_t unfinished =
-      st.count(TaskState::kPending) + st.count(TaskState::kInProgress);
+      v.counts.of(TaskState::kPending) + v.counts.of(TaskState::kInProgress);
   x.interrupted =
-      !live && st.run().status == RunStatus::kRunning && unfinished > 0;
+      !live && v.run.status == RunStatus::kRunning && unfinished > 0;
   std::unique_ptr<Workflow> wf;
-  if (Workflow::Parse(st.run().workflow, "workflow", &wf).ok()) {
-    for (int64_t id : st.pending()) {
-      if (WaitsForAnswer(*wf, *st.Find(id))) x.waiting_prompts.push_back(id);
+  if (Workflow::Parse(v.run.workflow, "workflow", &wf).ok()) {
+    for (const Task* t : v.InState(TaskState::kPending)) {
+      if (WaitsForAnswer(*wf, *t)) x.waiting_prompts.push_back(t->id);
     }
     x.embedded = !FunctionHandlerNames(*wf).empty();
   }
@@ -138,11 +160,11 @@ RunStatusExtras LiveExtras(const QueueState& st, const std::string& dir) {
   // embeds wizq resumes such a run.
   if (x.interrupted && !x.embedded) {
     x.resume_command = "wizq run WORKFLOW --dir " + ShellQuote(dir) +
-                       " --input " + ShellQuote(st.run().entry_input) +
-                       " --run-id " + ShellQuote(st.run().run_id);
+                       " --input " + ShellQuote(v.run.entry_input) +
+                       " --run-id " + ShellQuote(v.run.run_id);
   }
   uint64_t bytes = 0;
-  if (TaskFilesBytes(Env::Posix(), wizard, &bytes).ok()) {
+  if (TaskFilesBytes(Env::Posix(), LocalWorkspace(dir), &bytes).ok()) {
     x.task_output_bytes = static_cast<int64_t>(bytes);
   }
   return x;
@@ -152,12 +174,12 @@ bool Filtered(const StatusArgs& a) {
   return a.failed || !a.state.empty() || !a.step.empty();
 }
 
-bool SelectTasks(const QueueState& st, const StatusArgs& a,
+bool SelectTasks(const RunView& v, const StatusArgs& a,
                  std::vector<int64_t>* ids, std::string* error) {
   if (!a.step.empty()) {
     bool known = false;
     std::string steps;
-    for (const Task& t : st.tasks()) {
+    for (const Task& t : v.tasks) {
       known = known || t.type == a.step;
       if (steps.find(" " + t.type + ",") == std::string::npos) {
         steps += " " + t.type + ",";
@@ -170,7 +192,7 @@ bool SelectTasks(const QueueState& st, const StatusArgs& a,
       return false;
     }
   }
-  for (const Task& t : st.tasks()) {
+  for (const Task& t : v.tasks) {
     if (a.failed && t.state != TaskState::kFailed) continue;
     if (!a.state.empty() && TaskStateName(t.state) != a.state) continue;
     if (!a.step.empty() && t.type != a.step) continue;
@@ -179,26 +201,25 @@ bool SelectTasks(const QueueState& st, const StatusArgs& a,
   return true;
 }
 
-void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
+void PrintHumanStatus(const RunView& v, const RunStatusExtras& x,
                       const StatusArgs& args,
                       const std::vector<int64_t>& selected,
                       const std::string& archive) {
-  const RunInfo& r = st.run();
+  const RunInfo& r = v.run;
+  const RunCounts& c = v.counts;
   const int64_t now = WallNowMs();
   const char* shown = LiveStatus(r, x);
   // The summary line first: a script or a glance needs only it.
-  int64_t leased = 0;
-  for (int64_t id : st.in_progress())
-    leased += !st.Find(id)->lease_token.empty();
+  const int64_t leased = c.leased;
   std::printf(
       "%s: %lld total, %lld done, %lld failed, %lld in progress%s, %lld "
       "pending (run %s)\n",
-      shown, static_cast<long long>(st.total()),
-      static_cast<long long>(st.count(TaskState::kDone)),
-      static_cast<long long>(st.count(TaskState::kFailed)),
-      static_cast<long long>(st.count(TaskState::kInProgress)),
+      shown, static_cast<long long>(c.total),
+      static_cast<long long>(c.of(TaskState::kDone)),
+      static_cast<long long>(c.of(TaskState::kFailed)),
+      static_cast<long long>(c.of(TaskState::kInProgress)),
       leased > 0 ? (" (" + std::to_string(leased) + " leased)").c_str() : "",
-      static_cast<long long>(st.count(TaskState::kPending)), r.run_id.c_str());
+      static_cast<long long>(c.of(TaskState::kPending)), r.run_id.c_str());
   if (!archive.empty()) std::printf("archived in %s\n", archive.c_str());
   PrintWorkers(x, archive);
   if (x.interrupted && x.embedded) {
@@ -230,13 +251,12 @@ void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
             ? " (wizq prune removes those of finished tasks)"
             : "");
   }
-  if (st.reused() > 0) {
+  if (c.reused > 0) {
     std::printf("reused: %lld task(s) completed from the previous run (%s)\n",
-                static_cast<long long>(st.reused()), r.previous_run.c_str());
+                static_cast<long long>(c.reused), r.previous_run.c_str());
   }
-  PrintLeased(st, now);
-  StateReads reads(st);
-  if (archive.empty()) PrintWaitingPrompts(reads, args.dir);  // cli/answer.cc
+  PrintLeased(v, now);
+  if (archive.empty()) PrintWaitingPrompts(*v.store, args.dir);  // answer.cc
   std::printf("\n");
   // A holder is dead when the registry does not show it alive (the live
   // run only: an archived run's holders are all gone).
@@ -244,16 +264,16 @@ void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
   const DeadHolders* dead = nullptr;
   if (archive.empty()) {
     std::set<std::string> alive;
-    for (const WorkerInfo& w : x.workers) {
+    for (const auto& w : x.workers) {
       if (w.alive) alive.insert(w.id);
     }
-    const std::string wizard = WizardDir(args.dir);
-    for (int64_t id : st.in_progress()) {
-      const Task& t = *st.Find(id);
+    const std::string workspace = LocalWorkspace(args.dir);
+    for (const Task* task : v.InState(TaskState::kInProgress)) {
+      const Task& t = *task;
       if (t.lease_token.empty() && !alive.count(t.claimed_by)) {
         dead_set.workers.insert(t.claimed_by);
         if (!internal::AttemptBegan(Env::Posix(),
-                                    AttemptFiles::TaskDir(wizard, t.id),
+                                    AttemptFiles::TaskDir(workspace, t.id),
                                     t.attempts)) {
           dead_set.unstarted.insert(t.id);
         }
@@ -263,11 +283,11 @@ void PrintHumanStatus(const QueueState& st, const RunStatusExtras& x,
   }
   if (Filtered(args)) {
     std::printf("%zu task(s) selected:\n", selected.size());
-    for (int64_t id : selected) PrintTaskLine(*st.Find(id), 0, now, dead);
+    for (int64_t id : selected) PrintTaskLine(v.Find(id), 0, now, dead);
     return;
   }
-  for (const Task& t : st.tasks()) {
-    if (t.parent_id == 0) PrintTree(st, t, 0, now, dead);
+  for (const Task& t : v.tasks) {
+    if (t.parent_id == 0) PrintTree(v, t, 0, now, dead);
   }
 }
 
@@ -294,28 +314,28 @@ int DoStatus(const StatusArgs& args) {
   if (args.archived) {
     return args.archived_name.empty() ? ListArchived(args) : ShowArchived(args);
   }
-  QueueOptions o;
+  StoreOptions o;
   o.install_dir = args.dir;
   o.mode = OpenMode::kReadOnly;
-  std::unique_ptr<Queue> q;
-  Status s = Queue::Open(o, &q, nullptr);
+  std::unique_ptr<Store> store;
+  RunView v;
+  Status s = Store::Open(o, &store, nullptr);
+  if (s.ok()) s = LoadRunView(*store, &v);
   if (!s.ok()) {
     return ReportCommandError("status",
                               s.IsNotFound() ? kExitInvalid : kExitEnvironment,
                               s.message(), "", args.json);
   }
-  const QueueState& st = q->state();
   std::vector<int64_t> selected;
   std::string error;
-  if (!SelectTasks(st, args, &selected, &error)) {
+  if (!SelectTasks(v, args, &selected, &error)) {
     return ReportCommandError("status", kExitInvalid, error, "", args.json);
   }
-  RunStatusExtras x = LiveExtras(st, args.dir);
+  RunStatusExtras x = LiveExtras(v, *store, args.dir);
   if (Filtered(args)) x.only_tasks = &selected;
   if (args.json) {
-    StateReads reads(st);
     std::string json;
-    s = RunStatusJson(reads, WallNowMs(), x, &json);
+    s = RunStatusJson(*store, WallNowMs(), x, &json);
     if (!s.ok()) {
       return ReportCommandError("status", kExitEnvironment, s.message(), "",
                                 args.json);
@@ -323,7 +343,7 @@ int DoStatus(const StatusArgs& args) {
     std::printf("%s\n", json.c_str());
     return kExitCompleted;
   }
-  PrintHumanStatus(st, x, args, selected, "");
+  PrintHumanStatus(v, x, args, selected, "");
   return kExitCompleted;
 }
 

@@ -4,7 +4,7 @@
 // waiting prompts and leased tasks, and the task tree (or the tasks a
 // filter selects); `--json` is agent/run_status.h's object with the
 // workers and the file sizes added. `--archived` lists the runs set aside
-// in `.wizard/archive/`, `--archived NAME` shows one of them.
+// (Store::ListRuns), `--archived NAME` shows one of them.
 //
 // It writes nothing: it works on a read-only copy of a run.
 #ifndef WIZQ_CLI_STATUS_H_

@@ -5,11 +5,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "audit/log.h"
-#include "fs/env.h"
 #include "interop/barnum_config.h"
 #include "interop/barnum_import.h"
-#include "queue/queue.h"
+#include "queue/events.h"
+#include "queue/store.h"
 #include "tasks/workflow.h"
 
 namespace wizq {
@@ -42,7 +41,7 @@ class Exporter {
   Exporter(BarnumFormat f, std::map<int64_t, int> retried)
       : v2_(f == BarnumFormat::kV2), format_(f), retried_(std::move(retried)) {}
 
-  Status Event(const Json& e);
+  Status Add(const Event& e);
   std::string Finish();
 
  private:
@@ -56,11 +55,12 @@ class Exporter {
   Json Submission(int64_t id, const Json& origin);
   void EmitSubmitted(int64_t id);
   void EmitHooksOf(int64_t owner);
-  Status Submitted(const Json& e);
-  void Completed(int64_t id, const Json& spawned);
+  Status Started(const RunStarted& e);
+  Status Submitted(const TaskSubmitted& e);
+  void Completed(int64_t id, const std::vector<int64_t>& spawned);
   void WriteHook(Known& t, std::vector<int64_t> children);
-  void Failed(int64_t id, const Json& e);
-  Json Reason(const Json& e) const;
+  void Failed(int64_t id, const TaskFailed& e);
+  Json Reason(const TaskFailed& e) const;
 
   const bool v2_;
   const BarnumFormat format_;
@@ -103,15 +103,18 @@ void Exporter::EmitHooksOf(int64_t owner) {
   hooks_waiting_.erase(it);
 }
 
-Status Exporter::Submitted(const Json& e) {
-  const int64_t id = e.value("id", int64_t{0});
+Status Exporter::Submitted(const TaskSubmitted& e) {
+  const int64_t id = e.id;
   Known& t = tasks_[id];
-  t.type = e.value("type", "");
-  t.value = e.value("inputs", Json());
-  t.parent = e["parent_id"].is_number() ? e["parent_id"].get<int64_t>() : 0;
-  t.finally_for =
-      e["finally_for"].is_number() ? e["finally_for"].get<int64_t>() : 0;
-  t.initial = e.value("origin", "") == "Initial";
+  t.type = std::string(e.type);
+  t.value = Json::parse(e.inputs, nullptr, /*allow_exceptions=*/false);
+  if (t.value.is_discarded()) {
+    return Status::Corruption("task_submitted " + std::to_string(id) +
+                              ": its inputs are not JSON");
+  }
+  t.parent = e.parent_id;
+  t.finally_for = e.finally_for;
+  t.initial = e.origin == "Initial";
   auto r = retried_.find(id);
   if (r != retried_.end()) t.retried_later = r->second;
   if (t.finally_for != 0 && tasks_.count(t.finally_for) == 0) {
@@ -154,13 +157,11 @@ void Exporter::WriteHook(Known& t, std::vector<int64_t> children) {
                   {"children", kids}});
 }
 
-void Exporter::Completed(int64_t id, const Json& spawned) {
+void Exporter::Completed(int64_t id, const std::vector<int64_t>& spawned) {
   Known& t = tasks_[id];
   std::vector<int64_t> children;
-  for (const Json& c : spawned) {
-    if (c.is_number() && tasks_.count(c.get<int64_t>())) {
-      children.push_back(c.get<int64_t>());
-    }
+  for (int64_t c : spawned) {
+    if (tasks_.count(c)) children.push_back(c);
   }
   if (t.omitted) {
     for (int64_t c : children) tasks_[c].omitted = true;
@@ -192,14 +193,14 @@ void Exporter::Completed(int64_t id, const Json& spawned) {
   EmitHooksOf(id);
 }
 
-Json Exporter::Reason(const Json& e) const {
-  const std::string kind = BarnumReasonOf(e.value("reason", ""));
+Json Exporter::Reason(const TaskFailed& e) const {
+  const std::string kind = BarnumReasonOf(std::string(e.reason));
   Json r = {{"kind", kind}};
-  if (kind == "InvalidResponse") r["message"] = e.value("message", "");
+  if (kind == "InvalidResponse") r["message"] = std::string(e.message);
   return r;
 }
 
-void Exporter::Failed(int64_t id, const Json& e) {
+void Exporter::Failed(int64_t id, const TaskFailed& e) {
   Known& t = tasks_[id];
   // v2 never retries or records a failed hook: it runs again on resume.
   if (t.omitted || (v2_ && t.finally_for != 0)) return;
@@ -207,7 +208,7 @@ void Exporter::Failed(int64_t id, const Json& e) {
   const uint32_t failed = IdOf(t);
   Json value = {{"reason", Reason(e)}};
   std::optional<Json> retry_line;
-  bool retried = e.value("will_retry", false);
+  bool retried = e.will_retry;
   if (!retried && t.retried_later > 0) {  // --retry-failed put it back
     t.retried_later--;
     retried = true;
@@ -234,27 +235,32 @@ void Exporter::Failed(int64_t id, const Json& e) {
   if (retry_line) out_.push_back(*retry_line);
 }
 
-Status Exporter::Event(const Json& e) {
-  const std::string name = e.value("event", "");
-  if (name == "run_started") {
-    std::unique_ptr<Workflow> wf;
-    WIZQ_RETURN_IF_ERROR(
-        Workflow::Parse(e.value("workflow", Json()).dump(), "frozen", &wf));
-    out_.push_back(
-        {{"kind", "Config"},
-         {"config", Json::parse(WorkflowToBarnumConfig(*wf, format_).dump())}});
-    have_config_ = true;
-    return Status::OK();
+Status Exporter::Started(const RunStarted& e) {
+  std::unique_ptr<Workflow> wf;
+  WIZQ_RETURN_IF_ERROR(Workflow::Parse(std::string(e.workflow), "frozen", &wf));
+  out_.push_back(
+      {{"kind", "Config"},
+       {"config", Json::parse(WorkflowToBarnumConfig(*wf, format_).dump())}});
+  have_config_ = true;
+  return Status::OK();
+}
+
+Status Exporter::Add(const Event& e) {
+  if (const auto* started = std::get_if<RunStarted>(&e)) {
+    return Started(*started);
   }
   if (!have_config_) return Status::Corruption("no run_started line");
-  if (name == "task_submitted") return Submitted(e);
-  const int64_t id = e.value("id", int64_t{0});
-  if ((name == "task_completed" || name == "task_failed") &&
-      tasks_.count(id) == 0) {
-    return Status::Corruption(name + " of unknown task " + std::to_string(id));
+  if (const auto* sub = std::get_if<TaskSubmitted>(&e)) return Submitted(*sub);
+  const auto* done = std::get_if<TaskCompleted>(&e);
+  const auto* failed = std::get_if<TaskFailed>(&e);
+  if (done == nullptr && failed == nullptr) return Status::OK();
+  const int64_t id = done != nullptr ? done->id : failed->id;
+  if (tasks_.count(id) == 0) {
+    return Status::Corruption(std::string(EventName(e)) + " of unknown task " +
+                              std::to_string(id));
   }
-  if (name == "task_completed") Completed(id, e.value("spawned", Json()));
-  if (name == "task_failed") Failed(id, e);
+  if (done != nullptr) Completed(id, done->spawned);
+  if (failed != nullptr) Failed(id, *failed);
   return Status::OK();
 }
 
@@ -268,68 +274,51 @@ std::string Exporter::Finish() {
   return text;
 }
 
-// How many times --retry-failed put each task back (task_retried). The
-// lines are wizq's own (crc-checked), so the event's name is spelled one
-// way; only those lines are parsed.
-std::map<int64_t, int> RetriedTasks(
-    const std::vector<std::string_view>& lines) {
-  std::map<int64_t, int> out;
+// How many times --retry-failed put each task back (task_retried).
+Status RetriedTasks(const std::vector<std::string_view>& lines,
+                    std::map<int64_t, int>* out) {
+  EventDecoder decoder;
+  EventHeader header;
+  Event event;
   for (std::string_view line : lines) {
-    if (line.find("\"event\":\"task_retried\"") == std::string_view::npos) {
-      continue;
-    }
-    Json e = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (e.is_object() && e.value("event", "") == "task_retried") {
-      out[e.value("id", int64_t{0})]++;
-    }
+    WIZQ_RETURN_IF_ERROR(decoder.Decode(line, &header, &event));
+    if (const auto* r = std::get_if<TaskRetried>(&event)) (*out)[r->id]++;
   }
-  return out;
+  return Status::OK();
 }
 
 }  // namespace
 
 Status BarnumLogFromAudit(const std::vector<std::string_view>& lines,
                           BarnumFormat format, std::string* log) {
-  Exporter ex(format, RetriedTasks(lines));
+  std::map<int64_t, int> retried;
+  WIZQ_RETURN_IF_ERROR(RetriedTasks(lines, &retried));
+  Exporter ex(format, std::move(retried));
+  EventDecoder decoder;
   for (std::string_view line : lines) {
-    Json e = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!e.is_object())
-      return Status::Corruption("an audit line does not parse");
-    Status s = ex.Event(e);
-    if (!s.ok()) {
-      return s.Annotate("audit seq " + std::to_string(e.value("seq", 0)));
-    }
+    EventHeader header;
+    Event event;
+    WIZQ_RETURN_IF_ERROR(decoder.Decode(line, &header, &event));
+    Status s = ex.Add(event);
+    if (!s.ok()) return s.Annotate("audit seq " + std::to_string(header.seq));
   }
   *log = ex.Finish();
   return Status::OK();
 }
 
-Status ExportBarnum(Env* env, const std::string& install_dir,
-                    BarnumFormat format, std::string* log) {
-  const std::string dir = WizardDir(install_dir);
-  const std::string path = dir + "/audit.jsonl";
-  if (!env->FileExists(path)) {
-    return Status::NotFound("no wizq run in " + install_dir + " (" + path +
-                            " does not exist)");
-  }
-  // A reader, as `wizq status` (queue.h, OpenMode::kReadOnly): under the
-  // lock if its file exists and can be opened, so that no batch is
-  // half-appended while the log is read; else (a read-only mount, a copy)
-  // without it, and a batch being written reads as a torn tail, left out.
-  // Never creates the lock file.
-  std::unique_ptr<FileLock> lock;
-  if (env->FileExists(dir + "/lock")) {
-    env->LockFile(dir + "/lock", true, &lock).IgnoreError();  // see above
-  }
-  std::string data;
-  Status s = env->ReadFile(path, &data);
-  lock.reset();
-  WIZQ_RETURN_IF_ERROR(s);
-  LogParseResult parsed;
-  WIZQ_RETURN_IF_ERROR(ParseLog(path, data, 0, 1, &parsed));
+Status ExportBarnum(Store& store, BarnumFormat format, std::string* log) {
+  std::vector<EventRecord> events;
+  std::vector<EventRecord> page;
+  const size_t kPage = 1 << 16;
+  do {
+    const int64_t after = events.empty() ? 0 : events.back().seq;
+    WIZQ_RETURN_IF_ERROR(store.ReadEvents(after, kPage, &page));
+    for (EventRecord& rec : page) events.push_back(std::move(rec));
+  } while (page.size() == kPage);
   std::vector<std::string_view> lines;
-  for (const LogRecord& r : parsed.records) lines.push_back(r.line);
-  return BarnumLogFromAudit(lines, format, log).Annotate(path);
+  for (const EventRecord& rec : events) lines.push_back(rec.line);
+  return BarnumLogFromAudit(lines, format, log)
+      .Annotate(store.DisplayLocation());
 }
 
 }  // namespace wizq

@@ -20,14 +20,14 @@
 
 namespace wizq {
 
-class Env;
+class Store;
 
-// The run in `install_dir`, read under the directory lock (a consistent
-// snapshot of a live run, or a finished one). NotFound if there is no run.
-Status ExportBarnum(Env* env, const std::string& install_dir,
-                    BarnumFormat format, std::string* log);
+// The run `store` holds, from its committed events (Store::ReadEvents: a
+// consistent prefix of a live run, or a finished one).
+Status ExportBarnum(Store& store, BarnumFormat format, std::string* log);
 
-// The pure part: audit lines (committed, in order) to the log's text.
+// The pure part: event lines (committed, in order; decoded by
+// queue/events.h) to the log's text.
 Status BarnumLogFromAudit(const std::vector<std::string_view>& lines,
                           BarnumFormat format, std::string* log);
 

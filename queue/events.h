@@ -2,8 +2,9 @@
 // encoding and decoding itself (LevelDB's VersionEdit::EncodeTo/DecodeFrom).
 // The line format, the commit and crc fields and the free space are in
 // docs/FORMAT.md and audit/log_format.h; this header owns what each event
-// carries. Internal to queue/, but for orchestrator/reuse.cc, which reads
-// the previous run's log with it.
+// carries, and is the one place events are decoded: QueueState and
+// RunHistory (queue/), orchestrator/reuse.cc, the Barnum export and
+// `wizq log` (EventFieldReader) read Store::ReadEvents' lines with it.
 //
 // A line is {"seq":N,"ts":MS,"event":"<kName>",<fields>} (+ "commit", "crc",
 // added by the LogWriter). EncodeTo writes <fields>, always in the order
@@ -385,6 +386,27 @@ class EventDecoder {
  private:
   simdjson::ondemand::parser parser_;
   std::string buffer_;  // the line and simdjson's padding, reused
+};
+
+// One field of an event line as it is written, for views that show every
+// field of any event, known kind or not (`wizq log`).
+struct EventField {
+  std::string key;
+  std::string json;     // the value as minified JSON text
+  bool is_int = false;  // an integer: int_value
+  int64_t int_value = 0;
+  bool is_string = false;  // a string: text, unescaped
+  std::string text;
+};
+
+// Reads the fields of a line in their order (the header's among them).
+// Corruption "audit event does not parse" if it is not a JSON object.
+class EventFieldReader {
+ public:
+  Status Read(std::string_view line, std::vector<EventField>* fields);
+
+ private:
+  simdjson::dom::parser parser_;
 };
 
 // The whole line as LogWriter writes it before commit and crc:

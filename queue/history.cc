@@ -3,27 +3,13 @@
 #include <map>
 #include <variant>
 
-#include "audit/log.h"
-#include "fs/env.h"
 #include "queue/events.h"
-#include "queue/state.h"
+#include "queue/store.h"
 
 namespace wizq {
 namespace {
 
-const char kLogFile[] = "audit.jsonl";
-
-Status ReadLog(Env* env, const std::string& run_dir, std::string* data,
-               LogParseResult* parsed) {
-  const std::string path = run_dir + "/" + kLogFile;
-  Status s = env->ReadFile(path, data);
-  if (s.IsNotFound()) {
-    return Status::NotFound("no audit log in " + run_dir + " (" + path +
-                            " does not exist)");
-  }
-  WIZQ_RETURN_IF_ERROR(s);
-  return ParseLog(path, *data, 0, 1, parsed);
-}
+const size_t kPageEvents = 1 << 16;
 
 // Folds events into a RunHistory, one at a time, in log order.
 class HistoryBuilder {
@@ -212,42 +198,27 @@ const WorkerRecord* RunHistory::FindWorker(const std::string& id) const {
   return nullptr;
 }
 
-Status LoadRunHistory(Env* env, const std::string& run_dir,
-                      RunHistory* history) {
+Status LoadRunHistory(Store& store, RunHistory* history) {
   *history = RunHistory();
-  std::string data;
-  LogParseResult parsed;
-  WIZQ_RETURN_IF_ERROR(ReadLog(env, run_dir, &data, &parsed));
-  history->torn_bytes = parsed.torn_bytes;
   HistoryBuilder builder(history);
   EventDecoder decoder;
-  for (const LogRecord& rec : parsed.records) {
-    EventHeader header;
-    Event event;
-    Status s = decoder.Decode(rec.line, &header, &event);
-    if (!s.ok()) {
-      return s.Annotate(run_dir + "/" + kLogFile + " at byte offset " +
-                        std::to_string(rec.offset));
+  std::vector<EventRecord> page;
+  int64_t seq = 0;
+  do {
+    // A page bounds what is held at once; each line is folded and dropped.
+    WIZQ_RETURN_IF_ERROR(store.ReadEvents(seq, kPageEvents, &page));
+    for (const EventRecord& rec : page) {
+      EventHeader header;
+      Event event;
+      Status s = decoder.Decode(rec.line, &header, &event);
+      if (!s.ok()) {
+        return s.Annotate("event seq " + std::to_string(rec.seq) + " of " +
+                          store.DisplayLocation());
+      }
+      builder.Add(header, event);
+      seq = rec.seq;
     }
-    builder.Add(header, event);
-  }
-  return Status::OK();
-}
-
-Status LoadStateFromLog(Env* env, const std::string& run_dir,
-                        std::unique_ptr<QueueState>* state) {
-  std::string data;
-  LogParseResult parsed;
-  WIZQ_RETURN_IF_ERROR(ReadLog(env, run_dir, &data, &parsed));
-  auto st = std::make_unique<QueueState>();
-  for (const LogRecord& rec : parsed.records) {
-    Status s = st->ApplyEvent(rec.line);
-    if (!s.ok()) {
-      return s.Annotate(run_dir + "/" + kLogFile + " at byte offset " +
-                        std::to_string(rec.offset));
-    }
-  }
-  *state = std::move(st);
+  } while (page.size() == kPageEvents);
   return Status::OK();
 }
 

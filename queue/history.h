@@ -1,9 +1,9 @@
-// RunHistory: what happened to a run, read back from its audit log — every
-// attempt (who ran it, from when to when, how it ended), every worker (when
-// it joined, left or was lost) and the run's milestones (started, resumed,
-// paused, finished). It is what `wizq log --table` and `wizq report` show;
-// it changes nothing and needs no lock (a batch being written reads as a
-// torn tail and is left out).
+// RunHistory: what happened to a run, read back from its events
+// (Store::ReadEvents, decoded by queue/events.h) — every attempt (who ran
+// it, from when to when, how it ended), every worker (when it joined, left
+// or was lost) and the run's milestones (started, resumed, paused,
+// finished). It is what `wizq log --table` and `wizq report` show; it
+// changes nothing and reads only committed events.
 //
 // A worker is "lost" (crashed) when the log says so: a task it held is put
 // back or failed with reason worker_lost, or a run_resumed follows its
@@ -13,7 +13,6 @@
 #define WIZQ_QUEUE_HISTORY_H_
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,8 +20,7 @@
 
 namespace wizq {
 
-class Env;
-class QueueState;
+class Store;
 
 // One attempt of one task: from its task_claimed to the event that ended
 // the claim.
@@ -80,23 +78,14 @@ struct RunHistory {
   std::vector<AttemptRecord> attempts;  // in claim order
   std::vector<WorkerRecord> workers;    // in join order
   std::vector<RunMilestone> milestones;
-  uint64_t torn_bytes = 0;  // an unfinished write at the end of the log
 
   // The worker of that id, or nullptr.
   const WorkerRecord* FindWorker(const std::string& id) const;
 };
 
-// Reads `<wizard_dir>/audit.jsonl` (or an archived run's directory, which
-// has the same files) into *history. NotFound if there is no log;
-// Corruption as the log reader reports it.
-Status LoadRunHistory(Env* env, const std::string& run_dir,
-                      RunHistory* history);
-
-// The state of the run whose files are in `run_dir` (a `.wizard` directory
-// or an archived run in `.wizard/archive/<name>`), replayed from its audit
-// log without a lock and without writing. NotFound if there is no log.
-Status LoadStateFromLog(Env* env, const std::string& run_dir,
-                        std::unique_ptr<QueueState>* state);
+// Reads every event of the run `store` holds (from seq 1) into *history.
+// Corruption if an event does not decode.
+Status LoadRunHistory(Store& store, RunHistory* history);
 
 }  // namespace wizq
 

@@ -97,6 +97,7 @@ Status DirQueue::OpenLocked(OpenReport* report) {
     WIZQ_RETURN_IF_ERROR(
         LoadState(mode != OpenMode::kReadOnly, &header, &have_snapshot));
     report->torn_tail_path = torn_tail_path_;
+    report->torn_tail_bytes = torn_bytes_;
     const int version =
         have_snapshot ? header.version : state_->run().format_version;
     if (version > kSnapshotVersion) {
@@ -227,6 +228,7 @@ Status DirQueue::ReadLogTail(bool repair) {
     }
   }
   log_end_ = parsed.committed_end;
+  torn_bytes_ = parsed.torn_bytes;
   // A log a newer wizq wrote is refused by the caller: leave it as it is.
   if (parsed.torn_bytes > 0 && repair &&
       state_->run().format_version <= kSnapshotVersion) {

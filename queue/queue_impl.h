@@ -94,6 +94,7 @@ class DirQueue : public Queue {
   uint64_t snapshot_size_ = 0;
   WorkerRegistry workers_;
   std::string torn_tail_path_;
+  uint64_t torn_bytes_ = 0;  // left at the end of the log by the last read
   Status poisoned_;
   Status stage_error_;   // a Stage() in the current Transact failed
   Reclaimed reclaimed_;  // by the current (or last) Transact

@@ -138,6 +138,9 @@ struct OpenReport {
   std::string archive_reason;
   bool archived_unfinished = false;  // it had not finished
   std::string torn_tail_path;        // the directory store's torn tail
+  // kReadOnly: bytes an unfinished write left at the end of the directory
+  // store's log, which no read returns (the next writer sets them aside).
+  uint64_t torn_tail_bytes = 0;
   int64_t tasks_pending = 0;
   int64_t tasks_done = 0;
   int64_t tasks_reset = 0;    // stale in_progress tasks put back
@@ -306,6 +309,12 @@ class Store : public StoreReads {
   virtual Status ListRuns(std::vector<RunRef>* runs) = 0;
   // A read-only Store on another run of this location (ListRuns).
   virtual Status OpenRun(const RunRef& run, std::unique_ptr<Store>* out) = 0;
+  // Runs `fn` while the run this Store opened stays the location's current
+  // run: nothing archives or replaces it until `fn` returns (`wizq prune`
+  // removes the task files of its tasks under it). Conflict, without
+  // calling `fn`, when it was archived or replaced since Open. Not inside
+  // Transact.
+  virtual Status WhileCurrent(const std::function<Status()>& fn) = 0;
 
   virtual const std::string& worker_id() const = 0;
   // How the location is shown to people (a database password removed).

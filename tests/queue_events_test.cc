@@ -396,4 +396,30 @@ TEST(QueueEventsTest, GateEventsEncodeToTheirGoldenLines) {
 }
 
 }  // namespace
+// EventFieldReader gives every field of any line in its order, known kind
+// or not, with integers and strings read (what `wizq log` prints).
+TEST(QueueEventsTest, FieldReaderGivesEveryFieldInOrder) {
+  EventFieldReader reader;
+  std::vector<EventField> fields;
+  ASSERT_TRUE(reader
+                  .Read(R"({"seq":7,"ts":12,"event":"newer_kind","id":3,)"
+                        R"("note":"a\"b","v":{"x": [1, 2]}})",
+                        &fields)
+                  .ok());
+  ASSERT_EQ(fields.size(), 6u);
+  EXPECT_EQ(fields[0].key, "seq");
+  EXPECT_TRUE(fields[0].is_int);
+  EXPECT_EQ(fields[0].int_value, 7);
+  EXPECT_EQ(fields[2].key, "event");
+  EXPECT_TRUE(fields[2].is_string);
+  EXPECT_EQ(fields[2].text, "newer_kind");
+  EXPECT_EQ(fields[3].int_value, 3);
+  EXPECT_EQ(fields[4].text, "a\"b");
+  EXPECT_EQ(fields[4].json, R"("a\"b")");
+  EXPECT_FALSE(fields[5].is_int);
+  EXPECT_FALSE(fields[5].is_string);
+  EXPECT_EQ(fields[5].json, R"({"x":[1,2]})");
+  EXPECT_TRUE(reader.Read("not json", &fields).IsCorruption());
+}
+
 }  // namespace wizq

@@ -1,7 +1,7 @@
 // RunHistory (queue/history.h): the attempts and workers of a run read back
-// from its audit log — a crash found by a reset, a crash found only by the
-// resume, a lapsed lease, a retry, a completion — and the state replayed
-// from an archived run's log.
+// from its events (a read-only Store) — a crash found by a reset, a crash
+// found only by the resume, a lapsed lease, a retry, a completion — and an
+// archived run read back through Store::OpenRun.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +10,7 @@
 #include "fs/env.h"
 #include "queue/history.h"
 #include "queue/queue.h"
+#include "queue/store.h"
 #include "tests/queue_fixture.h"
 
 namespace wizq {
@@ -28,9 +29,22 @@ class RunHistoryTest : public QueueTest {
     return out;
   }
 
+  // The run as a view reads it: a read-only Store.
+  std::unique_ptr<Store> Reader() {
+    StoreOptions o;
+    o.install_dir = Options().install_dir;
+    o.mode = OpenMode::kReadOnly;
+    std::unique_ptr<Store> store;
+    Status s = Store::Open(o, &store, nullptr);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return store;
+  }
+
   RunHistory Load() {
     RunHistory h;
-    Status s = LoadRunHistory(Env::Posix(), Wizard(), &h);
+    std::unique_ptr<Store> store = Reader();
+    if (store == nullptr) return h;
+    Status s = LoadRunHistory(*store, &h);
     EXPECT_TRUE(s.ok()) << s.ToString();
     return h;
   }
@@ -134,14 +148,33 @@ TEST_F(RunHistoryTest, StateOfAnArchivedRunIsReplayedFromItsLog) {
   OpenReport report;
   auto q = OpenOk(Options("run-B"), &report);
   ASSERT_FALSE(report.archived_to.empty());
-  std::unique_ptr<QueueState> st;
-  ASSERT_TRUE(LoadStateFromLog(Env::Posix(), report.archived_to, &st).ok());
-  EXPECT_EQ(st->run().run_id, "run-A");
-  EXPECT_EQ(st->total(), 2);
-  EXPECT_EQ(st->count(TaskState::kDone), 1);
-  std::unique_ptr<QueueState> none;
-  EXPECT_TRUE(LoadStateFromLog(Env::Posix(), Wizard() + "/archive/nope", &none)
-                  .IsNotFound());
+  std::unique_ptr<Store> reader = Reader();
+  ASSERT_NE(reader, nullptr);
+  std::vector<RunRef> runs;
+  ASSERT_TRUE(reader->ListRuns(&runs).ok());
+  const RunRef* archived = nullptr;
+  for (const RunRef& r : runs) {
+    if (r.key == report.archived_to) archived = &r;
+  }
+  ASSERT_NE(archived, nullptr) << report.archived_to;
+  EXPECT_TRUE(archived->archived);
+  std::unique_ptr<Store> old;
+  ASSERT_TRUE(reader->OpenRun(*archived, &old).ok());
+  RunInfo run;
+  ASSERT_TRUE(old->GetRun(&run).ok());
+  EXPECT_EQ(run.run_id, "run-A");
+  RunCounts counts;
+  ASSERT_TRUE(old->Counts(&counts).ok());
+  EXPECT_EQ(counts.total, 2);
+  EXPECT_EQ(counts.of(TaskState::kDone), 1);
+  RunHistory h;
+  ASSERT_TRUE(LoadRunHistory(*old, &h).ok());
+  EXPECT_EQ(h.run_id, "run-A");
+  EXPECT_EQ(h.attempts.size(), 1u);
+  RunRef nope = *archived;
+  nope.key = Wizard() + "/archive/nope";
+  std::unique_ptr<Store> none;
+  EXPECT_TRUE(reader->OpenRun(nope, &none).IsNotFound());
 }
 
 }  // namespace

@@ -538,4 +538,25 @@ TEST_F(StatusReportTest, ReportRendersInChromiumWithTheCrashMarkers) {
 }
 
 }  // namespace
+// An unfinished write at the end of the log (a crash mid-append) is left
+// out by the readers and said: `wizq log` on stderr, `wizq report` on the
+// page (the directory store's OpenReport::torn_tail_bytes).
+TEST_F(StatusReportTest, ReadersSayWhatAnUnfinishedWriteLeftOut) {
+  const WizqResult r = Wizq({"run", DataFile("basic.jsonc"), "--dir",
+                             dir_.path(), "--input", R"({"n":2})", "-q"});
+  ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+  const std::string log = dir_.path() + "/.wizard/audit.jsonl";
+  const std::string torn = R"({"seq":99999,"ts":1,"event":"task_compl)";
+  test::WriteAll(log, test::ReadAll(log) + torn);
+  const WizqResult l = Wizq({"log", "--dir", dir_.path()});
+  ASSERT_TRUE(l.exited && l.code == 0) << l.Describe();
+  EXPECT_TRUE(Contains(l.err, "bytes of an unfinished write")) << l.err;
+  EXPECT_FALSE(Contains(l.out, "99999")) << l.out;
+  const std::string html = dir_.path() + "/r.html";
+  const WizqResult rep = Wizq({"report", "--dir", dir_.path(), "-o", html});
+  ASSERT_TRUE(rep.exited && rep.code == 0) << rep.Describe();
+  EXPECT_TRUE(Contains(test::ReadAll(html), "bytes of an unfinished write"));
+  EXPECT_TRUE(Contains(test::ReadAll(log), torn)) << "a reader repaired it";
+}
+
 }  // namespace wizq

@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "queue/queue.h"
+#include "queue/store.h"
 #include "tasks/prompt.h"
 #include "tasks/workflow.h"
 
@@ -29,24 +29,27 @@ const char* ActionKindName(Action::Kind kind) {
 }
 
 // The run in `dir`, opened read-only (no worker, no writes), or null.
-std::unique_ptr<Queue> OpenRun(const std::string& dir) {
+std::unique_ptr<Store> OpenRun(const std::string& dir) {
   char buf[PATH_MAX];
   if (realpath(dir.c_str(), buf) == nullptr) return nullptr;
-  QueueOptions o;
+  StoreOptions o;
   o.install_dir = buf;
   o.mode = OpenMode::kReadOnly;
-  std::unique_ptr<Queue> q;
-  if (!Queue::Open(o, &q, nullptr).ok() || !q->state().started()) {
+  std::unique_ptr<Store> store;
+  RunInfo run;
+  if (!Store::Open(o, &store, nullptr).ok() || !store->GetRun(&run).ok() ||
+      run.run_id.empty()) {
     return nullptr;
   }
-  return q;
+  return store;
 }
 
-// The workflow frozen into the run of `q`, or null.
-std::unique_ptr<Workflow> RunWorkflow(const Queue& q) {
+// The workflow frozen into the run of `store`, or null.
+std::unique_ptr<Workflow> RunWorkflow(Store& store) {
+  RunInfo run;
   std::unique_ptr<Workflow> wf;
-  if (!Workflow::Parse(q.state().run().workflow, "the run's workflow", &wf)
-           .ok()) {
+  if (!store.GetRun(&run).ok() ||
+      !Workflow::Parse(run.workflow, "the run's workflow", &wf).ok()) {
     return nullptr;
   }
   return wf;
@@ -59,8 +62,8 @@ std::vector<Candidate> StepNames(const CompletionContext& ctx) {
   if (!ctx.workflow.empty()) {
     if (!Workflow::Load(ctx.workflow, &wf).ok()) return {};
   } else {
-    std::unique_ptr<Queue> q = OpenRun(ctx.dir);
-    if (q == nullptr || (wf = RunWorkflow(*q)) == nullptr) return {};
+    std::unique_ptr<Store> store = OpenRun(ctx.dir);
+    if (store == nullptr || (wf = RunWorkflow(*store)) == nullptr) return {};
   }
   std::vector<Candidate> out;
   for (const Step& s : wf->steps()) {
@@ -70,16 +73,18 @@ std::vector<Candidate> StepNames(const CompletionContext& ctx) {
 }
 
 std::vector<Candidate> WaitingTasks(const CompletionContext& ctx) {
-  std::unique_ptr<Queue> q = OpenRun(ctx.dir);
-  if (q == nullptr) return {};
-  std::unique_ptr<Workflow> wf = RunWorkflow(*q);
-  if (wf == nullptr) return {};
+  std::unique_ptr<Store> store = OpenRun(ctx.dir);
+  if (store == nullptr) return {};
+  std::unique_ptr<Workflow> wf = RunWorkflow(*store);
+  TaskFilter pending;
+  pending.states = {TaskState::kPending};
+  std::vector<Task> tasks;
+  if (wf == nullptr || !store->ListTasks(pending, &tasks).ok()) return {};
   std::vector<Candidate> out;
-  for (int64_t id : q->state().pending()) {
-    const Task& t = *q->state().Find(id);
+  for (const Task& t : tasks) {
     if (!WaitsForAnswer(*wf, t)) continue;
-    out.push_back(
-        {std::to_string(id) + "=", t.type + ": " + PromptOf(*wf, t)->message});
+    out.push_back({std::to_string(t.id) + "=",
+                   t.type + ": " + PromptOf(*wf, t)->message});
   }
   return out;
 }

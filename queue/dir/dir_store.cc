@@ -208,10 +208,23 @@ Status DirStore::Open(const StoreOptions& o, std::unique_ptr<Store>* out,
   q.leases_only = o.leases_only;
   q.reclaim_worker_claims = o.reclaim_worker_claims;
   q.host = o.host;
+  Env* env = o.env ? o.env : Env::Posix();
+  // A reader notes the log before reading the state: an archive after
+  // that shows as another log in WhileCurrent. A writer, after its open
+  // (which may have archived and started afresh).
+  const std::string wizard = WizardDir(o.install_dir);
+  Identity before;
+  if (o.mode == OpenMode::kReadOnly) {
+    WIZQ_RETURN_IF_ERROR(IdentityOf(env, wizard, &before));
+  }
   std::unique_ptr<Queue> queue;
   WIZQ_RETURN_IF_ERROR(Queue::Open(q, &queue, report));
-  Env* env = o.env ? o.env : Env::Posix();
-  out->reset(new DirStore(o, env, std::move(queue)));
+  if (o.mode != OpenMode::kReadOnly) {
+    WIZQ_RETURN_IF_ERROR(IdentityOf(env, wizard, &before));
+  }
+  std::unique_ptr<DirStore> store(new DirStore(o, env, std::move(queue)));
+  store->opened_ = before;
+  *out = std::move(store);
   return Status::OK();
 }
 
@@ -325,6 +338,46 @@ Status DirStore::ListRuns(std::vector<RunRef>* runs) {
 
 Status DirStore::OpenRun(const RunRef& run, std::unique_ptr<Store>* out) {
   return OpenDirRun(env_, queue_->wizard_dir(), run, out);
+}
+
+bool DirStore::Identity::operator==(const Identity& o) const {
+  for (int i = 0; i < 2; i++) {
+    if (exists[i] != o.exists[i] || device[i] != o.device[i] ||
+        inode[i] != o.inode[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Status DirStore::IdentityOf(Env* env, const std::string& wizard_dir,
+                            Identity* id) {
+  const std::string paths[2] = {wizard_dir + "/audit.jsonl",
+                                wizard_dir + "/tasks"};
+  for (int i = 0; i < 2; i++) {
+    FileInfo info;
+    Status s = env->GetFileInfo(paths[i], &info);
+    if (!s.ok() && !s.IsNotFound()) return s;
+    id->exists[i] = s.ok();
+    id->device[i] = s.ok() ? info.device : 0;
+    id->inode[i] = s.ok() ? info.inode : 0;
+  }
+  return Status::OK();
+}
+
+// The directory lock keeps an archive out; an archive renames the log and
+// `tasks/` away (DirQueue::ArchiveRun), which the comparison sees.
+Status DirStore::WhileCurrent(const std::function<Status()>& fn) {
+  std::unique_ptr<FileLock> lock;
+  WIZQ_RETURN_IF_ERROR(
+      env_->LockFile(queue_->wizard_dir() + "/lock", /*wait=*/true, &lock));
+  Identity now;
+  WIZQ_RETURN_IF_ERROR(IdentityOf(env_, queue_->wizard_dir(), &now));
+  if (!(now == opened_)) {
+    return Status::Conflict("the run in " + options_.install_dir +
+                            " was archived or replaced since it was opened");
+  }
+  return fn();
 }
 
 }  // namespace wizq

@@ -42,12 +42,24 @@ class DirStore : public Store {
   Status Workers(std::vector<WorkerInfo>* workers) override;
   Status ListRuns(std::vector<RunRef>* runs) override;
   Status OpenRun(const RunRef& run, std::unique_ptr<Store>* out) override;
+  Status WhileCurrent(const std::function<Status()>& fn) override;
   const std::string& worker_id() const override { return queue_->worker_id(); }
   std::string DisplayLocation() const override { return options_.install_dir; }
 
  private:
   DirStore(const StoreOptions& options, Env* env, std::unique_ptr<Queue> queue);
   Status CatchUp();
+
+  // What an archive renames away (the log and `tasks/`), as Open found
+  // them: before reading the state, for a reader. WhileCurrent compares.
+  struct Identity {
+    bool exists[2] = {false, false};
+    uint64_t device[2] = {0, 0}, inode[2] = {0, 0};
+    bool operator==(const Identity& o) const;
+  };
+  static Status IdentityOf(Env* env, const std::string& wizard_dir,
+                           Identity* id);
+  Identity opened_;
 
   const StoreOptions options_;
   Env* const env_;

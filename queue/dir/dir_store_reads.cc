@@ -6,7 +6,6 @@
 #include "audit/log.h"
 #include "fs/env.h"
 #include "queue/dir/dir_store.h"
-#include "queue/history.h"
 #include "queue/state.h"
 
 namespace wizq {
@@ -46,6 +45,32 @@ const std::set<int64_t>* IndexFor(const QueueState& s, const TaskFilter& f) {
   if (f.states[0] == TaskState::kPending) return &s.pending();
   if (f.states[0] == TaskState::kInProgress) return &s.in_progress();
   return nullptr;
+}
+
+// The state of the run whose files are in `run_dir` (an archived run in
+// `.wizard/archive/<name>`), replayed from its log without a lock and
+// without writing. NotFound if there is no log.
+Status LoadStateFromLog(Env* env, const std::string& run_dir,
+                        std::unique_ptr<QueueState>* state) {
+  const std::string path = run_dir + "/" + kLogFile;
+  std::string data;
+  Status s = env->ReadFile(path, &data);
+  if (s.IsNotFound()) {
+    return Status::NotFound("no audit log in " + run_dir + " (" + path +
+                            " does not exist)");
+  }
+  WIZQ_RETURN_IF_ERROR(s);
+  LogParseResult parsed;
+  WIZQ_RETURN_IF_ERROR(ParseLog(path, data, 0, 1, &parsed));
+  auto st = std::make_unique<QueueState>();
+  for (const LogRecord& rec : parsed.records) {
+    Status a = st->ApplyEvent(rec.line);
+    if (!a.ok()) {
+      return a.Annotate(path + " at byte offset " + std::to_string(rec.offset));
+    }
+  }
+  *state = std::move(st);
+  return Status::OK();
 }
 
 // Stands for an archived run: its state as replayed from its log.
@@ -91,6 +116,9 @@ class FrozenDirStore : public Store {
   }
   Status OpenRun(const RunRef& run, std::unique_ptr<Store>*) override {
     return Status::NotFound("no run " + run.key + " inside " + dir_);
+  }
+  Status WhileCurrent(const std::function<Status()>&) override {
+    return Status::Conflict(dir_ + " is an archived run, not the current one");
   }
   const std::string& worker_id() const override { return none_; }
   std::string DisplayLocation() const override { return dir_; }

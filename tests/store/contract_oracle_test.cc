@@ -334,6 +334,9 @@ class Mutant : public Store {
   Status OpenRun(const RunRef& run, std::unique_ptr<Store>* out) override {
     return r_->OpenRun(run, out);
   }
+  Status WhileCurrent(const std::function<Status()>& fn) override {
+    return r_->WhileCurrent(fn);
+  }
   const std::string& worker_id() const override { return r_->worker_id(); }
   std::string DisplayLocation() const override { return r_->DisplayLocation(); }
 
