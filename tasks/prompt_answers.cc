@@ -4,7 +4,6 @@
 #include <functional>
 #include <vector>
 
-#include "queue/state.h"
 #include "queue/store.h"
 #include "tasks/json_messages.h"
 #include "tasks/prompt.h"
@@ -167,26 +166,6 @@ Status ResolveAnswers(const Workflow& workflow, StoreReads* run,
     TaskFilter f;
     f.steps = {step};
     return run->ListTasks(f, ts);
-  };
-  return ResolveAll(workflow, tasks, args, allow_unbound, out);
-}
-
-Status ResolveAnswers(const Workflow& workflow, const QueueState* state,
-                      const std::vector<std::string>& args, bool allow_unbound,
-                      std::vector<FlagAnswer>* out) {
-  RunTasks tasks;
-  tasks.find = [state](int64_t id, Task* t) {
-    const Task* found = state ? state->Find(id) : nullptr;
-    if (found == nullptr) return Status::NotFound("no such task");
-    *t = *found;
-    return Status::OK();
-  };
-  tasks.of_step = [state](const std::string& step, std::vector<Task>* ts) {
-    if (state == nullptr) return Status::OK();
-    for (const Task& t : state->tasks()) {
-      if (t.type == step) ts->push_back(t);
-    }
-    return Status::OK();
   };
   return ResolveAll(workflow, tasks, args, allow_unbound, out);
 }

@@ -13,7 +13,6 @@
 
 namespace wizq {
 
-class QueueState;
 class StoreReads;
 class Workflow;
 
@@ -40,10 +39,6 @@ struct FlagAnswer {
 // same command can be re-run after a crash), a name that matches several
 // waiting tasks, two different answers for one task.
 Status ResolveAnswers(const Workflow& workflow, StoreReads* run,
-                      const std::vector<std::string>& args, bool allow_unbound,
-                      std::vector<FlagAnswer>* out);
-// The same on the in-memory state; goes once every caller holds a Store.
-Status ResolveAnswers(const Workflow& workflow, const QueueState* state,
                       const std::vector<std::string>& args, bool allow_unbound,
                       std::vector<FlagAnswer>* out);
 

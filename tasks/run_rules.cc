@@ -22,31 +22,6 @@ std::string IdempotencyKey(const std::string& run_id, int64_t run_started_ms,
   return key;
 }
 
-Status SubmitDueHooks(Txn& txn, const Workflow& wf) {
-  // A copy: each submission changes the set.
-  const std::vector<int64_t> due(txn.state().hooks_due().begin(),
-                                 txn.state().hooks_due().end());
-  for (int64_t owner : due) {
-    int64_t id = 0;
-    bool dup = false;
-    WIZQ_RETURN_IF_ERROR(
-        txn.Submit(FinallyHookOf(wf, *txn.state().Find(owner)), &id, &dup));
-  }
-  return Status::OK();
-}
-
-Status SettleRun(Txn& txn, const Workflow& wf, int64_t duration_ms,
-                 const std::function<void()>& before_finish) {
-  if (txn.state().run().status != RunStatus::kRunning) return Status::OK();
-  WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn, wf));
-  const QueueState& st = txn.state();
-  if (!st.AllSettled()) return Status::OK();
-  if (before_finish) before_finish();
-  return txn.FinishRun(st.count(TaskState::kFailed) > 0 ? RunStatus::kFailed
-                                                        : RunStatus::kCompleted,
-                       duration_ms);
-}
-
 Status SubmitDueHooks(StoreTxn& txn, const Workflow& wf) {
   std::vector<Task> due;
   WIZQ_RETURN_IF_ERROR(txn.DueHooks(SIZE_MAX, &due));

@@ -10,7 +10,6 @@
 #include <functional>
 #include <string>
 
-#include "queue/queue.h"
 #include "queue/store.h"
 #include "queue/task.h"
 #include "tasks/workflow.h"
@@ -33,7 +32,7 @@ std::string IdempotencyKey(const std::string& run_id, int64_t run_started_ms,
 
 // Submits the finally hook (tasks/response.h) of every task whose hook is
 // due, whatever the run's status.
-Status SubmitDueHooks(Txn& txn, const Workflow& wf);
+Status SubmitDueHooks(StoreTxn& txn, const Workflow& wf);
 
 // What a transaction does after recording results, when the run is
 // running: submits the due finally hooks, then, if every task has settled,
@@ -41,12 +40,6 @@ Status SubmitDueHooks(Txn& txn, const Workflow& wf);
 // `duration_ms`; `before_finish`, if given, is called just before
 // run_finished is recorded (the run loop's crash point). Nothing when the
 // run is not running.
-Status SettleRun(Txn& txn, const Workflow& wf, int64_t duration_ms,
-                 const std::function<void()>& before_finish = nullptr);
-
-// The same rules on the store contract (queue/store.h); the Txn forms above
-// go once every caller holds a Store.
-Status SubmitDueHooks(StoreTxn& txn, const Workflow& wf);
 Status SettleRun(StoreTxn& txn, const Workflow& wf, int64_t duration_ms,
                  const std::function<void()>& before_finish = nullptr);
 

@@ -439,11 +439,18 @@ TEST_F(HookGenerationTest, SettleRunSubmitsDueHooksThenFinishesTheRun) {
   EXPECT_FALSE(Fail(q.get(), 2, false));
   ASSERT_EQ(q->state().hooks_due(), std::set<int64_t>{1});
   int finishing = 0;
+  // Settled through the store contract, by another worker on the run.
+  StoreOptions so;
+  so.install_dir = install_;
+  so.mode = OpenMode::kAttach;
+  std::unique_ptr<Store> store;
+  ASSERT_TRUE(Store::Open(so, &store, nullptr).ok());
   auto settle = [&] {
-    Status s = q->Transact([&](Txn& txn) {
+    Status s = store->Transact([&](StoreTxn& txn) {
       return SettleRun(txn, *wf, 42, [&] { finishing++; });
     });
     EXPECT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(q->Refresh().ok());
   };
   settle();
   const int64_t hook = q->state().Find(1)->finally_task;

@@ -77,21 +77,6 @@ void ListTasksFrom(const QueueState& s, const TaskFilter& f,
                    std::vector<Task>* out);
 void CountsFrom(const QueueState& s, RunCounts* counts);
 
-// The contract's reads of a QueueState a caller already holds, for the
-// code that still holds one while it moves onto the contract (issue 22):
-// it passes this where a StoreReads is taken. Not owned; must outlive it.
-class StateReads : public StoreReads {
- public:
-  explicit StateReads(const QueueState& s) : s_(s) {}
-  Status GetRun(RunInfo* run) override;
-  Status GetTask(int64_t id, Task* task) override;
-  Status ListTasks(const TaskFilter& f, std::vector<Task>* out) override;
-  Status Counts(RunCounts* counts) override;
-
- private:
-  const QueueState& s_;
-};
-
 // The run's workers as `<wizard_dir>/workers` holds them (DirStore::Workers).
 Status ProbeDirWorkers(Env* env, const std::string& wizard_dir,
                        std::vector<WorkerInfo>* workers);

@@ -227,25 +227,6 @@ void CountsFrom(const QueueState& s, RunCounts* c) {
   c->all_settled = s.AllSettled();
 }
 
-Status StateReads::GetRun(RunInfo* run) {
-  *run = s_.run();
-  return Status::OK();
-}
-
-Status StateReads::GetTask(int64_t id, Task* task) {
-  return GetTaskFrom(s_, id, task);
-}
-
-Status StateReads::ListTasks(const TaskFilter& f, std::vector<Task>* out) {
-  ListTasksFrom(s_, f, out);
-  return Status::OK();
-}
-
-Status StateReads::Counts(RunCounts* counts) {
-  CountsFrom(s_, counts);
-  return Status::OK();
-}
-
 Status ReadDirEvents(Env* env, const std::string& run_dir, int64_t after_seq,
                      size_t max, uint64_t offset,
                      std::vector<EventRecord>* events, int64_t* end_seq,
