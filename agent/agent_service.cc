@@ -317,8 +317,9 @@ AgentReply StoreAgentService::Take(const TakeRequest& request) {
   if (!(request.wait_seconds >= 0)) {
     return Reply(kExitInvalid, "", "--wait must be a number of seconds >= 0");
   }
+  // +1: the clock is read in whole ms, so that the wait never ends early.
   const int64_t deadline =
-      NowMs() +
+      NowMs() + 1 +
       static_cast<int64_t>(std::min(request.wait_seconds, 1e9) * 1000);
   std::unique_ptr<Store> store;
   bool finished = false;
