@@ -14,7 +14,6 @@
 
 #include "cli/agent.h"
 #include "cli/answer.h"
-#include "tools/crashtest/crashtest.h"
 #include "cli/db.h"
 #include "cli/docgen/completion.h"
 #include "cli/docgen/man_page.h"
@@ -34,6 +33,7 @@
 #include "fs/env.h"
 #include "orchestrator/run.h"
 #include "tasks/workflow.h"
+#include "tools/crashtest/crashtest.h"
 #include "util/exit_code.h"
 
 namespace wizq {

@@ -26,7 +26,7 @@ struct Folded {
   std::string error_reason;
   bool leased = false, started = false;
   std::string claim_host;  // the last claim's
-  Json answer;  // null: none
+  Json answer;             // null: none
 };
 
 struct Fold {
