@@ -10,6 +10,13 @@
 #ifndef WIZQ_AUDIT_LOG_H_
 #define WIZQ_AUDIT_LOG_H_
 
+// Private to the directory store, as queue/dir/dir_private.h says (spelled
+// out here: audit/ sits below queue/ in the layers).
+#ifndef WIZQ_DIR_STORE_INTERNAL
+#error \
+    "a header private to the directory store (queue/dir/, audit/): use queue/store.h (Store::Open) instead"
+#endif
+
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -22,7 +22,7 @@
 // minute, under the same conditions.
 //
 // Checkpoints: a drain starts right after a checkpoint and is shorter than
-// the checkpoint interval (queue/queue_run.cc writes one when the log has
+// the checkpoint interval (queue/dir/queue_run.cc writes one when the log has
 // grown by max(snapshot size, checkpoint_min_bytes)), so the snapshot
 // rewrites a long-running queue pays are measured apart (Checkpoint() timed
 // at each N) and added back amortised over that interval.
@@ -45,7 +45,7 @@
 
 #include "bench/machine.h"
 #include "fs/env.h"
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 
 namespace wizq {
 namespace bench {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 #include "util/status.h"
 
 namespace wizq {

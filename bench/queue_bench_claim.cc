@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "bench/queue_bench.h"
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 
 namespace wizq {
 namespace bench {

@@ -11,8 +11,8 @@
 #include "audit/log.h"
 #include "bench/queue_bench.h"
 #include "fs/env.h"
-#include "queue/snapshot.h"
-#include "queue/state.h"
+#include "queue/dir/snapshot.h"
+#include "queue/dir/state.h"
 
 namespace wizq {
 namespace bench {

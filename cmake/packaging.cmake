@@ -68,7 +68,8 @@ set(WIZQ_LINK_DEPS simdjson::simdjson ZLIB::ZLIB PkgConfig::XXHASH
 
 set_target_properties(wizq PROPERTIES POSITION_INDEPENDENT_CODE ON)
 
-add_library(wizq_shared SHARED $<TARGET_OBJECTS:wizq>)
+add_library(wizq_shared SHARED $<TARGET_OBJECTS:wizq>
+  $<TARGET_OBJECTS:wizq_dirstore>)
 set_target_properties(wizq_shared PROPERTIES OUTPUT_NAME wizq
   VERSION ${wizq_VERSION} SOVERSION ${WIZQ_SOVERSION})
 target_link_libraries(wizq_shared PRIVATE ${WIZQ_LINK_DEPS})
@@ -77,7 +78,8 @@ if(NOT WIZQ_SANITIZE)
   target_link_options(wizq_shared PRIVATE LINKER:--no-undefined)
 endif()
 
-add_library(wizq_static STATIC $<TARGET_OBJECTS:wizq>)
+add_library(wizq_static STATIC $<TARGET_OBJECTS:wizq>
+  $<TARGET_OBJECTS:wizq_dirstore>)
 set_target_properties(wizq_static PROPERTIES OUTPUT_NAME wizq
   ARCHIVE_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/static)
 target_link_libraries(wizq_static PRIVATE ${WIZQ_LINK_DEPS})

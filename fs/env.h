@@ -20,7 +20,7 @@
 //    message to a child's stderr;
 //  - inspection of processes through /proc (tasks/orphans.cc,
 //    tasks/spawner_state.h, tools/crashtest/*.cc; queue/host.cc and
-//    queue/workers.cc stat /proc/self/ns/pid), which reads the kernel's
+//    queue/dir/workers.cc stat /proc/self/ns/pid), which reads the kernel's
 //    view of processes, not wizq's files;
 //  - realpath(3) of a path the user named, to name it canonically: the
 //    install directory (agent/agent_serve.cc, agent/agent_service.cc,

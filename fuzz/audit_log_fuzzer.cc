@@ -1,4 +1,4 @@
-// Fuzz target: audit.jsonl, the event log (audit/log.h, queue/state.h).
+// Fuzz target: audit.jsonl, the event log (audit/log.h, queue/dir/state.h).
 //
 // The input is read as a log twice:
 //  1. as is: ParseLog must split any bytes into a committed prefix and a
@@ -17,7 +17,7 @@
 
 #include "audit/log.h"
 #include "fuzz/fuzz_util.h"
-#include "queue/state.h"
+#include "queue/dir/state.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_util.h"
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 #include "util/canonical_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

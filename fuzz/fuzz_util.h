@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "audit/log_format.h"
-#include "queue/snapshot.h"
-#include "queue/state.h"
+#include "queue/dir/snapshot.h"
+#include "queue/dir/state.h"
 #include "util/canonical_json.h"
 #include "util/status.h"
 

@@ -1,5 +1,5 @@
 // Fuzz target: a whole `.wizard/` directory as Queue::Open finds it
-// (queue/queue.h), held in memory (fuzz/mem_env.h).
+// (queue/dir/queue.h), held in memory (fuzz/mem_env.h).
 //
 // The input is queue.json, audit.jsonl, or both:
 //   <queue.json bytes>#audit\n<audit.jsonl bytes>       log as is
@@ -30,7 +30,7 @@
 
 #include "fuzz/fuzz_util.h"
 #include "fuzz/mem_env.h"
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Fuzz target: queue.json, the snapshot (queue/snapshot.h).
+// Fuzz target: queue.json, the snapshot (queue/dir/snapshot.h).
 //
 // DecodeSnapshot must turn any bytes into either a state or a Corruption
 // naming the file; never crash. A state it accepts (format version 1) must
@@ -8,8 +8,8 @@
 #include <cstdint>
 
 #include "fuzz/fuzz_util.h"
-#include "queue/snapshot.h"
-#include "queue/state.h"
+#include "queue/dir/snapshot.h"
+#include "queue/dir/state.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace wizq;

@@ -68,7 +68,7 @@ Status PreviousRun::Add(EventDecoder& decoder, const EventRecord& rec,
     d.children.insert(d.children.end(), c->deduplicated.begin(),
                       c->deduplicated.end());
     if (!d.def_hash.empty()) with_def_hash_++;
-    // An empty key (an imported duplicate, queue/import.cc) matches
+    // An empty key (an imported duplicate, queue/dir/import.cc) matches
     // nothing.
     if (t.finally_for == 0 && !t.dedup_key.empty()) {
       by_key_[t.dedup_key] = c->id;

@@ -12,7 +12,7 @@
 // them). DecodeField reads one field; fields it does not know (crc, commit,
 // a newer wizq's additions) are skipped. A field of the wrong JSON type is a
 // simdjson error ("audit event does not parse"); what the values mean is
-// checked when QueueState applies the event (queue/state.cc), with messages
+// checked when QueueState applies the event (queue/dir/state.cc), with messages
 // that name the seq and the event.
 //
 // Strings are views: into the caller's strings when encoding, into the line

@@ -1,5 +1,5 @@
 // Store::Open: the one place that knows every store (queue/store.h).
-#include "queue/dir/dir_store.h"
+#include "queue/dir/dir_open.h"
 #include "queue/store.h"
 
 namespace wizq {
@@ -21,7 +21,7 @@ Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* out,
     }
     return Status::NotSupported("the PostgreSQL store is not built yet");
   }
-  return DirStore::Open(options, out, report);
+  return OpenDirStore(options, out, report);
 }
 
 }  // namespace wizq

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "fs/tree.h"
-#include "queue/queue.h"  // WizardDir
+#include "queue/dir/dir_open.h"  // WizardDir
 
 namespace wizq {
 

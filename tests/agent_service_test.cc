@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "fs/env.h"
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 #include "tasks/response.h"
 #include "tasks/workflow.h"
 #include "tests/test_util.h"

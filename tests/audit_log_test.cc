@@ -13,7 +13,7 @@
 #include "audit/log.h"
 #include "audit/log_format.h"
 #include "fs/fault_env.h"
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 #include "tests/queue_test_util.h"
 #include "tests/test_util.h"
 #include "util/json_writer.h"

@@ -18,7 +18,7 @@
 
 #include "interop/barnum_import.h"
 #include "interop/barnum_log.h"
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 #include "tests/barnum_test_util.h"
 #include "tests/integration_util.h"
 #include "tests/test_util.h"

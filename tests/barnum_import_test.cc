@@ -13,8 +13,8 @@
 
 #include "fs/fault_env.h"
 #include "interop/barnum_log.h"
+#include "queue/dir/queue.h"
 #include "queue/import.h"
-#include "queue/queue.h"
 #include "tests/queue_test_util.h"
 #include "tests/test_util.h"
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "queue/state.h"
+#include "queue/dir/state.h"
 #include "tests/integration_util.h"
 #include "tests/test_util.h"
 

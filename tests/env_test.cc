@@ -197,7 +197,7 @@ TEST_F(EnvTest, ReadsLargeFile) {
 }
 
 // ReadFile leaves kReadSlack zero bytes allocated after the data, so that
-// simdjson can parse queue.json in place (queue/snapshot_decode.cc).
+// simdjson can parse queue.json in place (queue/dir/snapshot_decode.cc).
 TEST_F(EnvTest, ReadFileLeavesZeroedSlackAfterTheData) {
   const std::string path = dir_.Join("f");
   for (size_t size : {size_t{0}, size_t{1}, size_t{4096}, size_t{200001}}) {

@@ -335,8 +335,8 @@ TEST_F(FinallyRerunTest, AFreshRunReusesTheLatestGeneration) {
   EXPECT_TRUE(reused);
 }
 
-// The store itself (queue/state.cc, queue/txn_impl.cc): a retried task that
-// completes under a hook that ran makes its owner due again; the next hook
+// The store itself (queue/dir/state.cc, queue/dir/txn_impl.cc): a retried task
+// that completes under a hook that ran makes its owner due again; the next hook
 // is generation 2 with its own key, a second submission of it is
 // deduplicated, and the mark and the generation read back the same from
 // queue.json and from the log.

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 #include "tasks/response.h"
 #include "tasks/workflow.h"
 #include "tests/process_util.h"

@@ -2,7 +2,7 @@
 // exact at rest, and what it stores reads back the same as the log.
 #include <gtest/gtest.h>
 
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 #include "tests/queue_fixture.h"
 
 namespace wizq {

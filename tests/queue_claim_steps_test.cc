@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 #include "tests/queue_fixture.h"
 
 namespace wizq {

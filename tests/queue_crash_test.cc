@@ -22,9 +22,9 @@
 
 #include "audit/log.h"
 #include "fs/fault_env.h"
-#include "queue/queue.h"
-#include "queue/snapshot.h"
-#include "queue/state.h"
+#include "queue/dir/queue.h"
+#include "queue/dir/snapshot.h"
+#include "queue/dir/state.h"
 #include "tests/queue_test_util.h"
 #include "tests/test_util.h"
 

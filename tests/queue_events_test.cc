@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "audit/log.h"
+#include "queue/dir/state.h"
 #include "queue/events.h"
-#include "queue/state.h"
 #include "tests/test_util.h"
 
 namespace wizq {

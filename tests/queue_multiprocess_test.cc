@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 #include "tests/test_util.h"
 
 namespace wizq {

@@ -2,7 +2,7 @@
 // fresh runs, resume, join, archive, refusal, corrupt and foreign files.
 #include <gtest/gtest.h>
 
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 #include "tests/queue_fixture.h"
 
 namespace wizq {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 #include "tests/test_util.h"
 
 namespace wizq {

@@ -1,7 +1,7 @@
-// Tests of the queue store (queue/queue.h): dedup (SPEC §6.4), the task
+// Tests of the queue store (queue/dir/queue.h): dedup (SPEC §6.4), the task
 // transitions and finally bookkeeping. Start and resume decisions are in
 // queue_open_test.cc, checkpoints in queue_checkpoint_test.cc.
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 
 #include <gtest/gtest.h>
 

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "fs/env.h"
+#include "queue/dir/queue.h"
 #include "queue/history.h"
-#include "queue/queue.h"
 #include "queue/store.h"
 #include "tests/queue_fixture.h"
 

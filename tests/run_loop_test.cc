@@ -20,7 +20,7 @@
 
 #include "fs/fault_env.h"
 #include "orchestrator/run.h"
-#include "queue/state.h"
+#include "queue/dir/state.h"
 #include "tests/fake_executor.h"
 #include "tests/integration_util.h"
 #include "tests/queue_test_util.h"

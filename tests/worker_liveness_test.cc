@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fs/env.h"
-#include "queue/workers.h"
+#include "queue/dir/workers.h"
 #include "tests/test_util.h"
 
 namespace wizq {

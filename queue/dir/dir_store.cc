@@ -7,9 +7,10 @@
 #include <chrono>
 
 #include "fs/env.h"
-#include "queue/claim_holder.h"
-#include "queue/state.h"
-#include "queue/workers.h"
+#include "queue/dir/claim_holder.h"
+#include "queue/dir/dir_open.h"
+#include "queue/dir/state.h"
+#include "queue/dir/workers.h"
 
 namespace wizq {
 namespace {
@@ -378,6 +379,11 @@ Status DirStore::WhileCurrent(const std::function<Status()>& fn) {
                             " was archived or replaced since it was opened");
   }
   return fn();
+}
+
+Status OpenDirStore(const StoreOptions& options, std::unique_ptr<Store>* out,
+                    OpenReport* report) {
+  return DirStore::Open(options, out, report);
 }
 
 }  // namespace wizq

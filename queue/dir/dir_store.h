@@ -12,7 +12,8 @@
 #include <memory>
 #include <string>
 
-#include "queue/queue.h"
+#include "queue/dir/dir_private.h"
+#include "queue/dir/queue.h"
 #include "queue/store.h"
 
 namespace wizq {

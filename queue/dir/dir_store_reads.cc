@@ -6,7 +6,7 @@
 #include "audit/log.h"
 #include "fs/env.h"
 #include "queue/dir/dir_store.h"
-#include "queue/state.h"
+#include "queue/dir/state.h"
 
 namespace wizq {
 namespace {

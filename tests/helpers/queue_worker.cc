@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 
 namespace wizq {
 namespace {

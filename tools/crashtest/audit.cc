@@ -8,8 +8,8 @@
 #include "audit/log.h"
 #include "audit/log_format.h"
 #include "fs/env.h"
+#include "queue/dir/queue.h"
 #include "queue/events.h"
-#include "queue/queue.h"
 
 namespace wizq::crashtest {
 namespace {

@@ -14,7 +14,7 @@
 #include <system_error>
 
 #include "fs/env.h"
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 
 namespace wizq::crashtest {
 namespace fs = std::filesystem;

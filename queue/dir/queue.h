@@ -29,7 +29,9 @@
 #include <string_view>
 #include <vector>
 
-#include "queue/state.h"
+#include "queue/dir/dir_open.h"  // WizardDir
+#include "queue/dir/dir_private.h"
+#include "queue/dir/state.h"
 #include "queue/store.h"
 #include "queue/task.h"
 #include "util/status.h"
@@ -192,7 +194,7 @@ class Txn {
   virtual Status CompleteWith(int64_t id, const std::vector<NewTask>& children,
                               const CompletionInfo& info,
                               std::vector<int64_t>* child_ids) = 0;
-  // The human gate (SPEC §10; queue/txn_gate.cc). Records `answer_json`
+  // The human gate (SPEC §10; queue/dir/txn_gate.cc). Records `answer_json`
   // (canonical JSON) as the answer of task `id` (task_answered), which must
   // be pending, or held by this worker, and not answered yet: Conflict
   // otherwise (an answer is never replaced). The caller has checked that
@@ -244,12 +246,6 @@ class Txn {
   // (task_started), once each; a task no longer held is skipped.
   virtual Status MarkStarted(const std::vector<int64_t>& ids) = 0;
 };
-
-// Where the directory store keeps a run: `<install_dir>/.wizard`. The one
-// place that spells the name (docs/FORMAT.md, "Folder layout").
-inline std::string WizardDir(const std::string& install_dir) {
-  return install_dir + "/.wizard";
-}
 
 }  // namespace wizq
 

@@ -1,4 +1,4 @@
-// The queue-directory implementation of Queue (queue/queue.h). Internal.
+// The queue-directory implementation of Queue (queue/dir/queue.h). Internal.
 #ifndef WIZQ_QUEUE_QUEUE_IMPL_H_
 #define WIZQ_QUEUE_QUEUE_IMPL_H_
 
@@ -8,11 +8,12 @@
 
 #include "audit/log.h"
 #include "fs/env.h"
-#include "queue/claim_holder.h"
+#include "queue/dir/claim_holder.h"
+#include "queue/dir/dir_private.h"
+#include "queue/dir/queue.h"
+#include "queue/dir/snapshot.h"
+#include "queue/dir/workers.h"
 #include "queue/events.h"
-#include "queue/queue.h"
-#include "queue/snapshot.h"
-#include "queue/workers.h"
 
 namespace wizq {
 
@@ -62,7 +63,7 @@ class DirQueue : public Queue {
   Status ArchiveRun(const std::string& reason, OpenReport* report);
   Status StartFresh(OpenReport* report);
   Status ResumeRun(OpenReport* report);
-  bool WantsRetry() const;  // queue/retry.cc
+  bool WantsRetry() const;  // queue/dir/retry.cc
   Status StageRetries(OpenReport* report);
   Status AttachRun(OpenReport* report);
   Status CheckAttachable(bool have_snapshot, int version) const;

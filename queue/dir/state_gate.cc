@@ -1,6 +1,6 @@
 // QueueState: applying the human gate's events (SPEC §10).
+#include "queue/dir/state.h"
 #include "queue/events.h"
-#include "queue/state.h"
 #include "util/canonical_json.h"
 
 namespace wizq {

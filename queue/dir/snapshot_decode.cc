@@ -1,11 +1,11 @@
-// Decoding of queue.json (format: queue/snapshot.h).
+// Decoding of queue.json (format: queue/dir/snapshot.h).
 #include <simdjson.h>
 
 #include <algorithm>
 #include <limits>
 
+#include "queue/dir/snapshot.h"
 #include "queue/json_util.h"
-#include "queue/snapshot.h"
 #include "util/canonical_json.h"
 #include "util/utf8.h"
 

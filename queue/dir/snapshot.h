@@ -23,7 +23,7 @@
 // Written only when set: a re-run hook's `"generation":N` (N > 1) and an
 // owner's `"hook_stale":true` (Task::generation, Task::hook_stale).
 // Unknown fields are ignored (a later minor addition); a higher `version` is
-// refused, a lower one is archived (queue/queue.cc).
+// refused, a lower one is archived (queue/dir/queue.cc).
 #ifndef WIZQ_QUEUE_SNAPSHOT_H_
 #define WIZQ_QUEUE_SNAPSHOT_H_
 
@@ -31,7 +31,8 @@
 #include <string>
 #include <string_view>
 
-#include "queue/state.h"
+#include "queue/dir/dir_private.h"
+#include "queue/dir/state.h"
 #include "util/status.h"
 
 namespace wizq {

@@ -1,9 +1,9 @@
-#include "queue/queue.h"
+#include "queue/dir/queue.h"
 
 #include <unistd.h>
 
-#include "queue/queue_impl.h"
-#include "queue/txn_impl.h"
+#include "queue/dir/queue_impl.h"
+#include "queue/dir/txn_impl.h"
 #include "util/canonical_json.h"
 #include "util/hash.h"
 #include "util/json_writer.h"
@@ -15,17 +15,6 @@ const char kSnapshotFile[] = "queue.json";
 const char kLogFile[] = "audit.jsonl";
 
 }  // namespace
-
-Status DedupKey(std::string_view type, std::string_view inputs,
-                std::string* key) {
-  std::string canonical;
-  WIZQ_RETURN_IF_ERROR(CanonicalizeJson(inputs, &canonical));
-  std::string material(type);
-  material.push_back('\n');
-  material += canonical;
-  *key = Hash128Hex(material);
-  return Status::OK();
-}
 
 Status Queue::Open(const QueueOptions& options, std::unique_ptr<Queue>* queue,
                    OpenReport* report) {

@@ -1,10 +1,10 @@
-#include "queue/txn_impl.h"
+#include "queue/dir/txn_impl.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <random>
 
-#include "queue/queue_impl.h"
+#include "queue/dir/queue_impl.h"
 
 namespace wizq {
 
@@ -279,55 +279,6 @@ Status TxnImpl::ClaimLeased(const std::function<bool(const Task&)>& accept,
   e.timeout_ms = std::max<int64_t>(0, terms.timeout_ms);
   e.retry_on_timeout = terms.retry_on_timeout;
   return q_->Stage(e);
-}
-
-namespace {
-
-// How the last ended attempt of `t` ended, from its recorded failure or
-// reset: a clause for "task N: ...".
-std::string LastEnd(const Task& t) {
-  const std::string& why = t.error_reason;
-  if (why == kReasonLeaseExpired) return "its lease lapsed and it was put back";
-  if (why == kReasonTimeout) return t.error_message;  // "timed out after ..."
-  if (why == kReasonReleased) return "its agent gave it back (released)";
-  const std::string what = "(" + why + ": " + t.error_message + ")";
-  if (t.state == TaskState::kPending &&
-      (why == kReasonWorkerLost || why == "interrupted" ||
-       why == "environment_error" || why == "unanswered")) {
-    return "it was put back " + what;  // a reset, not a failure
-  }
-  const int attempt = t.attempts - (t.state == TaskState::kInProgress ? 1 : 0);
-  return "attempt " + std::to_string(attempt) + " already failed " + what;
-}
-
-}  // namespace
-
-std::string WhyNotHeld(const Task& t) {
-  const std::string task = "task " + std::to_string(t.id);
-  std::string why;
-  switch (t.state) {
-    case TaskState::kPending:
-      if (t.error_reason.empty()) {
-        return task + " was never taken (it is pending); take it first";
-      }
-      why = task + ": " + LastEnd(t) + "; it is pending again: take it anew";
-      break;
-    case TaskState::kInProgress:
-      why = task + " is held by another " +
-            (t.lease_token.empty()
-                 ? "worker (" + t.claimed_by + ")"
-                 : std::string("lease") +
-                       (t.agent.empty() ? "" : " (agent " + t.agent + ")")) +
-            " now, in attempt " + std::to_string(t.attempts) +
-            (t.error_reason.empty() ? "" : "; before that: " + LastEnd(t));
-      break;
-    case TaskState::kDone:
-      return task + " is already completed";
-    case TaskState::kFailed:
-      why = task + ": " + LastEnd(t) + "; the task failed for good";
-      break;
-  }
-  return (t.error_reason == kReasonLeaseExpired ? "lease lost: " : "") + why;
 }
 
 // A lapsed lease is refused even if no transaction has put its task back

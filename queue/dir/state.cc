@@ -1,4 +1,4 @@
-#include "queue/state.h"
+#include "queue/dir/state.h"
 
 #include <limits>
 #include <variant>
@@ -9,51 +9,11 @@
 namespace wizq {
 
 namespace {
-const char* const kStateNames[] = {"pending", "in_progress", "done", "failed"};
-const char* const kOriginNames[] = {"Initial", "Spawned", "Retry", "Finally"};
-const char* const kRunStatusNames[] = {"running", "paused", "completed",
-                                       "failed"};
-
-template <typename E, size_t N>
-bool ParseName(const char* const (&names)[N], std::string_view name, E* out) {
-  for (size_t i = 0; i < N; i++) {
-    if (name == names[i]) {
-      *out = static_cast<E>(i);
-      return true;
-    }
-  }
-  return false;
-}
-}  // namespace
-
-const char* TaskStateName(TaskState s) {
-  return kStateNames[static_cast<int>(s)];
-}
-bool ParseTaskState(std::string_view n, TaskState* s) {
-  return ParseName(kStateNames, n, s);
-}
-const char* OriginName(Origin o) { return kOriginNames[static_cast<int>(o)]; }
-bool ParseOrigin(std::string_view n, Origin* o) {
-  return ParseName(kOriginNames, n, o);
-}
-std::string FinallyDedupKey(int64_t owner, int generation) {
-  std::string key = "finally:" + std::to_string(owner);
-  if (generation > 1) key += ":" + std::to_string(generation);
-  return key;
-}
-const char* RunStatusName(RunStatus s) {
-  return kRunStatusNames[static_cast<int>(s)];
-}
-bool ParseRunStatus(std::string_view n, RunStatus* s) {
-  return ParseName(kRunStatusNames, n, s);
-}
-
-namespace {
 
 // A task's inputs, kept as text. RawJson checks only the structure of an
 // object or array (simdjson's On-Demand API skips over its values), so the
 // text is checked with the rule dedup keys use, as the snapshot decoder
-// does (queue/snapshot_decode.cc).
+// does (queue/dir/snapshot_decode.cc).
 bool IsJson(std::string_view json) { return IsValidJson(json); }
 
 // Attempt counts are ints with room for one more attempt (a claim adds 1).

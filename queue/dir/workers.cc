@@ -1,4 +1,4 @@
-#include "queue/workers.h"
+#include "queue/dir/workers.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "queue/snapshot.h"
+#include "queue/dir/snapshot.h"
 
 #include <simdjson.h>
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fs/env.h"
+#include "queue/dir/dir_private.h"
 #include "util/status.h"
 
 namespace wizq {

@@ -2,9 +2,9 @@
 // checkpoints. (Loading is in queue.cc.)
 #include <unistd.h>
 
+#include "queue/dir/queue_impl.h"
+#include "queue/dir/txn_impl.h"
 #include "queue/import.h"
-#include "queue/queue_impl.h"
-#include "queue/txn_impl.h"
 #include "util/crash_point.h"
 
 namespace wizq {

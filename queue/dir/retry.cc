@@ -6,8 +6,8 @@
 // way, in the batch that starts the run.
 #include <algorithm>
 
+#include "queue/dir/queue_impl.h"
 #include "queue/events.h"
-#include "queue/queue_impl.h"
 #include "util/crash_point.h"
 
 namespace wizq {

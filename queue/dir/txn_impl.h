@@ -5,7 +5,8 @@
 #include <set>
 #include <string>
 
-#include "queue/queue.h"
+#include "queue/dir/dir_private.h"
+#include "queue/dir/queue.h"
 
 namespace wizq {
 

@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "queue/dir/dir_private.h"
 #include "queue/run_info.h"
 #include "queue/task.h"
 #include "util/status.h"
@@ -123,7 +124,7 @@ class QueueState {
   Status Apply(const RunFinished& e, int64_t ts);
   Status Apply(const TaskRetried& e, int64_t ts);
   Status Apply(const RunImported& e, int64_t ts);
-  Status Apply(const TaskAnswered& e, int64_t ts);  // queue/state_gate.cc
+  Status Apply(const TaskAnswered& e, int64_t ts);  // queue/dir/state_gate.cc
   Status Apply(const RunPaused& e, int64_t ts);
   Status Apply(const LeaseRenewed& e, int64_t ts);
   Status Apply(const TaskAdopted& e, int64_t ts);

@@ -1,7 +1,7 @@
 // TxnImpl: the human gate's transitions (SPEC §10): recording an answer and
 // pausing the run.
-#include "queue/queue_impl.h"
-#include "queue/txn_impl.h"
+#include "queue/dir/queue_impl.h"
+#include "queue/dir/txn_impl.h"
 
 namespace wizq {
 

@@ -4,7 +4,7 @@
 // Two kinds:
 //  - kWorker: a live worker process, named by its worker id. It proves it
 //    is alive by holding its worker lock for its whole life (the
-//    queue-directory store: `workers/<id>`, queue/workers.h). It is lost
+//    queue-directory store: `workers/<id>`, queue/dir/workers.h). It is lost
 //    when that lock can be taken or its process is gone.
 //  - kLease: a token with an expiry (an agent in another process tree,
 //    SPEC §9). It is lost once now_ms > expires_ms (wall-clock ms, so every
@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <string>
 
+#include "queue/dir/dir_private.h"
 #include "queue/task.h"
 
 namespace wizq {

@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-#include "queue/queue_impl.h"
+#include "queue/dir/queue_impl.h"
 #include "util/canonical_json.h"
 
 namespace wizq {
