@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tasks/json_messages.h"
+#include "tasks/workflow/json_messages.h"
 
 namespace wizq {
 namespace {

@@ -1,5 +1,6 @@
 // An agent's response as agents write it (SPEC §9), made into the text
-// that `done` validates exactly as a Command's stdout (tasks/response.h).
+// that `done` validates exactly as a Command's stdout
+// (tasks/workflow/response.h).
 //
 // Barnum's docs have the agent write its response "as a JSON array
 // string", and LLM agents often wrap the array in Markdown or prose. So:

@@ -12,10 +12,11 @@
 
 #include "agent/agent_service.h"
 #include "fs/env.h"
+#include "fs/path.h"
 #include "orchestrator/run.h"
 #include "orchestrator/run_loop.h"
-#include "tasks/attempt_files.h"
-#include "tasks/command_runner.h"
+#include "tasks/exec/attempt_files.h"
+#include "tasks/proc/command_runner.h"
 #include "util/environment.h"
 #include "util/exit_code.h"
 #include "util/shell_quote.h"
@@ -222,13 +223,11 @@ int ServeAgent(const ServeOptions& options, std::string* error) {
     *error = "a COMMAND to run for each task is required (after --)";
     return kExitInvalid;
   }
-  char buf[PATH_MAX];
-  if (realpath(options.install_dir.c_str(), buf) == nullptr) {
+  ServeOptions o = options;
+  if (!RealPath(options.install_dir, &o.install_dir).ok()) {
     *error = "no such install directory: " + options.install_dir;
     return kExitEnvironment;
   }
-  ServeOptions o = options;
-  o.install_dir = buf;
   Server server(o, LocalWorkspace(o.install_dir));
   return server.Run(error);
 }

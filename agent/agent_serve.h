@@ -5,7 +5,7 @@
 // (non-zero exit, signal, timeout), until the run has finished.
 //
 // Each COMMAND runs through a CommandRunner with the task's files in the
-// run's local workspace (tasks/attempt_files.h): its process
+// run's local workspace (tasks/exec/attempt_files.h): its process
 // tree holds the lock on its stdout and its leader is recorded in the
 // run's journal, exactly as a Command task's, so when this process dies the
 // next taker of the task ends the orphaned tree before it hands the task out

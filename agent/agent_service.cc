@@ -14,12 +14,13 @@
 #include "agent/agent_response.h"
 #include "agent/run_status.h"
 #include "fs/env.h"
+#include "fs/path.h"
 #include "queue/store.h"
-#include "tasks/attempt_files.h"
-#include "tasks/command_runner.h"
-#include "tasks/instructions.h"
-#include "tasks/response.h"
-#include "tasks/run_rules.h"
+#include "tasks/exec/attempt_files.h"
+#include "tasks/exec/instructions.h"
+#include "tasks/proc/command_runner.h"
+#include "tasks/workflow/response.h"
+#include "tasks/workflow/run_rules.h"
 #include "util/exit_code.h"
 #include "util/json_writer.h"
 
@@ -108,10 +109,7 @@ class StoreAgentService : public AgentService {
 
 // The install directory as an absolute path (as given if it cannot be
 // resolved).
-std::string StoreAgentService::InstallDir() const {
-  char buf[PATH_MAX];
-  return realpath(dir_.c_str(), buf) != nullptr ? buf : dir_;
-}
+std::string StoreAgentService::InstallDir() const { return RealPathOr(dir_); }
 
 Status StoreAgentService::OpenRun(std::unique_ptr<Store>* store,
                                   bool* finished) {
@@ -244,7 +242,7 @@ Status StoreAgentService::Look(Store& store, const ClaimFilter& filter,
   return Status::OK();
 }
 
-// What the run loop does after its results (tasks/run_rules.h): due
+// What the run loop does after its results (tasks/workflow/run_rules.h): due
 // finally hooks are submitted and a run whose tasks have all settled is
 // finished, so a run whose last tasks are agents' does not wait for a
 // `wizq run`.

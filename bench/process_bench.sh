@@ -32,7 +32,7 @@
 # table block is dirty; fs/ext4/ialloc.c, recently_deleted), so deleting one
 # run's files makes the next run's file creations slow, wizq's as much as
 # the baselines' (2 inodes per task each: since the lean attempt files,
-# tasks/attempt_files.h, wizq creates <id>.<n>.stdout and .stderr only). The cost of creating one task's files
+# tasks/exec/attempt_files.h, wizq creates <id>.<n>.stdout and .stderr only). The cost of creating one task's files
 # is probed before and after, and printed: other processes deleting files
 # on the same filesystem (builds) have the same effect.
 #

@@ -7,11 +7,12 @@
 #include <cstdio>
 #include <memory>
 
+#include "fs/path.h"
 #include "orchestrator/run.h"
 #include "queue/store.h"
-#include "tasks/prompt.h"
-#include "tasks/prompt_answers.h"
-#include "tasks/workflow.h"
+#include "tasks/exec/prompt.h"
+#include "tasks/workflow/prompt_answers.h"
+#include "tasks/workflow/workflow.h"
 #include "util/crash_point.h"
 #include "util/exit_code.h"
 
@@ -42,33 +43,6 @@ Status Resolve(StoreReads& reads, const std::vector<std::string>& args,
 
 }  // namespace
 
-void PrintWaitingPrompts(StoreReads& run, const std::string& dir) {
-  RunInfo info;
-  std::unique_ptr<Workflow> wf;
-  if (!run.GetRun(&info).ok() || !ThawWorkflow(info, &wf).ok()) return;
-  TaskFilter waiting;  // pending Prompt tasks without an answer
-  waiting.states = {TaskState::kPending};
-  for (const Step& step : wf->steps()) {
-    if (step.action.kind == Action::Kind::kPrompt) {
-      waiting.steps.push_back(step.name);
-    }
-  }
-  waiting.unanswered = true;
-  std::vector<Task> tasks;
-  if (waiting.steps.empty() || !run.ListTasks(waiting, &tasks).ok()) return;
-  bool first = true;
-  for (const Task& t : tasks) {
-    if (!WaitsForAnswer(*wf, t)) continue;
-    const PromptSpec* p = PromptOf(*wf, t);
-    if (first) std::printf("\nwaiting for an answer:\n");
-    first = false;
-    std::printf(
-        "  #%lld %s (%s): %s\n    answer: wizq answer --dir %s %lld=VALUE\n",
-        static_cast<long long>(t.id), t.type.c_str(), PromptModeName(p->mode),
-        p->message.c_str(), dir.c_str(), static_cast<long long>(t.id));
-  }
-}
-
 CLI::App* AddAnswerCommand(CLI::App& app, AnswerArgs* args,
                            const std::string& version) {
   CLI::App* cmd = app.add_subcommand(
@@ -82,13 +56,11 @@ CLI::App* AddAnswerCommand(CLI::App& app, AnswerArgs* args,
 }
 
 int DoAnswer(const AnswerArgs& args) {
-  char buf[PATH_MAX];
-  if (realpath(args.dir.c_str(), buf) == nullptr) {
+  StoreOptions so;
+  if (!RealPath(args.dir, &so.install_dir).ok()) {
     return Fail(Status::NotFound("no wizq run in " + args.dir +
                                  " (the directory does not exist)"));
   }
-  StoreOptions so;
-  so.install_dir = buf;
   // First a look only: a bad answer writes nothing at all.
   so.mode = OpenMode::kReadOnly;
   std::unique_ptr<Store> store;

@@ -27,11 +27,6 @@ CLI::App* AddAnswerCommand(CLI::App& app, AnswerArgs* args,
 // batch. Exit 0, 2 (a bad answer or no run: nothing written) or 3.
 int DoAnswer(const AnswerArgs& args);
 
-// For `wizq status`: the tasks of the run that wait for an answer, each
-// with its prompt and the command that answers it (nothing if none, or if
-// the run cannot be read).
-void PrintWaitingPrompts(StoreReads& run, const std::string& dir);
-
 }  // namespace wizq
 
 #endif  // WIZQ_CLI_ANSWER_H_

@@ -7,14 +7,15 @@
 #include <cstdio>
 #include <memory>
 
-#include "cli/run_errors.h"
 #include "fs/env.h"
+#include "fs/path.h"
 #include "interop/barnum_export.h"
 #include "interop/barnum_import.h"
 #include "interop/barnum_log.h"
 #include "queue/store.h"
 #include "util/exit_code.h"
 #include "util/hash.h"
+#include "views/run_errors.h"
 
 namespace wizq {
 
@@ -38,10 +39,7 @@ int Invalid(const std::string& message, bool json, const std::string& field,
   return kExitInvalid;
 }
 
-std::string AbsolutePath(const std::string& path) {
-  char buf[PATH_MAX];
-  return realpath(path.c_str(), buf) != nullptr ? std::string(buf) : path;
-}
+std::string AbsolutePath(const std::string& path) { return RealPathOr(path); }
 
 }  // namespace
 

@@ -17,24 +17,23 @@
 #include "cli/db.h"
 #include "cli/docgen/completion.h"
 #include "cli/docgen/man_page.h"
-#include "cli/inspect.h"
 #include "cli/interop.h"
-#include "cli/log_table.h"
 #include "cli/mcp.h"
-#include "cli/progress.h"
 #include "cli/prune.h"
-#include "cli/report.h"
 #include "cli/reuse_flags.h"
-#include "cli/run_errors.h"
 #include "cli/run_signals.h"
-#include "cli/status.h"
 #include "cli/suggest.h"
 #include "cli/validate.h"
+#include "cli/view_commands.h"
 #include "fs/env.h"
 #include "orchestrator/run.h"
-#include "tasks/workflow.h"
+#include "tasks/workflow/workflow.h"
 #include "tools/crashtest/crashtest.h"
 #include "util/exit_code.h"
+#include "views/inspect.h"
+#include "views/log_table.h"
+#include "views/progress.h"
+#include "views/run_errors.h"
 
 namespace wizq {
 namespace {
@@ -154,12 +153,12 @@ class Commands {
   CLI::App* answer_cmd = nullptr;
   std::string dir = ".";
   bool json = false;
-  StatusArgs status;  // cli/status.h
+  StatusArgs status;  // views/status.h
   CLI::App* status_cmd = nullptr;
   int64_t task_id = 0;
   CLI::App* log_cmd = nullptr;
-  bool table = false;  // cli/log_table.h
-  ReportArgs report;   // cli/report.h
+  bool table = false;  // views/log_table.h
+  ReportArgs report;   // views/report.h
   CLI::App* report_cmd = nullptr;
   PruneArgs prune;  // cli/prune.h
   CLI::App* prune_cmd = nullptr;

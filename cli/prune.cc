@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "cli/view_util.h"
 #include "fs/env.h"
 #include "fs/tree.h"
 #include "queue/store.h"
-#include "tasks/attempt_files.h"
+#include "tasks/exec/attempt_files.h"
 #include "util/exit_code.h"
 #include "util/json_writer.h"
+#include "views/view_util.h"
 
 namespace wizq {
 

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "cli/json_events.h"
 #include "queue/pg/pg_location.h"
 #include "util/exit_code.h"
+#include "views/json_events.h"
 
 namespace wizq {
 

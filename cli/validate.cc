@@ -9,7 +9,7 @@
 #include <set>
 
 #include "orchestrator/run.h"
-#include "tasks/workflow.h"
+#include "tasks/workflow/workflow.h"
 #include "util/exit_code.h"
 
 namespace wizq {
@@ -67,20 +67,6 @@ std::string ScriptWarning(const std::string& script, const std::string& where,
   return where + ": " + word + " " + problem + " (scripts run in " +
          (base_dir.empty() ? std::string(".") : base_dir) +
          ", the workflow file's directory)";
-}
-
-std::string KindOf(const Action& a) {
-  switch (a.kind) {
-    case Action::Kind::kCommand:
-      return "Command";
-    case Action::Kind::kPool:
-      return "Pool";
-    case Action::Kind::kPrompt:
-      return "Prompt";
-    case Action::Kind::kFunction:
-      return "Function";
-  }
-  return "?";
 }
 
 // The steps in breadth-first order from the entrypoint; *reachable counts
@@ -148,7 +134,7 @@ std::string StepGraphText(const Workflow& wf) {
       out += "not reachable from " + wf.entrypoint() +
              " through next (a finally hook may still spawn these):\n";
     }
-    std::string line = s.name + " (" + KindOf(s.action) + ")";
+    std::string line = s.name + " (" + ActionKindName(s.action.kind) + ")";
     if (s.name == wf.entrypoint()) line += " [entrypoint]";
     if (s.next.empty()) {
       line += " -> (end)";
@@ -171,7 +157,7 @@ std::string StepGraphDot(const Workflow& wf) {
   for (size_t i = 0; i < steps.size(); i++) {
     const Step& s = *steps[i];
     out += "  " + DotQuote(s.name) +
-           " [label=" + DotQuote(s.name, KindOf(s.action));
+           " [label=" + DotQuote(s.name, ActionKindName(s.action.kind));
     if (s.name == wf.entrypoint()) out += ", style=bold";
     if (i >= reachable) out += ", style=dashed";
     out += "];\n";

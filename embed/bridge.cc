@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tasks/prompt.h"
+#include "tasks/exec/prompt.h"
 #include "util/canonical_json.h"
 
 namespace wizq {

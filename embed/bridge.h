@@ -12,14 +12,14 @@
 #include <string>
 
 #include "orchestrator/observer.h"
-#include "tasks/function_executor.h"
+#include "tasks/exec/function_executor.h"
 #include "wizq/handler.h"
 #include "wizq/observer.h"
 
 namespace wizq {
 
 // Handlers by name; shared with the attempt threads (which may outlive a
-// run: see tasks/function_executor.h).
+// run: see tasks/exec/function_executor.h).
 using HandlerMap = std::map<std::string, Handler>;
 
 // The body of Function attempts: looks up the action's handler in

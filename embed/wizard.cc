@@ -13,10 +13,11 @@
 #include "agent/run_status.h"
 #include "embed/bridge.h"
 #include "fs/env.h"
+#include "fs/path.h"
 #include "orchestrator/run.h"
 #include "queue/store.h"
-#include "tasks/attempt_files.h"
-#include "tasks/workflow.h"
+#include "tasks/exec/attempt_files.h"
+#include "tasks/workflow/workflow.h"
 
 // Recorded in the run (run_started), as the wizq command records its own.
 #ifndef WIZQ_LIBRARY_VERSION
@@ -167,13 +168,11 @@ void Wizard::RequestStop() { wizq::RequestStop(0); }
 
 Status Wizard::ReadStatus(const std::string& install_dir,
                           std::string* status_json) {
-  char buf[PATH_MAX];
-  if (realpath(install_dir.c_str(), buf) == nullptr) {
+  StoreOptions o;
+  if (!RealPath(install_dir, &o.install_dir).ok()) {
     return Status::NotFound("no run in " + install_dir +
                             " (the directory does not exist)");
   }
-  StoreOptions o;
-  o.install_dir = buf;
   o.mode = OpenMode::kReadOnly;
   std::unique_ptr<Store> store;
   WIZQ_RETURN_IF_ERROR(Store::Open(o, &store, nullptr));

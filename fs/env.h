@@ -13,21 +13,15 @@
 // opening, reading, writing, stat-ing, creating directories, renaming,
 // removing, locking — so that a test Env can fail it, crash at it or drop it
 // in a power loss. Outside fs/ no code calls open, fopen, stat, lstat,
-// mkdir, rename, unlink, opendir or the iostreams on a path. Three things
-// may stay raw:
+// mkdir, rename, unlink, opendir, realpath or the iostreams on a path
+// (path resolution is fs/path.h). Two things may stay raw:
 //  - system calls on a descriptor an Env handed out (OpenDescriptor,
 //    FileLock::fd()): dup2 into a child, flock, fstat, write of a last
 //    message to a child's stderr;
-//  - inspection of processes through /proc (tasks/orphans.cc,
-//    tasks/spawner_state.h, tools/crashtest/*.cc; queue/host.cc and
+//  - inspection of processes through /proc (tasks/proc/orphans.cc,
+//    tasks/proc/spawner_state.h, tools/crashtest/*.cc; queue/host.cc and
 //    queue/dir/workers.cc stat /proc/self/ns/pid), which reads the kernel's
-//    view of processes, not wizq's files;
-//  - realpath(3) of a path the user named, to name it canonically: the
-//    install directory (agent/agent_serve.cc, agent/agent_service.cc,
-//    cli/answer.cc, embed/wizard.cc, orchestrator/run.cc, and the shell
-//    completions' cli/docgen/completion_values.cc), the workflow's
-//    directory (tasks/workflow.cc), a log to import or export
-//    (cli/interop.cc): path resolution that opens and changes nothing.
+//    view of processes, not wizq's files.
 // Test Envs that change a few operations derive from EnvWrapper, which
 // forwards everything else.
 //

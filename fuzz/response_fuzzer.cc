@@ -1,4 +1,4 @@
-// Fuzz target: a task's stdout, its response (tasks/response.h).
+// Fuzz target: a task's stdout, its response (tasks/workflow/response.h).
 //
 // Checked against a fixed workflow with schemas (types, required,
 // additionalProperties, patterns, formats, enums, nested arrays). Any bytes:
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
-#include "tasks/response.h"
-#include "tasks/workflow.h"
+#include "tasks/workflow/response.h"
+#include "tasks/workflow/workflow.h"
 #include "util/json_writer.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// Fuzz target: the workflow file (tasks/workflow.h), JSON or JSONC.
+// Fuzz target: the workflow file (tasks/workflow/workflow.h), JSON or JSONC.
 //
 // Workflow::Parse must accept the text or return InvalidArgument with at
 // least one finding; never crash. For an accepted workflow:
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
-#include "tasks/response.h"
-#include "tasks/workflow.h"
+#include "tasks/workflow/response.h"
+#include "tasks/workflow/workflow.h"
 #include "util/json_writer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

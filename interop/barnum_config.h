@@ -12,7 +12,7 @@
 #include <string>
 
 #include "interop/barnum_log.h"
-#include "tasks/workflow.h"
+#include "tasks/workflow/workflow.h"
 #include "util/status.h"
 
 namespace wizq {

@@ -9,7 +9,7 @@
 #include "interop/barnum_import.h"
 #include "queue/events.h"
 #include "queue/store.h"
-#include "tasks/workflow.h"
+#include "tasks/workflow/workflow.h"
 
 namespace wizq {
 

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "interop/barnum_config.h"
-#include "tasks/workflow.h"
+#include "tasks/workflow/workflow.h"
 
 namespace wizq {
 

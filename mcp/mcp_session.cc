@@ -96,54 +96,80 @@ std::optional<std::string> McpSession::HandleLine(const std::string& line) {
   if (line.find_first_not_of(" \t\r") == std::string::npos) {
     return std::nullopt;
   }
+  Json msg;
+  std::optional<std::string> refused = ParseLine(line, &msg);
+  if (refused) return refused;
+  return HandleMessage(msg);
+}
+
+// One line as a JSON-RPC message object, or the error response that
+// refuses it (it does not parse, nests too deep, is a batch or no object).
+std::optional<std::string> McpSession::ParseLine(const std::string& line,
+                                                 Json* msg) {
   if (NestsDeeperThan(line, max_nesting_)) {
     return Dump(ErrorResponse(nullptr, kParseError,
                               "Parse error: JSON nested deeper than " +
                                   std::to_string(max_nesting_) + " levels"));
   }
-  Json msg;
   try {
-    msg = Json::parse(line);
+    *msg = Json::parse(line);
   } catch (const Json::parse_error& e) {
     return Dump(
         ErrorResponse(nullptr, kParseError, "Parse error: " + ParseMessage(e)));
   }
-  if (msg.is_array()) {
+  if (msg->is_array()) {
     return Dump(ErrorResponse(nullptr, kInvalidRequest,
                               "Invalid Request: batches (JSON arrays) are not "
                               "supported; send one message per line"));
   }
-  if (!msg.is_object()) {
+  if (!msg->is_object()) {
     return Dump(ErrorResponse(nullptr, kInvalidRequest,
                               "Invalid Request: a message must be a JSON "
                               "object"));
   }
+  return std::nullopt;
+}
+
+namespace {
+
+// What is wrong with a message's envelope ("" if nothing).
+std::string EnvelopeProblem(const Json& msg) {
+  auto version_it = msg.find("jsonrpc");
+  auto method_it = msg.find("method");
+  auto id_it = msg.find("id");
+  if (version_it == msg.end() || *version_it != "2.0") {
+    return "\"jsonrpc\" must be \"2.0\"";
+  }
+  if (method_it == msg.end() || !method_it->is_string()) {
+    return "\"method\" must be a string";
+  }
+  if (id_it != msg.end() && !ValidId(*id_it)) {
+    return "\"id\" must be a string or an integer";
+  }
+  return "";
+}
+
+}  // namespace
+
+// A parsed message: a response (ignored), a notification (never
+// answered), or a request (answered once per id).
+std::optional<std::string> McpSession::HandleMessage(const Json& msg) {
   auto id_it = msg.find("id");
   const bool has_id = id_it != msg.end();
   const Json id = has_id && ValidId(*id_it) ? *id_it : Json(nullptr);
-  auto method_it = msg.find("method");
-  if (method_it == msg.end()) {
-    if (msg.contains("result") || msg.contains("error")) {
-      // A response; this server sends no requests, so it answers nothing.
-      log_("ignored a response to no request (id " + Dump(id) + ")");
-      return std::nullopt;
-    }
+  if (!msg.contains("method") &&
+      (msg.contains("result") || msg.contains("error"))) {
+    // A response; this server sends no requests, so it answers nothing.
+    log_("ignored a response to no request (id " + Dump(id) + ")");
+    return std::nullopt;
   }
-  std::string problem;
-  auto version_it = msg.find("jsonrpc");
-  if (version_it == msg.end() || *version_it != "2.0") {
-    problem = "\"jsonrpc\" must be \"2.0\"";
-  } else if (method_it == msg.end() || !method_it->is_string()) {
-    problem = "\"method\" must be a string";
-  } else if (has_id && !ValidId(*id_it)) {
-    problem = "\"id\" must be a string or an integer";
-  }
+  const std::string problem = EnvelopeProblem(msg);
   if (!has_id) {
     // A notification: never answered, even when malformed.
     if (!problem.empty()) {
       log_("ignored a malformed notification: " + problem);
     } else {
-      HandleNotification(method_it->get<std::string>());
+      HandleNotification(msg["method"].get<std::string>());
     }
     return std::nullopt;
   }
@@ -167,11 +193,16 @@ std::optional<std::string> McpSession::HandleLine(const std::string& line) {
     }
     params = *params_it;
   }
+  return Dispatch(id, msg["method"].get<std::string>(), params);
+}
+
+// Answers a well-formed request; a failure inside a call (out of memory, a
+// bug) ends the request, not the session.
+std::string McpSession::Dispatch(const Json& id, const std::string& method,
+                                 const Json& params) {
   try {
-    return Dump(HandleRequest(id, method_it->get<std::string>(), params));
+    return Dump(HandleRequest(id, method, params));
   } catch (const std::exception& e) {
-    // A failure inside a call (out of memory, a bug) ends the request, not
-    // the session.
     log_(std::string("internal error: ") + e.what());
     return Dump(ErrorResponse(id, kInternalError,
                               std::string("Internal error: ") + e.what()));

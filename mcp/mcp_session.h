@@ -49,6 +49,10 @@ class McpSession {
   void EndSession();
 
  private:
+  std::optional<std::string> ParseLine(const std::string& line, Json* msg);
+  std::optional<std::string> HandleMessage(const Json& msg);
+  std::string Dispatch(const Json& id, const std::string& method,
+                       const Json& params);
   Json HandleRequest(const Json& id, const std::string& method,
                      const Json& params);
   Json Initialize(const Json& id, const Json& params);

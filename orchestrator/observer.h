@@ -1,5 +1,5 @@
 // RunObserver: what the run loop reports as it goes, for progress output
-// (cli/progress.h) and tests. Calls come from the run loop's thread.
+// (views/progress.h) and tests. Calls come from the run loop's thread.
 #ifndef WIZQ_ORCHESTRATOR_OBSERVER_H_
 #define WIZQ_ORCHESTRATOR_OBSERVER_H_
 
@@ -29,7 +29,7 @@ struct AttemptEnd {
                              // task's --agent); -1: none (a signal, a
                              // timeout, not a process)
   int64_t duration_ms = -1;  // from its start to its end; -1: unknown
-  // The process's stderr file (tasks/attempt_files.h); "" for an attempt
+  // The process's stderr file (tasks/exec/attempt_files.h); "" for an attempt
   // that is no process.
   std::string stderr_path;
 };
@@ -99,7 +99,7 @@ class RunObserver {
   }
   // The run ends (finished, interrupted or halted) with failed tasks:
   // every one of them, each with its last attempt's files under
-  // `workspace`, the run's machine-local workspace (tasks/attempt_files.h:
+  // `workspace`, the run's machine-local workspace (tasks/exec/attempt_files.h:
   // LocalWorkspace). Called before OnRunFinished.
   virtual void OnFailures(const std::vector<Task>& failed,
                           const std::string& workspace) {

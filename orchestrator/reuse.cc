@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "queue/events.h"
-#include "tasks/def_hash.h"
-#include "tasks/response.h"
-#include "tasks/workflow.h"
+#include "tasks/workflow/def_hash.h"
+#include "tasks/workflow/response.h"
+#include "tasks/workflow/workflow.h"
 #include "util/json_writer.h"
 
 namespace wizq {

@@ -1,8 +1,8 @@
 // Reuse: incremental re-runs (SPEC §11). When a run starts fresh on a
 // directory that held a previous run (archived at that start, or by
 // --fresh; RunInfo::previous_run, opened with Store::OpenRun), a task whose
-// step, def_hash (tasks/def_hash.h) and canonical inputs equal a task that
-// completed in that previous run is not run: it completes at once with the
+// step, def_hash (tasks/workflow/def_hash.h) and canonical inputs equal a task
+// that completed in that previous run is not run: it completes at once with the
 // previous task's recorded result, as task_completed with
 // "reused":{"run_id","id"}.
 //

@@ -7,16 +7,17 @@
 #include <atomic>
 
 #include "fs/env.h"
+#include "fs/path.h"
 #include "orchestrator/run_loop.h"
 #include "queue/import.h"
-#include "tasks/agent_executor.h"
-#include "tasks/attempt_files.h"
-#include "tasks/command_executor.h"
-#include "tasks/executor_set.h"
-#include "tasks/function_executor.h"
-#include "tasks/prompt_executor.h"
-#include "tasks/response.h"
-#include "tasks/workflow.h"
+#include "tasks/exec/agent_executor.h"
+#include "tasks/exec/attempt_files.h"
+#include "tasks/exec/command_executor.h"
+#include "tasks/exec/executor_set.h"
+#include "tasks/exec/function_executor.h"
+#include "tasks/exec/prompt_executor.h"
+#include "tasks/workflow/response.h"
+#include "tasks/workflow/workflow.h"
 #include "util/canonical_json.h"
 #include "util/closest_match.h"
 #include "util/hash.h"
@@ -36,14 +37,7 @@ int ExitCodeFor(const Status& s) {
 Status CanonicalInstallDir(Env* env, const std::string& dir, std::string* out) {
   Status s = env->CreateDirs(dir, 0777);  // as mkdir -p: the umask applies
   if (!s.ok()) return s.Annotate("cannot create install directory " + dir);
-  // Path resolution only (no file is opened or changed): allowed raw, see
-  // the rule in fs/env.h.
-  char buf[PATH_MAX];
-  if (realpath(dir.c_str(), buf) == nullptr) {
-    return Status::IOErrorFromErrno("resolving", dir, errno);
-  }
-  *out = buf;
-  return Status::OK();
+  return RealPath(dir, out);
 }
 
 }  // namespace
@@ -215,7 +209,7 @@ int RunWorkflowWith(const RunOptions& options, const RunExtras& extras,
     if (s.IsInvalidArgument()) error->field = "--answer";
     if (!s.ok()) return Failed(s, error);
   }
-  // One executor per action kind (tasks/executor_set.h); an embedding
+  // One executor per action kind (tasks/exec/executor_set.h); an embedding
   // program's first.
   std::vector<std::unique_ptr<Executor>> extra;
   if (extras.make_executors) extra = extras.make_executors(config.install_dir);

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "orchestrator/observer.h"
-#include "tasks/workflow.h"
+#include "tasks/workflow/workflow.h"
 #include "util/exit_code.h"
 
 namespace wizq {
@@ -62,7 +62,7 @@ struct RunOptions {
   bool interactive = false;
   std::vector<std::string> answers;
   // `--agent COMMAND`: Pool tasks are run in this process by this shell
-  // command, the payload on stdin (tasks/agent_executor.h). Empty: they
+  // command, the payload on stdin (tasks/exec/agent_executor.h). Empty: they
   // wait for agents (`wizq agent`).
   std::string agent_command;
   HaltPolicy halt;  // --halt
@@ -100,7 +100,7 @@ struct RunExtras {
   // run. Not owned.
   const RunImport* import = nullptr;
   // The registered Function handlers: a Function action without one is
-  // exit 2 before anything is written (tasks/function_executor.h).
+  // exit 2 before anything is written (tasks/exec/function_executor.h).
   std::set<std::string> handlers;
   // Builds the executors asked before the built-in ones (Command, Prompt),
   // given the canonical install directory; they live as long as the run.

@@ -6,8 +6,8 @@
 #include <chrono>
 
 #include "orchestrator/run_loop.h"
-#include "tasks/response.h"
-#include "tasks/run_rules.h"
+#include "tasks/workflow/response.h"
+#include "tasks/workflow/run_rules.h"
 #include "util/crash_point.h"
 
 namespace wizq {

@@ -4,11 +4,11 @@
 // dead workers' tasks left running.
 #include "fs/env.h"
 #include "orchestrator/run_loop.h"
-#include "tasks/attempt_files.h"
-#include "tasks/def_hash.h"
-#include "tasks/prompt.h"
-#include "tasks/response.h"
-#include "tasks/run_rules.h"
+#include "tasks/exec/attempt_files.h"
+#include "tasks/exec/prompt.h"
+#include "tasks/workflow/def_hash.h"
+#include "tasks/workflow/response.h"
+#include "tasks/workflow/run_rules.h"
 #include "util/crash_point.h"
 
 namespace wizq {

@@ -3,7 +3,7 @@
 // produce, and pausing the run when nothing but unanswered gates is left.
 #include "orchestrator/run.h"
 #include "orchestrator/run_loop.h"
-#include "tasks/prompt.h"
+#include "tasks/exec/prompt.h"
 #include "util/crash_point.h"
 #include "util/json_writer.h"
 

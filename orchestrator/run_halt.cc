@@ -1,7 +1,7 @@
 // RunLoop: --halt (stop after N failures) and the list of failed tasks
 // every run with failures ends with (docs/CLI.md).
 #include "orchestrator/run_loop.h"
-#include "tasks/attempt_files.h"
+#include "tasks/exec/attempt_files.h"
 
 namespace wizq {
 

@@ -13,8 +13,8 @@
 #include "fs/env.h"
 #include "orchestrator/reuse.h"
 #include "orchestrator/run.h"
-#include "tasks/def_hash.h"
-#include "tasks/response.h"
+#include "tasks/workflow/def_hash.h"
+#include "tasks/workflow/response.h"
 
 namespace wizq {
 

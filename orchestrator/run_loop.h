@@ -3,14 +3,14 @@
 //
 // The executor seam. The loop decides what runs when; it never runs a task
 // itself. Every claimed attempt goes to the Executor of Config::executor
-// (tasks/executor.h): Start once the claim is durable, Wait for results,
+// (tasks/exec/executor.h): Start once the claim is durable, Wait for results,
 // TerminateAll on stop, FindByProcess for the task that signalled wizq,
 // AttemptStarted for the store's recovery of a dead worker's claims, and
 // ReapOrphans for a dead worker's task failed as worker_lost. `wizq run`
-// uses a CommandExecutor (tasks/command_executor.h, built by RunWorkflow);
+// uses a CommandExecutor (tasks/exec/command_executor.h, built by RunWorkflow);
 // tests drive the loop in-process with a scripted fake
 // (tests/fake_executor.h, tests/run_loop_test.cc). A result is judged here
-// (tasks/response.h: ChildrenOf) and committed with its children.
+// (tasks/workflow/response.h: ChildrenOf) and committed with its children.
 //
 // Pipelining. A commit costs one fdatasync (milliseconds on real disks), so
 // the loop never waits for one while it could start a task: commits run on
@@ -55,9 +55,9 @@
 #include "orchestrator/observer.h"
 #include "orchestrator/run.h"
 #include "queue/store.h"
-#include "tasks/executor.h"
-#include "tasks/prompt_answers.h"
-#include "tasks/workflow.h"
+#include "tasks/exec/executor.h"
+#include "tasks/workflow/prompt_answers.h"
+#include "tasks/workflow/workflow.h"
 
 namespace wizq {
 
@@ -138,8 +138,8 @@ class RunLoop {
     // A fresh run starts as this import instead of a root task
     // (queue/import.h); not owned.
     const RunImport* import = nullptr;
-    // --answer flags, checked (tasks/prompt_answers.h); each is recorded
-    // when its task waits (SPEC §10).
+    // --answer flags, checked (tasks/workflow/prompt_answers.h); each is
+    // recorded when its task waits (SPEC §10).
     std::vector<FlagAnswer> answers;
     HaltPolicy halt;  // --halt (orchestrator/run_halt.cc)
   };
@@ -179,7 +179,7 @@ class RunLoop {
   void NoteDuration(const std::string& step, double ms);
   // How many tasks of fast steps StartReady starts beyond the slots, to
   // wait in the executor (four per slot: the spawner then wakes wizq once
-  // per few ended tasks, tasks/spawner.h). None under --halt: a slot freed
+  // per few ended tasks, tasks/proc/spawner.h). None under --halt: a slot freed
   // by a failure must not start a queued task before the failure is
   // counted.
   int QueueAhead() const {

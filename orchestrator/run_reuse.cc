@@ -1,13 +1,13 @@
 // RunLoop, part 4: incremental re-runs (orchestrator/reuse.h). At open,
 // the previous run this one replaced is read; each commit completes from
 // it what matches, before claiming; a live task's completion records its
-// step's def_hash (tasks/def_hash.h).
+// step's def_hash (tasks/workflow/def_hash.h).
 #include <cctype>
 
 #include "orchestrator/reuse.h"
 #include "orchestrator/run_loop.h"
-#include "tasks/def_hash.h"
-#include "tasks/run_rules.h"
+#include "tasks/workflow/def_hash.h"
+#include "tasks/workflow/run_rules.h"
 #include "util/crash_point.h"
 
 namespace wizq {

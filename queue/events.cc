@@ -71,12 +71,6 @@ EventError RunStarted::DecodeField(std::string_view key, EventValue v) {
   return SUCCESS;
 }
 
-bool RunStarted::operator==(const RunStarted& o) const {
-  return format == o.format && run_id == o.run_id &&
-         install_dir == o.install_dir && wizq_version == o.wizq_version &&
-         pid == o.pid && input == o.input && workflow == o.workflow;
-}
-
 // --- run_resumed -------------------------------------------------------------
 
 void RunResumed::EncodeTo(JsonWriter& w) const {
@@ -94,12 +88,6 @@ EventError RunResumed::DecodeField(std::string_view key, EventValue v) {
   if (key == "tasks_lost") return ReadInt(v, &tasks_lost);
   if (key == "tasks_adopted") return ReadInt(v, &tasks_adopted);
   return SUCCESS;
-}
-
-bool RunResumed::operator==(const RunResumed& o) const {
-  return tasks_pending == o.tasks_pending && tasks_done == o.tasks_done &&
-         tasks_reset == o.tasks_reset && tasks_lost == o.tasks_lost &&
-         tasks_adopted == o.tasks_adopted;
 }
 
 // --- queue_archived ----------------------------------------------------------
@@ -123,11 +111,6 @@ EventError QueueArchived::DecodeField(std::string_view key, EventValue v) {
   return SUCCESS;
 }
 
-bool QueueArchived::operator==(const QueueArchived& o) const {
-  return reason == o.reason && path == o.path && no_reuse == o.no_reuse &&
-         from == o.from;
-}
-
 // --- worker_joined, worker_left ----------------------------------------------
 
 void WorkerJoined::EncodeTo(JsonWriter& w) const {
@@ -141,19 +124,11 @@ EventError WorkerJoined::DecodeField(std::string_view key, EventValue v) {
   return SUCCESS;
 }
 
-bool WorkerJoined::operator==(const WorkerJoined& o) const {
-  return worker == o.worker && pid == o.pid;
-}
-
 void WorkerLeft::EncodeTo(JsonWriter& w) const { w.Field("worker", worker); }
 
 EventError WorkerLeft::DecodeField(std::string_view key, EventValue v) {
   if (key == "worker") return StringView(v, &worker);
   return SUCCESS;
-}
-
-bool WorkerLeft::operator==(const WorkerLeft& o) const {
-  return worker == o.worker;
 }
 
 // --- task_submitted, task_deduplicated ---------------------------------------
@@ -185,14 +160,6 @@ EventError TaskSubmitted::DecodeField(std::string_view key, EventValue v) {
   return SUCCESS;
 }
 
-bool TaskSubmitted::operator==(const TaskSubmitted& o) const {
-  return id == o.id && type == o.type && inputs == o.inputs &&
-         parent_id == o.parent_id && origin == o.origin &&
-         dedup_key == o.dedup_key && max_attempts == o.max_attempts &&
-         has_finally == o.has_finally && finally_for == o.finally_for &&
-         generation == o.generation;
-}
-
 void TaskDeduplicated::EncodeTo(JsonWriter& w) const {
   w.Field("type", type);
   w.Field("dedup_key", dedup_key);
@@ -206,11 +173,6 @@ EventError TaskDeduplicated::DecodeField(std::string_view key, EventValue v) {
   if (key == "existing_id") return ReadInt(v, &existing_id);
   if (key == "parent_id") return IntOrNull(v, &parent_id);
   return SUCCESS;
-}
-
-bool TaskDeduplicated::operator==(const TaskDeduplicated& o) const {
-  return type == o.type && dedup_key == o.dedup_key &&
-         existing_id == o.existing_id && parent_id == o.parent_id;
 }
 
 // --- task_claimed, task_completed --------------------------------------------
@@ -244,13 +206,6 @@ EventError TaskClaimed::DecodeField(std::string_view key, EventValue v) {
   if (key == "timeout_ms") return ReadInt(v, &timeout_ms);
   if (key == "retry_on_timeout") return ReadBool(v, &retry_on_timeout);
   return SUCCESS;
-}
-
-bool TaskClaimed::operator==(const TaskClaimed& o) const {
-  return id == o.id && type == o.type && worker == o.worker &&
-         attempt == o.attempt && host == o.host && lease == o.lease &&
-         lease_expires_ms == o.lease_expires_ms && agent == o.agent &&
-         timeout_ms == o.timeout_ms && retry_on_timeout == o.retry_on_timeout;
 }
 
 void TaskCompleted::EncodeTo(JsonWriter& w) const {
@@ -291,12 +246,6 @@ EventError TaskCompleted::DecodeField(std::string_view key, EventValue v) {
   return SUCCESS;
 }
 
-bool TaskCompleted::operator==(const TaskCompleted& o) const {
-  return id == o.id && worker == o.worker && spawned == o.spawned &&
-         deduplicated == o.deduplicated && def_hash == o.def_hash &&
-         reused_run_id == o.reused_run_id && reused_id == o.reused_id;
-}
-
 // --- task_failed, task_reset -------------------------------------------------
 
 void TaskFailed::EncodeTo(JsonWriter& w) const {
@@ -320,12 +269,6 @@ EventError TaskFailed::DecodeField(std::string_view key, EventValue v) {
   return SUCCESS;
 }
 
-bool TaskFailed::operator==(const TaskFailed& o) const {
-  return id == o.id && worker == o.worker && reason == o.reason &&
-         message == o.message && attempt == o.attempt &&
-         will_retry == o.will_retry && retry_at == o.retry_at;
-}
-
 void TaskReset::EncodeTo(JsonWriter& w) const {
   w.Key("id").Int(id);
   w.Field("worker", worker);
@@ -345,12 +288,6 @@ EventError TaskReset::DecodeField(std::string_view key, EventValue v) {
   if (key == "refund") return ReadBool(v, &refund);
   if (key == "never_started") return ReadBool(v, &never_started);
   return SUCCESS;
-}
-
-bool TaskReset::operator==(const TaskReset& o) const {
-  return id == o.id && worker == o.worker && reason == o.reason &&
-         message == o.message && attempt == o.attempt && refund == o.refund &&
-         never_started == o.never_started;
 }
 
 // --- run_finished ------------------------------------------------------------
@@ -387,15 +324,6 @@ EventError RunFinished::DecodeField(std::string_view key, EventValue v) {
   return SUCCESS;
 }
 
-bool RunFinished::operator==(const RunFinished& o) const {
-  return status == o.status && resumed == o.resumed &&
-         tasks_total == o.tasks_total && tasks_done == o.tasks_done &&
-         tasks_failed == o.tasks_failed && duration_ms == o.duration_ms &&
-         has_reuse_counts == o.has_reuse_counts &&
-         tasks_reused == o.tasks_reused && tasks_live == o.tasks_live &&
-         tasks_adopted == o.tasks_adopted && tasks_imported == o.tasks_imported;
-}
-
 // --- task_retried ------------------------------------------------------------
 
 void TaskRetried::EncodeTo(JsonWriter& w) const {
@@ -411,11 +339,6 @@ EventError TaskRetried::DecodeField(std::string_view key, EventValue v) {
   if (key == "error") return StringView(v, &error);
   if (key == "max_attempts") return ReadInt(v, &max_attempts);
   return SUCCESS;
-}
-
-bool TaskRetried::operator==(const TaskRetried& o) const {
-  return id == o.id && reason == o.reason && error == o.error &&
-         max_attempts == o.max_attempts;
 }
 
 // --- run_imported ------------------------------------------------------------
@@ -435,11 +358,6 @@ EventError RunImported::DecodeField(std::string_view key, EventValue v) {
   return SUCCESS;
 }
 
-bool RunImported::operator==(const RunImported& o) const {
-  return source == o.source && tasks_pending == o.tasks_pending &&
-         tasks_waiting == o.tasks_waiting && tasks_done == o.tasks_done;
-}
-
 // --- task_adopted ------------------------------------------------------------
 
 void TaskAdopted::EncodeTo(JsonWriter& w) const {
@@ -457,11 +375,6 @@ EventError TaskAdopted::DecodeField(std::string_view key, EventValue v) {
   return SUCCESS;
 }
 
-bool TaskAdopted::operator==(const TaskAdopted& o) const {
-  return id == o.id && worker == o.worker && attempt == o.attempt &&
-         waited_ms == o.waited_ms;
-}
-
 void TaskStarted::EncodeTo(JsonWriter& w) const {
   w.Key("id").Int(id);
   w.Field("worker", worker);
@@ -473,10 +386,6 @@ EventError TaskStarted::DecodeField(std::string_view key, EventValue v) {
   if (key == "worker") return StringView(v, &worker);
   if (key == "attempt") return ReadInt(v, &attempt);
   return SUCCESS;
-}
-
-bool TaskStarted::operator==(const TaskStarted& o) const {
-  return id == o.id && worker == o.worker && attempt == o.attempt;
 }
 
 // --- dispatch ----------------------------------------------------------------
@@ -601,10 +510,6 @@ EventError LeaseRenewed::DecodeField(std::string_view key, EventValue v) {
   if (key == "id") return ReadInt(v, &id);
   if (key == "lease_expires_ms") return ReadInt(v, &lease_expires_ms);
   return SUCCESS;
-}
-
-bool LeaseRenewed::operator==(const LeaseRenewed& o) const {
-  return id == o.id && lease_expires_ms == o.lease_expires_ms;
 }
 
 }  // namespace wizq

@@ -21,20 +21,21 @@
 //
 // Adding an event kind (e.g. lease_renewed):
 //   1. a struct here with kName, its fields (the format doc line as a
-//      comment), EncodeTo, DecodeField and operator== (events.cc);
+//      comment), EncodeTo and DecodeField (events.cc); equality is one
+//      template for every kind (the encoded bytes);
 //   2. the struct in the `Event` variant below (an event is known by its
 //      kName, docs/FORMAT.md lists it);
-//   3. `Status Apply(const NewEvent&, int64_t ts)` in QueueState (state.h;
-//      std::visit refuses to compile without it) — a purely informational
-//      event applies nothing;
-//   4. `void On(const NewEvent&)` in HistoryBuilder (queue/history.cc, the
-//      history `wizq log` and reports read; std::visit refuses to compile
-//      without it either) — empty if the history shows nothing of it;
-//   5. where a transition writes it, `DirQueue::Stage(NewEvent{...})`;
-//   6. its row in the event table of docs/FORMAT.md;
-//   7. a golden line in tests/queue_events_test.cc; if it changes a task or
+//   3. if it changes a task or the run: `Status Apply(const NewEvent&,
+//      int64_t ts)` in QueueState (queue/dir/state.{h,cc}; std::visit
+//      refuses to compile without it); a purely informational event says
+//      `kInformational = true` instead and needs none;
+//   4. where a transition writes it, `DirQueue::Stage(NewEvent{...})`;
+//   5. its row in the event table of docs/FORMAT.md;
+//   6. a golden line in tests/queue_events_test.cc; if it changes a task or
 //      the run, the same change in the reference fold of
 //      tests/store/contract_oracle_test.cc (which shares no code with this).
+// `wizq log --table` and reports (HistoryBuilder, queue/history.cc) show
+// it once it has an `On` overload there; without one they skip it.
 // Older wizq versions skip an event kind they do not know.
 #ifndef WIZQ_QUEUE_EVENTS_H_
 #define WIZQ_QUEUE_EVENTS_H_
@@ -44,6 +45,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -74,7 +76,6 @@ struct RunStarted {
   std::string_view workflow;  // the frozen workflow, JSON text
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const RunStarted& o) const;
 };
 
 // A stopped run is taken up again (no other worker was alive).
@@ -89,7 +90,6 @@ struct RunResumed {
   int64_t tasks_adopted = 0;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const RunResumed& o) const;
 };
 
 // The previous run was archived (the second event of the new run).
@@ -104,26 +104,25 @@ struct QueueArchived {
   std::vector<std::string> from;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const QueueArchived& o) const;
 };
 
 // A worker process starts working on the run.
 struct WorkerJoined {
   static constexpr std::string_view kName = "worker_joined";
-  std::string_view worker;  // its id, "w<pid>-<hex>"
+  static constexpr bool kInformational = true;  // changes no state
+  std::string_view worker;                      // its id, "w<pid>-<hex>"
   int64_t pid = 0;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const WorkerJoined& o) const;
 };
 
 // A worker process stops in order (Queue::Close).
 struct WorkerLeft {
   static constexpr std::string_view kName = "worker_left";
+  static constexpr bool kInformational = true;  // changes no state
   std::string_view worker;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const WorkerLeft& o) const;
 };
 
 // A new task, pending.
@@ -143,19 +142,18 @@ struct TaskSubmitted {
   int64_t generation = 1;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const TaskSubmitted& o) const;
 };
 
 // A submission folded into an existing task with the same dedup key.
 struct TaskDeduplicated {
   static constexpr std::string_view kName = "task_deduplicated";
+  static constexpr bool kInformational = true;  // changes no state
   std::string_view type;
   std::string_view dedup_key;
   int64_t existing_id = 0;
   int64_t parent_id = 0;  // 0 (null): a root
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const TaskDeduplicated& o) const;
 };
 
 // pending -> in_progress; attempts are counted at claim.
@@ -181,7 +179,6 @@ struct TaskClaimed {
   std::string_view host = {};
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const TaskClaimed& o) const;
 };
 
 // in_progress -> done, with the ids its response spawned in the same batch.
@@ -191,7 +188,7 @@ struct TaskCompleted {
   std::string_view worker;
   std::vector<int64_t> spawned;       // new task ids
   std::vector<int64_t> deduplicated;  // existing ids a child was folded into
-  // What defined the task's step when it completed (tasks/def_hash.h);
+  // What defined the task's step when it completed (tasks/workflow/def_hash.h);
   // written only when known (never by wizq before def_hash existed).
   std::string_view def_hash;
   // A task completed from a previous run's recorded result without running
@@ -201,7 +198,6 @@ struct TaskCompleted {
   int64_t reused_id = 0;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const TaskCompleted& o) const;
 };
 
 // in_progress -> failed, or pending again (a retry, not before retry_at).
@@ -218,7 +214,6 @@ struct TaskFailed {
   int64_t retry_at = 0;  // ms; written only when will_retry
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const TaskFailed& o) const;
 };
 
 // in_progress -> pending: its worker died, or was interrupted.
@@ -235,7 +230,6 @@ struct TaskReset {
   bool never_started = false;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const TaskReset& o) const;
 };
 
 // Every task settled: the run is over.
@@ -261,7 +255,6 @@ struct RunFinished {
   int64_t tasks_imported = 0;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const RunFinished& o) const;
 };
 
 // failed -> pending with a fresh attempt budget (`wizq run --retry-failed`):
@@ -275,7 +268,6 @@ struct TaskRetried {
   int64_t max_attempts = 0;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const TaskRetried& o) const;
 };
 
 // A fresh run was recorded from another tool's state log (a Barnum run
@@ -283,13 +275,13 @@ struct TaskRetried {
 // The counts are the source's own classification of its tasks.
 struct RunImported {
   static constexpr std::string_view kName = "run_imported";
+  static constexpr bool kInformational = true;  // changes no state
   std::string_view source;    // what was imported, e.g. "barnum-v2:/abs/log"
   int64_t tasks_pending = 0;  // to run
   int64_t tasks_waiting = 0;  // ran, waiting for their children
   int64_t tasks_done = 0;     // finished (succeeded, dropped or replaced)
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const RunImported& o) const;
 };
 
 // A human gate's answer is recorded (SPEC §10): the Prompt task `id`,
@@ -303,7 +295,6 @@ struct TaskAnswered {
   std::string_view worker;  // who recorded it
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const TaskAnswered& o) const;
 };
 
 // Nothing is left to run but human gates without an answer: the run's
@@ -314,7 +305,6 @@ struct RunPaused {
   std::string_view waiting;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const RunPaused& o) const;
 };
 
 // An agent renewed the lease on an in_progress task (SPEC §9).
@@ -324,7 +314,6 @@ struct LeaseRenewed {
   int64_t lease_expires_ms = 0;  // the new expiry, wall-clock ms
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const LeaseRenewed& o) const;
 };
 
 // The result of an attempt whose worker died is taken as that attempt's
@@ -339,7 +328,6 @@ struct TaskAdopted {
   int64_t waited_ms = 0;    // how long it was waited for after the claim
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const TaskAdopted& o) const;
 };
 
 // The current attempt of a held task started: its payload went to a
@@ -351,11 +339,11 @@ struct TaskStarted {
   int64_t attempt = 0;
   void EncodeTo(JsonWriter& w) const;
   EventError DecodeField(std::string_view key, EventValue v);
-  bool operator==(const TaskStarted& o) const;
 };
 
 // An event this wizq does not know (a newer one's): skipped.
 struct UnknownEvent {
+  static constexpr bool kInformational = true;
   void EncodeTo(JsonWriter&) const {}
   EventError DecodeField(std::string_view, EventValue) {
     return simdjson::SUCCESS;
@@ -371,6 +359,30 @@ using Event =
                  TaskClaimed, TaskCompleted, TaskFailed, TaskReset, RunFinished,
                  TaskRetried, RunImported, TaskAnswered, RunPaused,
                  LeaseRenewed, TaskAdopted, TaskStarted>;
+
+// Two events of a kind are equal when they encode to the same bytes (the
+// bytes are the format): one rule for every kind, so that a new kind needs
+// no comparison of its own.
+template <typename E, typename = decltype(E::kName)>
+bool operator==(const E& a, const E& b) {
+  std::string x, y;
+  JsonWriter wx(&x), wy(&y);
+  wx.BeginObject();
+  a.EncodeTo(wx);
+  wy.BeginObject();
+  b.EncodeTo(wy);
+  return x == y;
+}
+
+// Whether events of kind E change no task and no run state (they have
+// `kInformational = true`): QueueState applies them as nothing, so a new
+// informational kind needs no Apply overload. Every other kind must have
+// one (std::visit refuses to compile without it).
+template <typename E, typename = void>
+struct IsInformational : std::false_type {};
+template <typename E>
+struct IsInformational<E, std::void_t<decltype(E::kInformational)>>
+    : std::bool_constant<E::kInformational> {};
 
 // The name of the event held (the header's name for an UnknownEvent).
 std::string_view EventName(const Event& e);

@@ -20,11 +20,6 @@ EventError TaskAnswered::DecodeField(std::string_view key, EventValue v) {
   return simdjson::SUCCESS;
 }
 
-bool TaskAnswered::operator==(const TaskAnswered& o) const {
-  return id == o.id && answer == o.answer && source == o.source &&
-         worker == o.worker;
-}
-
 void RunPaused::EncodeTo(JsonWriter& w) const {
   w.Key("waiting").RawValue(waiting);
 }
@@ -32,10 +27,6 @@ void RunPaused::EncodeTo(JsonWriter& w) const {
 EventError RunPaused::DecodeField(std::string_view key, EventValue v) {
   if (key == "waiting") return RawJson(v, &waiting);
   return simdjson::SUCCESS;
-}
-
-bool RunPaused::operator==(const RunPaused& o) const {
-  return waiting == o.waiting;
 }
 
 }  // namespace wizq

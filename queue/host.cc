@@ -1,8 +1,11 @@
 #include "queue/host.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <random>
 
 #include "fs/env.h"
 
@@ -60,6 +63,14 @@ Status HostId::Current(Env* env, const std::string& workspace, HostId* out) {
   h.workspace_ino = info.inode;
   *out = std::move(h);
   return Status::OK();
+}
+
+std::string NewWorkerId() {
+  std::random_device rd;
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "w%d-%08x", static_cast<int>(getpid()),
+                static_cast<unsigned>(rd()));
+  return buf;
 }
 
 }  // namespace wizq

@@ -40,6 +40,9 @@ struct HostId {
   static Status Current(Env* env, const std::string& workspace, HostId* out);
 };
 
+// A new worker id: "w<pid>-<8 random hex digits>" (every store's workers).
+std::string NewWorkerId();
+
 }  // namespace wizq
 
 #endif  // WIZQ_QUEUE_HOST_H_

@@ -10,6 +10,11 @@
 
 namespace wizq {
 
+// The format version of a run's record (RunInfo::format_version,
+// run_started's `format`): what every store writes and reads (the
+// directory store's queue.json carries it as kSnapshotVersion).
+inline constexpr int kRunFormatVersion = 1;
+
 enum class RunStatus { kRunning, kPaused, kCompleted, kFailed };
 const char* RunStatusName(RunStatus s);
 bool ParseRunStatus(std::string_view name, RunStatus* s);

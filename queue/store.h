@@ -229,7 +229,7 @@ struct ClaimFilter {
 // What a completion records besides the state change.
 struct Completion {
   std::vector<NewTask> children;  // validated; parent_id as given
-  std::string def_hash;           // tasks/def_hash.h; "" if unknown
+  std::string def_hash;           // tasks/workflow/def_hash.h; "" if unknown
   // Non-empty: completed from task `reused.id` of run `reused.run_id`
   // without running (SPEC §11); the task is pending and unclaimed.
   RunRef reused;

@@ -1,13 +1,13 @@
 // Pool steps as configured and as an agent sees them: the instructions
 // generated exactly as Barnum's docs.rs does (golden files in
 // tests/data/agent/), the payload, and every spelling of a Pool action
-// Barnum accepts (tasks/workflow.h), linked files frozen into the run.
+// Barnum accepts (tasks/workflow/workflow.h), linked files frozen into the run.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "tasks/instructions.h"
-#include "tasks/workflow.h"
+#include "tasks/exec/instructions.h"
+#include "tasks/workflow/workflow.h"
 #include "tests/test_util.h"
 
 namespace wizq {

@@ -16,8 +16,8 @@
 
 #include "fs/env.h"
 #include "queue/dir/queue.h"
-#include "tasks/response.h"
-#include "tasks/workflow.h"
+#include "tasks/workflow/response.h"
+#include "tasks/workflow/workflow.h"
 #include "tests/test_util.h"
 
 namespace wizq {

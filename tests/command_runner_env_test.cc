@@ -13,7 +13,7 @@
 
 #include "fs/fault_env.h"
 #include "gtest/gtest.h"
-#include "tasks/command_runner.h"
+#include "tasks/proc/command_runner.h"
 #include "tests/test_util.h"
 
 namespace wizq {

@@ -1,4 +1,4 @@
-#include "tasks/command_runner.h"
+#include "tasks/proc/command_runner.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -18,8 +18,8 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "tasks/attempt_files.h"
-#include "tasks/command_executor.h"
+#include "tasks/exec/attempt_files.h"
+#include "tasks/exec/command_executor.h"
 #include "tests/test_util.h"
 
 namespace wizq {
@@ -148,7 +148,7 @@ TEST_F(CommandRunnerTest, StdinLargerThanAPipeReachesCommand) {
   EXPECT_EQ(r.stdout_text, spec.stdin_data);
 }
 
-// The lean layout (tasks/attempt_files.h): an attempt creates its stdout
+// The lean layout (tasks/exec/attempt_files.h): an attempt creates its stdout
 // and stderr files and nothing else; the run's journal is made once.
 TEST_F(CommandRunnerTest, AnAttemptCreatesTwoFiles) {
   auto names = [&] {

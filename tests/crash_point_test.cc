@@ -236,7 +236,7 @@ void VerifyArchivedFirstRun(const std::string& dir) {
     return e["event"] == "run_finished";
   })) << "the archived log is not the whole first run";
   EXPECT_EQ(q["seq"], old_log.back()["seq"]);
-  // Each task ran once: its stdout file (tasks/attempt_files.h).
+  // Each task ran once: its stdout file (tasks/exec/attempt_files.h).
   int task_outputs = 0;
   std::error_code ec;
   for (const auto& e : fs::recursive_directory_iterator(archive, ec)) {

@@ -1,7 +1,7 @@
-// DefHasher (tasks/def_hash.h): what goes into a step's def_hash, and when
-// a step cannot be hashed. Every field of a step must move the hash (Nika
+// DefHasher (tasks/workflow/def_hash.h): what goes into a step's def_hash, and
+// when a step cannot be hashed. Every field of a step must move the hash (Nika
 // #409: a field left out served stale results).
-#include "tasks/def_hash.h"
+#include "tasks/workflow/def_hash.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "tasks/workflow.h"
+#include "tasks/workflow/workflow.h"
 #include "tests/test_util.h"
 
 namespace wizq {

@@ -9,7 +9,7 @@
 //   calls of one task never overlapped in time (overlapped=0).
 // - Suicide: a handler that SIGKILLs its own process is charged an
 //   attempt per crash and its task ends failed after max_attempts instead
-//   of looping (SPEC §6.3; the start marker of tasks/function_executor.h).
+//   of looping (SPEC §6.3; the start marker of tasks/exec/function_executor.h).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>

@@ -1,6 +1,6 @@
 // ExecutorSet: attempts go to the member that runs their action kind, and
 // Wait sees the results of every member.
-#include "tasks/executor_set.h"
+#include "tasks/exec/executor_set.h"
 
 #include <gtest/gtest.h>
 

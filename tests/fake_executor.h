@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "tasks/executor.h"
+#include "tasks/exec/executor.h"
 
 namespace wizq::test {
 

@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "tasks/run_rules.h"
-#include "tasks/workflow.h"
+#include "tasks/workflow/run_rules.h"
+#include "tasks/workflow/workflow.h"
 #include "tests/integration_util.h"
 #include "tests/queue_fixture.h"
 #include "tests/test_util.h"
@@ -397,7 +397,7 @@ TEST_F(HookGenerationTest, AStaleHookIsDueAgainAndItsNextGenerationDedups) {
   ExpectDiskMatches(q.get());
 }
 
-// The run rules both drivers share (tasks/run_rules.h).
+// The run rules both drivers share (tasks/workflow/run_rules.h).
 TEST(RunRulesTest, RetryDelayDoublesFromATenthOfASecondUpToFiveSeconds) {
   EXPECT_EQ(RetryDelayMs(0), 100);
   EXPECT_EQ(RetryDelayMs(1), 100);

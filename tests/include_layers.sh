@@ -5,7 +5,7 @@
 # each cycle's folders when there is one. tsort(1) finds the cycles.
 set -u
 cd "$1" || exit 2
-folders="util fs audit queue tasks orchestrator agent mcp interop embed cli tools"
+folders="util fs audit queue tasks orchestrator agent mcp interop embed views cli tools"
 edges=$(for a in $folders; do
   grep -rhoE '^#include "[a-z_]+/' --include='*.h' --include='*.cc' "$a" |
     sed -E 's/^#include "([a-z_]+)\//\1/' | sort -u |

@@ -1,6 +1,6 @@
 // Runs written by the previous layout of the attempt files (a directory per
 // task: <n>.stdin, <n>.stdout, <n>.stderr, running.lock, pgid; see
-// tasks/attempt_files.h) still resume: an attempt that finished on its own
+// tasks/exec/attempt_files.h) still resume: an attempt that finished on its own
 // is adopted from its `pgid` record and its stdout in the task directory,
 // an older wizq's tree (no exit record, "<pid> <start> <boot>") holding
 // running.lock is ended and run again, and `wizq log --task` shows them.

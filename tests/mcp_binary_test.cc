@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "queue/dir/queue.h"
-#include "tasks/response.h"
-#include "tasks/workflow.h"
+#include "tasks/workflow/response.h"
+#include "tasks/workflow/workflow.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 

@@ -1,6 +1,6 @@
-// The attempt record (tasks/orphans_record.h): how a later worker judges an
-// attempt from what its journal lines say, without any process running.
-#include "tasks/orphans_record.h"
+// The attempt record (tasks/proc/orphans_record.h): how a later worker judges
+// an attempt from what its journal lines say, without any process running.
+#include "tasks/proc/orphans_record.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tasks/attempt_journal.h"
-#include "tasks/orphans.h"
+#include "tasks/exec/attempt_journal.h"
+#include "tasks/proc/orphans.h"
 #include "tests/test_util.h"
 
 namespace wizq::internal {

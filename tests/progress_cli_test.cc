@@ -314,7 +314,7 @@ int MostHeld(const std::vector<Json>& audit) {
 }
 
 // When each attempt's shell started ("<task>.<attempt>" -> wall ms), by
-// the journal's start lines (tasks/attempt_journal.h).
+// the journal's start lines (tasks/exec/attempt_journal.h).
 std::map<std::string, int64_t> JournalStarts(const std::string& dir) {
   std::map<std::string, int64_t> out;
   std::istringstream in(ReadAll(dir + "/.wizard/tasks/attempts.journal"));

@@ -3,11 +3,11 @@
 // say how to answer, `--answer` by id and by step name, `wizq answer`
 // (also while a run is live), defaults, and bad answers that write nothing.
 // Parsing of Prompt actions and of answers is tested at the end.
-#include "tasks/prompt.h"
+#include "tasks/exec/prompt.h"
 
 #include <gtest/gtest.h>
 
-#include "tasks/workflow.h"
+#include "tasks/workflow/workflow.h"
 #include "tests/prompt_util.h"
 
 namespace wizq {

@@ -1,12 +1,12 @@
 // Tests of OpenMode::kAttach (work on whatever run is there, without
 // starting, resuming or archiving it) and of the reclaim of lost claims
-// that every transaction makes (queue/dir/claim_holder.h).
+// that every transaction makes (queue/claim_holder.h).
 #include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <cstdio>
 
-#include "queue/dir/claim_holder.h"
+#include "queue/claim_holder.h"
 #include "queue/dir/queue.h"
 #include "tests/queue_fixture.h"
 

@@ -31,7 +31,7 @@ using test::ScratchDir;
 
 // Entries of a directory (0 if it is missing).
 // Attempts started in the run whose tasks directory is `dir`: each has its
-// `<id>.<attempt>.stdout` (tasks/attempt_files.h).
+// `<id>.<attempt>.stdout` (tasks/exec/attempt_files.h).
 int CountStarted(const std::string& dir) {
   int n = 0;
   std::error_code ec;
@@ -46,7 +46,7 @@ int CountStarted(const std::string& dir) {
 }
 
 // Attempts that ended in the run whose tasks directory is `dir`: the end
-// lines of its attempts.journal (tasks/attempt_journal.h). (A stdout file
+// lines of its attempts.journal (tasks/exec/attempt_journal.h). (A stdout file
 // exists as soon as wizq hands the attempt to its spawner, which may hold
 // it queued; its completion is committed a little after it ends.)
 int CountEnded(const std::string& dir) {

@@ -1,11 +1,11 @@
-#include "tasks/response.h"
+#include "tasks/workflow/response.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "tasks/workflow.h"
+#include "tasks/workflow/workflow.h"
 
 namespace wizq {
 namespace {

@@ -1,4 +1,4 @@
-// The spawner (tasks/spawner.h) as CommandRunner uses it: commands that
+// The spawner (tasks/proc/spawner.h) as CommandRunner uses it: commands that
 // wait in it beyond the limit, cancelling them, its death, what it holds,
 // and what it does once the wizq that started it is gone.
 #include <dirent.h>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tasks/command_runner.h"
+#include "tasks/proc/command_runner.h"
 #include "tests/integration_util.h"
 #include "tests/test_util.h"
 

@@ -61,7 +61,7 @@ std::string WithoutFreeSpace(const std::string& log) {
 std::vector<long> AttemptGroups(const std::string& install_dir) {
   const std::string tasks = install_dir + "/.wizard/tasks";
   std::vector<long> pids;
-  // "start <key> <attempt> <pid> ..." (tasks/attempt_journal.h).
+  // "start <key> <attempt> <pid> ..." (tasks/exec/attempt_journal.h).
   std::istringstream journal(ReadAll(tasks + "/attempts.journal"));
   std::string line;
   while (std::getline(journal, line)) {

@@ -671,7 +671,7 @@ TEST_F(WizqCliTest, TaskGetsItsInputEnvironmentAndFiles) {
     EXPECT_EQ(env["WIZQ_INSTALL_DIR"], canonical);
     EXPECT_FALSE(env["WIZQ_IDEMPOTENCY_KEY"].empty());
     keys[attempt] = env["WIZQ_IDEMPOTENCY_KEY"];
-    // Its files (tasks/attempt_files.h): stdout and stderr; its stdin was
+    // Its files (tasks/exec/attempt_files.h): stdout and stderr; its stdin was
     // no file (lines[0] above is what it read).
     const std::string base =
         inst + "/.wizard/tasks/1." + std::to_string(attempt);

@@ -1,4 +1,4 @@
-#include "tasks/workflow.h"
+#include "tasks/workflow/workflow.h"
 
 #include <gtest/gtest.h>
 #include <limits.h>
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "tasks/jsonc.h"
+#include "tasks/workflow/jsonc.h"
 #include "tests/test_util.h"
 
 namespace wizq {

@@ -4,7 +4,7 @@
 // timeouts do not fire for the time the run was stopped.
 //
 // Each task runs in its own process group (led by its shell, which the
-// spawner starts, tasks/spawner.h), outside wizq's, so a terminal's Ctrl+Z
+// spawner starts, tasks/proc/spawner.h), outside wizq's, so a terminal's Ctrl+Z
 // reaches wizq only: StopAllAndSelf() passes it on to every registered
 // group.
 //

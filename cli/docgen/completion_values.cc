@@ -7,33 +7,18 @@
 
 #include <memory>
 
+#include "fs/path.h"
 #include "queue/store.h"
-#include "tasks/prompt.h"
-#include "tasks/workflow.h"
+#include "tasks/exec/prompt.h"
+#include "tasks/workflow/workflow.h"
 
 namespace wizq::docgen {
 namespace {
 
-const char* ActionKindName(Action::Kind kind) {
-  switch (kind) {
-    case Action::Kind::kCommand:
-      return "Command step";
-    case Action::Kind::kPool:
-      return "Pool step";
-    case Action::Kind::kPrompt:
-      return "Prompt step";
-    case Action::Kind::kFunction:
-      return "Function step";
-  }
-  return "step";
-}
-
 // The run in `dir`, opened read-only (no worker, no writes), or null.
 std::unique_ptr<Store> OpenRun(const std::string& dir) {
-  char buf[PATH_MAX];
-  if (realpath(dir.c_str(), buf) == nullptr) return nullptr;
   StoreOptions o;
-  o.install_dir = buf;
+  if (!RealPath(dir, &o.install_dir).ok()) return nullptr;
   o.mode = OpenMode::kReadOnly;
   std::unique_ptr<Store> store;
   RunInfo run;
@@ -67,7 +52,8 @@ std::vector<Candidate> StepNames(const CompletionContext& ctx) {
   }
   std::vector<Candidate> out;
   for (const Step& s : wf->steps()) {
-    out.push_back({s.name, ActionKindName(s.action.kind)});
+    out.push_back(
+        {s.name, std::string(ActionKindName(s.action.kind)) + " step"});
   }
   return out;
 }

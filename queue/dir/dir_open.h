@@ -15,7 +15,7 @@ namespace wizq {
 // Where the directory store keeps a run: `<install_dir>/.wizard`. The one
 // place that spells the name (docs/FORMAT.md, "Folder layout"). It is also
 // the machine-local workspace of a run on this store (LocalWorkspace,
-// tasks/attempt_files.h), the one exception ARCHITECTURE.md lists.
+// tasks/exec/attempt_files.h), the one exception ARCHITECTURE.md lists.
 inline std::string WizardDir(const std::string& install_dir) {
   return install_dir + "/.wizard";
 }

@@ -7,7 +7,7 @@
 #include <chrono>
 
 #include "fs/env.h"
-#include "queue/dir/claim_holder.h"
+#include "queue/claim_holder.h"
 #include "queue/dir/dir_open.h"
 #include "queue/dir/state.h"
 #include "queue/dir/workers.h"

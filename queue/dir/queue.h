@@ -182,7 +182,7 @@ class Txn {
 
   // What a completion records besides the children (task_completed).
   struct CompletionInfo {
-    std::string def_hash;  // tasks/def_hash.h; "" if unknown
+    std::string def_hash;  // tasks/workflow/def_hash.h; "" if unknown
     // Non-zero: the task completes from the recorded result of task
     // `reused_id` of run `reused_run_id` (orchestrator/reuse.h). The task
     // must then be pending and never attempted; it needs no claim.

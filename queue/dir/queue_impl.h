@@ -8,7 +8,7 @@
 
 #include "audit/log.h"
 #include "fs/env.h"
-#include "queue/dir/claim_holder.h"
+#include "queue/claim_holder.h"
 #include "queue/dir/dir_private.h"
 #include "queue/dir/queue.h"
 #include "queue/dir/snapshot.h"

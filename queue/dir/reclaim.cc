@@ -1,4 +1,4 @@
-// DirQueue: putting back the claims of lost holders (queue/dir/claim_holder.h),
+// DirQueue: putting back the claims of lost holders (queue/claim_holder.h),
 // and failing leased attempts past their timeout, at the start of every
 // transaction and when a run is resumed or attached.
 #include <cstdio>

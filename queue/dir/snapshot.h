@@ -32,12 +32,13 @@
 #include <string_view>
 
 #include "queue/dir/dir_private.h"
+#include "queue/run_info.h"
 #include "queue/dir/state.h"
 #include "util/status.h"
 
 namespace wizq {
 
-inline constexpr int kSnapshotVersion = 1;
+inline constexpr int kSnapshotVersion = kRunFormatVersion;
 inline constexpr std::string_view kSnapshotFormat = "wizq-queue";
 
 struct SnapshotHeader {

@@ -36,7 +36,16 @@ Status QueueState::ApplyEvent(std::string_view line) {
     return Status::Corruption("audit event seq " + std::to_string(h.seq) +
                               " does not follow " + std::to_string(last_seq_));
   }
-  Status s = std::visit([&](const auto& ev) { return Apply(ev, h.ts); }, e);
+  Status s = std::visit(
+      [&](const auto& ev) {
+        using E = std::decay_t<decltype(ev)>;
+        if constexpr (IsInformational<E>::value) {
+          return Status::OK();  // unknown (newer) kinds too
+        } else {
+          return Apply(ev, h.ts);
+        }
+      },
+      e);
   if (!s.ok()) {
     return s.Annotate("audit event seq " + std::to_string(h.seq) + " (" +
                       std::string(h.name) + ")");
@@ -45,20 +54,12 @@ Status QueueState::ApplyEvent(std::string_view line) {
   return Status::OK();
 }
 
-// Informational events (and unknown, newer ones) change no task.
-Status QueueState::Apply(const UnknownEvent&, int64_t) { return Status::OK(); }
 Status QueueState::Apply(const QueueArchived& e, int64_t) {
   run_.previous_run = e.path;
   run_.no_reuse = e.no_reuse;
   run_.from = e.from;
   return Status::OK();
 }
-Status QueueState::Apply(const WorkerJoined&, int64_t) { return Status::OK(); }
-Status QueueState::Apply(const WorkerLeft&, int64_t) { return Status::OK(); }
-Status QueueState::Apply(const TaskDeduplicated&, int64_t) {
-  return Status::OK();
-}
-Status QueueState::Apply(const RunImported&, int64_t) { return Status::OK(); }
 
 Status QueueState::Apply(const RunStarted& e, int64_t ts) {
   if (started()) return Status::Corruption("a second run_started");

@@ -29,21 +29,16 @@
 namespace wizq {
 
 // The event kinds (queue/events.h).
-struct UnknownEvent;
 struct RunStarted;
 struct RunResumed;
 struct QueueArchived;
-struct WorkerJoined;
-struct WorkerLeft;
 struct TaskSubmitted;
-struct TaskDeduplicated;
 struct TaskClaimed;
 struct TaskCompleted;
 struct TaskFailed;
 struct TaskReset;
 struct RunFinished;
 struct TaskRetried;
-struct RunImported;
 struct TaskAnswered;
 struct RunPaused;
 struct LeaseRenewed;
@@ -107,23 +102,19 @@ class QueueState {
   void Rebuild();
 
  private:
-  // One per event kind; `ts` is the event's time. Informational kinds
-  // (worker_joined, task_deduplicated, ...) change nothing.
-  Status Apply(const UnknownEvent& e, int64_t ts);
+  // One per event kind that changes state; `ts` is the event's time.
+  // Informational kinds (IsInformational, queue/events.h: worker_joined,
+  // task_deduplicated, ...) have none: they change nothing.
   Status Apply(const RunStarted& e, int64_t ts);
   Status Apply(const RunResumed& e, int64_t ts);
   Status Apply(const QueueArchived& e, int64_t ts);
-  Status Apply(const WorkerJoined& e, int64_t ts);
-  Status Apply(const WorkerLeft& e, int64_t ts);
   Status Apply(const TaskSubmitted& e, int64_t ts);
-  Status Apply(const TaskDeduplicated& e, int64_t ts);
   Status Apply(const TaskClaimed& e, int64_t ts);
   Status Apply(const TaskCompleted& e, int64_t ts);
   Status Apply(const TaskFailed& e, int64_t ts);
   Status Apply(const TaskReset& e, int64_t ts);
   Status Apply(const RunFinished& e, int64_t ts);
   Status Apply(const TaskRetried& e, int64_t ts);
-  Status Apply(const RunImported& e, int64_t ts);
   Status Apply(const TaskAnswered& e, int64_t ts);  // queue/dir/state_gate.cc
   Status Apply(const RunPaused& e, int64_t ts);
   Status Apply(const LeaseRenewed& e, int64_t ts);

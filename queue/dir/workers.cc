@@ -53,14 +53,6 @@ bool PidGoneHere(const simdjson::dom::element& doc, int64_t pid) {
 
 }  // namespace
 
-std::string NewWorkerId() {
-  std::random_device rd;
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "w%d-%08x", static_cast<int>(getpid()),
-                static_cast<unsigned>(rd()));
-  return buf;
-}
-
 Status WorkerRegistry::Register(const std::string& run_id, int64_t now_ms) {
   self_ = NewWorkerId();
   const std::string path = dir_ + "/" + self_;

@@ -15,6 +15,7 @@
 
 #include "fs/env.h"
 #include "queue/dir/dir_private.h"
+#include "queue/host.h"  // NewWorkerId
 #include "util/status.h"
 
 namespace wizq {
@@ -55,9 +56,6 @@ class WorkerRegistry {
   std::unique_ptr<FileLock> self_lock_;
   std::map<std::string, bool> cache_;
 };
-
-// A new worker id: "w<pid>-<8 random hex digits>".
-std::string NewWorkerId();
 
 // One entry of the registry as a reader sees it (ProbeWorkers).
 struct WorkerEntry {

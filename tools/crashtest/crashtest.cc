@@ -13,8 +13,8 @@
 
 #include "fs/env.h"
 #include "orchestrator/run.h"
-#include "tasks/prompt.h"
-#include "tasks/workflow.h"
+#include "tasks/exec/prompt.h"
+#include "tasks/workflow/workflow.h"
 #include "tools/crashtest/audit.h"
 #include "tools/crashtest/proc.h"
 #include "tools/crashtest/report.h"

@@ -18,8 +18,8 @@
 #include <thread>
 
 #include "fs/env.h"
-#include "tasks/attempt_journal.h"
-#include "tasks/orphans_record.h"
+#include "tasks/exec/attempt_journal.h"
+#include "tasks/proc/orphans_record.h"
 
 extern char** environ;
 
@@ -264,7 +264,7 @@ bool Interrupted() {
 
 namespace {
 
-// The journal's end lines that were not synced (tasks/attempt_journal.h):
+// The journal's end lines that were not synced (tasks/exec/attempt_journal.h):
 // dropped, as a power cut may drop them. Returns how many.
 int DropUnsyncedJournalEnds(const std::string& path) {
   std::string text;
@@ -306,7 +306,7 @@ int DropUnsyncedExitRecords(const std::string& install_dir) {
   while (struct dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
     // A run of the previous layout: the task's `pgid` record
-    // (tasks/orphans_record.h), the start line, then the end line.
+    // (tasks/proc/orphans_record.h), the start line, then the end line.
     const std::string path = tasks + "/" + e->d_name + "/pgid";
     std::string text;
     if (!Env::Posix()->ReadFile(path, &text).ok()) continue;

@@ -67,7 +67,7 @@ int KillDescendants();
 
 // What a power cut does to the attempts of the run in `install_dir` beyond
 // killing them: an exit record the spawner wrote without syncing (while
-// wizq lived, tasks/attempt_journal.h) is lost with the page cache, so the
+// wizq lived, tasks/exec/attempt_journal.h) is lost with the page cache, so the
 // attempt is lost, not adopted. Records written synced are kept. Returns
 // how many records were dropped.
 int DropUnsyncedExitRecords(const std::string& install_dir);
