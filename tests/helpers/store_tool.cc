@@ -1,6 +1,7 @@
 // store_tool: one change to a run through the store contract, made by
 // another process, for the contract suite (tests/store/): attaches to the
-// run at --location/--dir, waits --delay-ms, submits one task of step
+// run at --location/--dir (--schema: the PostgreSQL store's), waits --delay-ms,
+// submits one task of step
 // --type with JSON --inputs, and exits 0 (1 on an error, printed).
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
     if (k == "--location") o.location = v;
     if (k == "--dir") o.install_dir = v;
     if (k == "--run-id") o.run_id = v;
+    if (k == "--schema") o.schema = v;
     if (k == "--delay-ms") delay_ms = std::atoi(v.c_str());
     if (k == "--type") type = v;
     if (k == "--inputs") inputs = v;
