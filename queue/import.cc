@@ -63,7 +63,7 @@ Status CheckTask(const RunImport& import, size_t i) {
 // The submission of task `id`, with its dedup key (none when another task
 // of the import already has that key: the source did not deduplicate). A
 // hook is its owner's next generation (`hooks`: per owner, so far).
-Status StageSubmit(DirQueue* q, const NewTask& t, int64_t id,
+Status StageSubmit(const EventSink& q, const NewTask& t, int64_t id,
                    std::set<std::string>* keys, std::map<int64_t, int>* hooks) {
   std::string key;
   int generation = 1;
@@ -85,11 +85,12 @@ Status StageSubmit(DirQueue* q, const NewTask& t, int64_t id,
   e.has_finally = t.has_finally;
   e.finally_for = t.finally_for;
   e.generation = generation;
-  return q->Stage(e);
+  return q(e);
 }
 
 // The attempts task `id` already had.
-Status StageAttempts(DirQueue* q, const ImportedTask& it, int64_t id) {
+Status StageAttempts(const EventSink& q, const ImportedTask& it, int64_t id,
+                     int64_t now_ms) {
   const std::string worker(kImportWorker);
   int64_t attempt = 0;
   // No host: no wizq worker ran these attempts.
@@ -99,7 +100,7 @@ Status StageAttempts(DirQueue* q, const ImportedTask& it, int64_t id) {
     e.type = it.task.type;
     e.worker = worker;
     e.attempt = ++attempt;
-    return q->Stage(e);
+    return q(e);
   };
   for (size_t k = 0; k < it.failures.size(); k++) {
     WIZQ_RETURN_IF_ERROR(claim());
@@ -111,8 +112,8 @@ Status StageAttempts(DirQueue* q, const ImportedTask& it, int64_t id) {
     f.attempt = attempt;
     f.will_retry =
         !(it.state == TaskState::kFailed && k + 1 == it.failures.size());
-    if (f.will_retry) f.retry_at = q->NowMs();
-    WIZQ_RETURN_IF_ERROR(q->Stage(f));
+    if (f.will_retry) f.retry_at = now_ms;
+    WIZQ_RETURN_IF_ERROR(q(f));
   }
   if (it.state != TaskState::kDone) return Status::OK();
   WIZQ_RETURN_IF_ERROR(claim());
@@ -120,7 +121,7 @@ Status StageAttempts(DirQueue* q, const ImportedTask& it, int64_t id) {
   c.id = id;
   c.worker = worker;
   c.spawned = it.spawned;
-  return q->Stage(c);
+  return q(c);
 }
 
 }  // namespace
@@ -153,17 +154,15 @@ Status ImportedState(const RunImport& import, QueueState* state) {
   return Status::OK();
 }
 
-Status StageImport(DirQueue* q, const RunImport& import) {
+Status StageImport(const RunImport& import, int64_t now_ms,
+                   const EventSink& q) {
   WIZQ_RETURN_IF_ERROR(ValidateImport(import));
-  if (q->state().total() != 0) {
-    return Status::InvalidArgument("an import needs a run without tasks");
-  }
   RunImported header;
   header.source = import.source;
   header.tasks_pending = import.tasks_pending;
   header.tasks_waiting = import.tasks_waiting;
   header.tasks_done = import.tasks_done;
-  WIZQ_RETURN_IF_ERROR(q->Stage(header));
+  WIZQ_RETURN_IF_ERROR(q(header));
   // Every task first, so that no parent has settled when a child attaches.
   std::set<std::string> keys;
   std::map<int64_t, int> hooks;
@@ -179,15 +178,33 @@ Status StageImport(DirQueue* q, const RunImport& import) {
   });
   for (size_t i : by_order) {
     WIZQ_RETURN_IF_ERROR(
-        StageAttempts(q, import.tasks[i], static_cast<int64_t>(i) + 1));
+        StageAttempts(q, import.tasks[i], static_cast<int64_t>(i) + 1, now_ms));
   }
   if (import.tasks.empty()) {
     // Nothing to run (a log that holds only its Config): the run is over.
     RunFinished finished;
     finished.status = RunStatusName(RunStatus::kCompleted);
-    return q->Stage(finished);
+    return q(finished);
   }
   return Status::OK();
+}
+
+Status StageImport(DirQueue* q, const RunImport& import) {
+  if (q->state().total() != 0) {
+    return Status::InvalidArgument("an import needs a run without tasks");
+  }
+  return StageImport(import, q->NowMs(), [q](const Event& event) {
+    return std::visit(
+        [q](const auto& e) -> Status {
+          if constexpr (std::is_same_v<std::decay_t<decltype(e)>,
+                                       UnknownEvent>) {
+            return Status::InvalidArgument("an import stages no unknown event");
+          } else {
+            return q->Stage(e);
+          }
+        },
+        event);
+  });
 }
 
 }  // namespace wizq

@@ -22,9 +22,11 @@
 #define WIZQ_QUEUE_IMPORT_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "queue/events.h"
 #include "queue/task.h"
 #include "util/status.h"
 
@@ -77,8 +79,13 @@ Status ValidateImport(const RunImport& import);
 Status ImportedState(const RunImport& import, QueueState* state);
 
 // Stages run_imported and the tasks' events on a fresh run (internal to
-// queue/: DirQueue::StartFresh calls it). REQUIRES: lock held, run_started
+// the stores: DirQueue::StartFresh and PgStore::StartFresh call it), each
+// through `sink` (`now_ms`: the store's clock). REQUIRES: run_started
 // staged, no task yet.
+using EventSink = std::function<Status(const Event&)>;
+Status StageImport(const RunImport& import, int64_t now_ms,
+                   const EventSink& sink);
+// The same on the directory store. REQUIRES: lock held.
 Status StageImport(DirQueue* queue, const RunImport& import);
 
 }  // namespace wizq

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "fs/env.h"
+#include "queue/import.h"
 #include "queue/pg/pg_location.h"
 #include "queue/pg/pg_migrate.h"
 #include "queue/pg/pg_store.h"
@@ -140,11 +141,6 @@ Status PgStore::OpenByMode(OpenReport* report) {
 
 Status PgStore::StartFresh(const PgRun* archived, const std::string& reason,
                            OpenReport* report) {
-  if (options_.import != nullptr) {
-    return Status::NotSupported(
-        "continuing another tool's run (--resume-from) is not built on the "
-        "PostgreSQL store yet");
-  }
   PgResult r;
   // A new run of a run_id never starts in its archived run's millisecond.
   for (int i = 0; i < 50; i++) {
@@ -191,6 +187,10 @@ Status PgStore::StartFresh(const PgRun* archived, const std::string& reason,
     int64_t id = 0;
     bool dup = false;
     WIZQ_RETURN_IF_ERROR(txn.Submit(t, &id, &dup));
+  }
+  if (options_.import != nullptr) {
+    WIZQ_RETURN_IF_ERROR(StageImport(
+        *options_.import, now, [&w](const Event& e) { return w.StageAny(e); }));
   }
   report->tasks_pending = run.by_state[static_cast<int>(TaskState::kPending)];
   if (options_.retry_failed) WIZQ_RETURN_IF_ERROR(StageRetries(&w, report));

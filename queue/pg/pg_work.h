@@ -18,6 +18,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "queue/events.h"
@@ -126,6 +128,20 @@ class PgWork {
     kinds_.emplace_back(E::kName);
     lines_.push_back(std::move(line));
     return Status::OK();
+  }
+
+  // Stage() of whichever event `event` holds (an import's, queue/import.h).
+  Status StageAny(const Event& event) {
+    return std::visit(
+        [this](const auto& e) -> Status {
+          if constexpr (std::is_same_v<std::decay_t<decltype(e)>,
+                                       UnknownEvent>) {
+            return Status::InvalidArgument("an unknown event is not staged");
+          } else {
+            return Stage(e);
+          }
+        },
+        event);
   }
 
  private:
