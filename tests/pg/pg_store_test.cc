@@ -219,6 +219,7 @@ TEST_F(PgStoreTest, SeqIsDenseUnderConcurrentTransactionsWithRollbacks) {
   std::atomic<int> committed{0};
   auto worker = [&](int n) {
     auto s = OpenOk(Options());
+    if (s == nullptr) return;
     std::mt19937 rng(n);
     for (int i = 0; i < 40; i++) {
       const bool rollback = rng() % 3 == 0;
@@ -239,6 +240,7 @@ TEST_F(PgStoreTest, SeqIsDenseUnderConcurrentTransactionsWithRollbacks) {
   std::vector<std::string> problems;
   std::thread tailer([&] {
     auto s = OpenOk(Options());
+    if (s == nullptr) return;
     int64_t last = 0;
     while (!done.load()) {
       std::vector<EventRecord> got;
