@@ -22,16 +22,15 @@
 #define WIZQ_QUEUE_IMPORT_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "queue/events.h"
 #include "queue/task.h"
 #include "util/status.h"
 
 namespace wizq {
-
-class DirQueue;
-class QueueState;
 
 // One failed attempt of an imported task.
 struct ImportedFailure {
@@ -71,15 +70,13 @@ struct RunImport {
 // are JSON). InvalidArgument naming the task.
 Status ValidateImport(const RunImport& import);
 
-// The tasks as the import would record them, into the empty *state (no
-// event is written): what checks made before a run starts (`--answer`)
-// read. REQUIRES: ValidateImport(import) is OK.
-Status ImportedState(const RunImport& import, QueueState* state);
-
 // Stages run_imported and the tasks' events on a fresh run (internal to
-// queue/: DirQueue::StartFresh calls it). REQUIRES: lock held, run_started
+// the stores: DirQueue::StartFresh and PgStore::StartFresh call it), each
+// through `sink` (`now_ms`: the store's clock). REQUIRES: run_started
 // staged, no task yet.
-Status StageImport(DirQueue* queue, const RunImport& import);
+using EventSink = std::function<Status(const Event&)>;
+Status StageImport(const RunImport& import, int64_t now_ms,
+                   const EventSink& sink);
 
 }  // namespace wizq
 

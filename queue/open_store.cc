@@ -1,5 +1,6 @@
 // Store::Open: the one place that knows every store (queue/store.h).
 #include "queue/dir/dir_open.h"
+#include "queue/pg/pg_store.h"
 #include "queue/store.h"
 
 namespace wizq {
@@ -19,7 +20,7 @@ Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* out,
           "keyword string such as \"host=db dbname=wizq\"), not \"" +
           options.location + "\"");
     }
-    return Status::NotSupported("the PostgreSQL store is not built yet");
+    return PgStore::Open(options, out, report);
   }
   return OpenDirStore(options, out, report);
 }

@@ -120,6 +120,12 @@ struct StoreOptions {
   LocalAttempts local;
   // This machine (queue/host.h); empty: HostId::Current(install_dir).
   HostId host;
+  // The PostgreSQL store: the schema that holds its tables ("": wizq), and
+  // how long a worker's claim holds without its worker renewing it (0:
+  // 30 s; the worker renews every third of it). Past it, a worker on
+  // another host may take the claim over (SPEC §14).
+  std::string schema;
+  int64_t worker_lease_ms = 0;
 };
 
 enum class OpenAction {

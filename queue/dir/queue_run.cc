@@ -8,6 +8,30 @@
 #include "util/crash_point.h"
 
 namespace wizq {
+
+namespace {
+
+// StageImport (queue/import.h) on this store: each event staged here.
+// REQUIRES: lock held.
+Status StageImportHere(DirQueue* q, const RunImport& import) {
+  if (q->state().total() != 0) {
+    return Status::InvalidArgument("an import needs a run without tasks");
+  }
+  return StageImport(import, q->NowMs(), [q](const Event& event) {
+    return std::visit(
+        [q](const auto& e) -> Status {
+          if constexpr (std::is_same_v<std::decay_t<decltype(e)>,
+                                       UnknownEvent>) {
+            return Status::InvalidArgument("an import stages no unknown event");
+          } else {
+            return q->Stage(e);
+          }
+        },
+        event);
+  });
+}
+
+}  // namespace
 namespace {
 
 const char kSnapshotFile[] = "queue.json";
@@ -118,7 +142,7 @@ Status DirQueue::StartFresh(OpenReport* report) {
     WIZQ_RETURN_IF_ERROR(txn.Submit(t, &id, &dup));
   }
   if (options_.import != nullptr) {
-    WIZQ_RETURN_IF_ERROR(StageImport(this, *options_.import));
+    WIZQ_RETURN_IF_ERROR(StageImportHere(this, *options_.import));
   }
   report->tasks_pending = state_->count(TaskState::kPending);
   if (WantsRetry()) WIZQ_RETURN_IF_ERROR(StageRetries(report));

@@ -20,85 +20,130 @@ CREATE TABLE {schema}.schema_version (
 );
 )sql";
 
-// Step 1. A FIRST CUT of the store's tables (anchors §7.1), made before the
-// store itself: the lead revises it together with the store (issue 23),
-// and until a release ships it, version 1 may still change in place.
+// Step 1: the PostgreSQL store's tables (queue/pg/pg_store.h,
+// docs/POSTGRES.md). Until a release ships it, version 1 may still change
+// in place.
 //
-// JSON (task inputs, results, events) is kept as `text` holding the exact
+// JSON (task inputs, answers, events) is kept as `text` holding the exact
 // JSON text wizq wrote, not jsonb: jsonb reorders keys, drops duplicates
-// and refuses \u0000, and the events must read back byte for byte.
+// and refuses \u0000, and the events must read back byte for byte. Times
+// are ms since the Unix epoch on the database's clock (clock_timestamp()),
+// as the contract's Task and RunInfo carry them.
 constexpr std::string_view kStep1 = R"sql(
--- One row per run. next_seq is the per-run ordering lock: a transaction
--- that appends events bumps it (UPDATE ... RETURNING) last, so seq is
--- gap-free and in commit order within a run (anchors §3, option A).
+-- One row per run; a run_id names one current (not archived) run. Every
+-- transaction of a run locks its row first (SELECT ... FOR UPDATE): the
+-- transitions of one run are serialised, next_seq and next_task give
+-- gap-free event seqs (in commit order) and dense task ids. The n_* and
+-- hooks_* counters are kept incrementally by each transition.
 CREATE TABLE {schema}.runs (
-  run         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  run_id      text NOT NULL,             -- --run-id, or derived from workflow + input
-  def_hash    text NOT NULL,             -- the workflow's (and its step files') hash
-  input       text NOT NULL,             -- the entry input, exact JSON text
-  next_seq    bigint NOT NULL DEFAULT 1,
-  next_task   bigint NOT NULL DEFAULT 1, -- task ids are dense per run
-  last_crc    bigint,                    -- chain value of an audit.jsonl export
-  archived_at timestamptz,
-  created_at  timestamptz NOT NULL DEFAULT now(),
-  updated_at  timestamptz NOT NULL DEFAULT now()
+  run            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  run_id         text NOT NULL,
+  format         int NOT NULL,
+  install_dir    text NOT NULL,
+  workflow       text NOT NULL,          -- the frozen workflow, JSON text
+  input          text NOT NULL,          -- the entry input, JSON text
+  wizq_version   text NOT NULL,
+  status         smallint NOT NULL DEFAULT 0,  -- RunStatus
+  started_ms     bigint NOT NULL,
+  finished_ms    bigint NOT NULL DEFAULT 0,
+  resumes        int NOT NULL DEFAULT 0,
+  previous_run   text NOT NULL DEFAULT '',     -- the archived run's key
+  no_reuse       boolean NOT NULL DEFAULT false,
+  from_steps     text NOT NULL DEFAULT '[]',   -- JSON array of strings
+  next_seq       bigint NOT NULL DEFAULT 1,
+  next_task      bigint NOT NULL DEFAULT 1,
+  n_pending      bigint NOT NULL DEFAULT 0,
+  n_in_progress  bigint NOT NULL DEFAULT 0,
+  n_done         bigint NOT NULL DEFAULT 0,
+  n_failed       bigint NOT NULL DEFAULT 0,
+  n_settled      bigint NOT NULL DEFAULT 0,
+  n_reused       bigint NOT NULL DEFAULT 0,
+  n_imported     bigint NOT NULL DEFAULT 0,
+  n_adopted      bigint NOT NULL DEFAULT 0,
+  n_leased       bigint NOT NULL DEFAULT 0,
+  hooks_due      bigint NOT NULL DEFAULT 0,
+  hooks_reopened bigint NOT NULL DEFAULT 0,
+  archived_at    timestamptz
 );
 CREATE UNIQUE INDEX runs_live_run_id ON {schema}.runs (run_id)
   WHERE archived_at IS NULL;
 
--- One row per task. A claim is fenced by state + attempt + lease_token;
--- lease_until is the database's clock. lease_until is in no index, so a
--- lease renewal is a HOT update (fillfactor leaves room for it).
+-- One row per task (the fields of queue/task.h). Every claim carries a
+-- fencing token (claim_token) and a lease on the database's clock
+-- (claim_until_ms), a worker's claim too; lease_token is set only for a
+-- claim held by a lease (an agent). open_children, settled_counted and
+-- hook_due are kept incrementally as transitions settle tasks.
 CREATE TABLE {schema}.tasks (
-  run          bigint NOT NULL REFERENCES {schema}.runs ON DELETE CASCADE,
-  task_id      bigint NOT NULL,
-  parent       bigint,
-  step         text NOT NULL,
-  dedup_key    bytea NOT NULL,           -- of <type, canonical inputs>
-  state        smallint NOT NULL DEFAULT 0,  -- 0 pending, 1 in progress, ...
-  attempt      int NOT NULL DEFAULT 0 CHECK (attempt >= 0),
-  max_attempts int NOT NULL CHECK (max_attempts > 0),
-  run_after    timestamptz NOT NULL DEFAULT now(),
-  lease_token  uuid,
-  lease_owner  uuid,
-  lease_until  timestamptz,
-  holder_host  text,
-  inputs       text NOT NULL,            -- exact JSON text
-  result       text,                     -- exact JSON text
-  error        text,
+  run              bigint NOT NULL REFERENCES {schema}.runs ON DELETE CASCADE,
+  task_id          bigint NOT NULL,
+  parent           bigint NOT NULL DEFAULT 0,
+  step             text NOT NULL,
+  inputs           text NOT NULL,          -- exact JSON text
+  origin           smallint NOT NULL,      -- Origin
+  dedup_key        text,                   -- of <type, canonical inputs>
+  state            smallint NOT NULL DEFAULT 0,  -- TaskState
+  attempt          int NOT NULL DEFAULT 0 CHECK (attempt >= 0),
+  max_attempts     int NOT NULL,
+  started          boolean NOT NULL DEFAULT false,
+  claimed_by       text NOT NULL DEFAULT '',
+  claim_host       text NOT NULL DEFAULT '',
+  claim_token      text,
+  claim_until_ms   bigint NOT NULL DEFAULT 0,
+  lease_token      text,
+  lease_expires_ms bigint NOT NULL DEFAULT 0,
+  agent            text NOT NULL DEFAULT '',
+  timeout_ms       bigint NOT NULL DEFAULT 0,
+  deadline_ms      bigint NOT NULL DEFAULT 0,
+  retry_on_timeout boolean NOT NULL DEFAULT true,
+  retry_at_ms      bigint NOT NULL DEFAULT 0,
+  error_reason     text NOT NULL DEFAULT '',
+  error_message    text NOT NULL DEFAULT '',
+  created_ms       bigint NOT NULL,
+  updated_ms       bigint NOT NULL,
+  has_finally      boolean NOT NULL DEFAULT false,
+  finally_task     bigint NOT NULL DEFAULT 0,
+  finally_for      bigint NOT NULL DEFAULT 0,
+  generation       int NOT NULL DEFAULT 1,
+  hook_stale       boolean NOT NULL DEFAULT false,
+  reused_from      bigint NOT NULL DEFAULT 0,
+  answer           text,                   -- JSON text
+  answer_source    text NOT NULL DEFAULT '',
+  open_children    bigint NOT NULL DEFAULT 0,
+  settled_counted  boolean NOT NULL DEFAULT false,
+  hook_due         boolean NOT NULL DEFAULT false,
   PRIMARY KEY (run, task_id),
   UNIQUE (run, dedup_key),
-  CHECK ((state = 1) = (lease_token IS NOT NULL))
+  CHECK ((state = 1) = (claim_token IS NOT NULL))
 ) WITH (fillfactor = 85);
-CREATE INDEX tasks_ready ON {schema}.tasks (run, step, run_after, task_id)
-  WHERE state = 0;
-CREATE INDEX tasks_in_progress ON {schema}.tasks (run) WHERE state = 1;
+CREATE INDEX tasks_ready ON {schema}.tasks (run, task_id) WHERE state = 0;
+CREATE INDEX tasks_in_progress ON {schema}.tasks (run, task_id)
+  WHERE state = 1;
+CREATE INDEX tasks_children ON {schema}.tasks (run, parent, task_id);
+CREATE INDEX tasks_hooks_due ON {schema}.tasks (run, task_id) WHERE hook_due;
 
--- The run's events, seq 1, 2, 3... in commit order.
+-- The run's events, seq 1, 2, 3... in commit order (queue/events.h).
 CREATE TABLE {schema}.events (
   run     bigint NOT NULL REFERENCES {schema}.runs ON DELETE CASCADE,
   seq     bigint NOT NULL,
-  at      timestamptz NOT NULL DEFAULT now(),
   kind    text NOT NULL,
-  task_id bigint,
   body    text NOT NULL,                 -- the event's exact JSON text
-  crc     bigint,
   PRIMARY KEY (run, seq)
 );
 
--- Live workers, informational (the lease is the authority): unlogged, so
--- a crash of the server empties it; each holds a session advisory lock
--- (lock_space, lock_key) while it lives.
+-- Workers, for liveness and status: each holds the session advisory lock
+-- (kPgWorkerLockSpace, lock_key) on a connection of its own while it
+-- lives. Unlogged: a crash of the server empties it (and ends every lock).
 CREATE UNLOGGED TABLE {schema}.workers (
-  worker_id   uuid PRIMARY KEY,
+  worker_id   text PRIMARY KEY,
   run         bigint NOT NULL,
   host        text NOT NULL,
-  pid         int NOT NULL,
+  pid         bigint NOT NULL,
   backend_pid int NOT NULL,
-  lock_space  int NOT NULL,
   lock_key    int NOT NULL,
-  started_at  timestamptz NOT NULL DEFAULT now()
+  started_ms  bigint NOT NULL
 );
+CREATE INDEX workers_run ON {schema}.workers (run);
+CREATE SEQUENCE {schema}.worker_lock_keys AS int MINVALUE 1 CYCLE;
 )sql";
 
 // Step n is kSteps[n - 1].

@@ -3,6 +3,8 @@
 // store's facts anywhere (task_started), the local workspace's attempt
 // journal only where it is shared (LocalAttempts::started), processes only
 // on the claim's host (LocalAttempts::adoptable).
+#include <thread>
+
 #include "tests/store/store_contract.h"
 
 namespace wizq::store_test {
@@ -22,6 +24,15 @@ HostId Host(const std::string& boot, uint64_t ws) {
 // the process table would say both ran and can be adopted.
 class HostsTest : public StoreContractTest {
  protected:
+  // A worker on another host takes a dead worker's claim over only once
+  // its lease lapsed (SPEC §14: the lease is the authority across
+  // machines): the claims' lease is short, and waited out.
+  static constexpr int64_t kWorkerLeaseMs = 300;
+  static void WaitOutTheLease() {
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(kWorkerLeaseMs + 200));
+  }
+
   StoreOptions TwoClaimedOn(const HostId& a) {
     StoreOptions o =
         Options({MakeTask("S", "{\"a\":1}", 0, 3, Origin::kInitial),
@@ -29,6 +40,7 @@ class HostsTest : public StoreContractTest {
     o.local.started = [](const Task&) { return true; };
     o.local.adoptable = [](const Task&) { return true; };
     o.host = a;
+    o.worker_lease_ms = kWorkerLeaseMs;
     auto s = OpenOk(o);
     EXPECT_EQ(Claim(s.get(), AnyOf({"S"}, 2)).size(), 2u);
     EXPECT_TRUE(
@@ -64,6 +76,7 @@ TEST_P(HostsTest, OnItsOwnHostALostAttemptIsAdopted) {
 TEST_P(HostsTest, OnAnotherHostOnlyTheStoresStartedFactCounts) {
   StoreOptions o = TwoClaimedOn(Host("boot-a", 7));
   o.host = Host("boot-b", 8);
+  WaitOutTheLease();
   OpenReport report;
   auto s = OpenOk(o, &report);
   EXPECT_EQ(report.tasks_reset, 2);
@@ -79,6 +92,7 @@ TEST_P(HostsTest, ASharedWorkspaceTellsStartedButDoesNotAdopt) {
   StoreOptions o = TwoClaimedOn(a);
   o.host = a;
   o.host.pid_ns = 4026532000;  // another container
+  WaitOutTheLease();
   OpenReport report;
   auto s = OpenOk(o, &report);
   EXPECT_EQ(report.tasks_adopted, 0);

@@ -23,12 +23,21 @@ int64_t MsSince(Clock::time_point t) {
 // Starts store_tool to submit one task after `delay_ms`; returns its pid.
 pid_t SubmitLater(const StoreOptions& o, int delay_ms) {
   const std::string tool = test::BuildDir() + "/store_tool";
-  std::vector<std::string> args = {
-      tool,          "--location",  o.location,
-      "--dir",       o.install_dir, "--run-id",
-      o.run_id,      "--delay-ms",  std::to_string(delay_ms),
-      "--type",      "S",           "--inputs",
-      "{\"late\":1}"};
+  std::vector<std::string> args = {tool,
+                                   "--location",
+                                   o.location,
+                                   "--dir",
+                                   o.install_dir,
+                                   "--run-id",
+                                   o.run_id,
+                                   "--schema",
+                                   o.schema,
+                                   "--delay-ms",
+                                   std::to_string(delay_ms),
+                                   "--type",
+                                   "S",
+                                   "--inputs",
+                                   "{\"late\":1}"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

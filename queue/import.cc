@@ -4,7 +4,8 @@
 #include <map>
 #include <set>
 
-#include "queue/dir/queue_impl.h"
+#include "queue/run_info.h"
+#include "queue/store.h"  // DedupKey
 #include "util/canonical_json.h"
 
 namespace wizq {
@@ -63,7 +64,7 @@ Status CheckTask(const RunImport& import, size_t i) {
 // The submission of task `id`, with its dedup key (none when another task
 // of the import already has that key: the source did not deduplicate). A
 // hook is its owner's next generation (`hooks`: per owner, so far).
-Status StageSubmit(DirQueue* q, const NewTask& t, int64_t id,
+Status StageSubmit(const EventSink& q, const NewTask& t, int64_t id,
                    std::set<std::string>* keys, std::map<int64_t, int>* hooks) {
   std::string key;
   int generation = 1;
@@ -85,11 +86,12 @@ Status StageSubmit(DirQueue* q, const NewTask& t, int64_t id,
   e.has_finally = t.has_finally;
   e.finally_for = t.finally_for;
   e.generation = generation;
-  return q->Stage(e);
+  return q(e);
 }
 
 // The attempts task `id` already had.
-Status StageAttempts(DirQueue* q, const ImportedTask& it, int64_t id) {
+Status StageAttempts(const EventSink& q, const ImportedTask& it, int64_t id,
+                     int64_t now_ms) {
   const std::string worker(kImportWorker);
   int64_t attempt = 0;
   // No host: no wizq worker ran these attempts.
@@ -99,7 +101,7 @@ Status StageAttempts(DirQueue* q, const ImportedTask& it, int64_t id) {
     e.type = it.task.type;
     e.worker = worker;
     e.attempt = ++attempt;
-    return q->Stage(e);
+    return q(e);
   };
   for (size_t k = 0; k < it.failures.size(); k++) {
     WIZQ_RETURN_IF_ERROR(claim());
@@ -111,8 +113,8 @@ Status StageAttempts(DirQueue* q, const ImportedTask& it, int64_t id) {
     f.attempt = attempt;
     f.will_retry =
         !(it.state == TaskState::kFailed && k + 1 == it.failures.size());
-    if (f.will_retry) f.retry_at = q->NowMs();
-    WIZQ_RETURN_IF_ERROR(q->Stage(f));
+    if (f.will_retry) f.retry_at = now_ms;
+    WIZQ_RETURN_IF_ERROR(q(f));
   }
   if (it.state != TaskState::kDone) return Status::OK();
   WIZQ_RETURN_IF_ERROR(claim());
@@ -120,7 +122,7 @@ Status StageAttempts(DirQueue* q, const ImportedTask& it, int64_t id) {
   c.id = id;
   c.worker = worker;
   c.spawned = it.spawned;
-  return q->Stage(c);
+  return q(c);
 }
 
 }  // namespace
@@ -132,38 +134,15 @@ Status ValidateImport(const RunImport& import) {
   return Status::OK();
 }
 
-Status ImportedState(const RunImport& import, QueueState* state) {
-  for (size_t i = 0; i < import.tasks.size(); i++) {
-    const ImportedTask& it = import.tasks[i];
-    Task t;
-    t.id = static_cast<int64_t>(i) + 1;
-    t.type = it.task.type;
-    t.inputs = it.task.inputs;
-    t.state = it.state;
-    t.attempts = static_cast<int>(it.failures.size()) +
-                 (it.state == TaskState::kDone ? 1 : 0);
-    t.max_attempts = it.task.max_attempts;
-    t.parent_id = it.task.parent_id;
-    t.origin = it.task.origin;
-    t.has_finally = it.task.has_finally;
-    t.finally_for = it.task.finally_for;
-    WIZQ_RETURN_IF_ERROR(state->AddStoredTask(std::move(t)));
-  }
-  state->Rebuild();
-  return Status::OK();
-}
-
-Status StageImport(DirQueue* q, const RunImport& import) {
+Status StageImport(const RunImport& import, int64_t now_ms,
+                   const EventSink& q) {
   WIZQ_RETURN_IF_ERROR(ValidateImport(import));
-  if (q->state().total() != 0) {
-    return Status::InvalidArgument("an import needs a run without tasks");
-  }
   RunImported header;
   header.source = import.source;
   header.tasks_pending = import.tasks_pending;
   header.tasks_waiting = import.tasks_waiting;
   header.tasks_done = import.tasks_done;
-  WIZQ_RETURN_IF_ERROR(q->Stage(header));
+  WIZQ_RETURN_IF_ERROR(q(header));
   // Every task first, so that no parent has settled when a child attaches.
   std::set<std::string> keys;
   std::map<int64_t, int> hooks;
@@ -179,13 +158,13 @@ Status StageImport(DirQueue* q, const RunImport& import) {
   });
   for (size_t i : by_order) {
     WIZQ_RETURN_IF_ERROR(
-        StageAttempts(q, import.tasks[i], static_cast<int64_t>(i) + 1));
+        StageAttempts(q, import.tasks[i], static_cast<int64_t>(i) + 1, now_ms));
   }
   if (import.tasks.empty()) {
     // Nothing to run (a log that holds only its Config): the run is over.
     RunFinished finished;
     finished.status = RunStatusName(RunStatus::kCompleted);
-    return q->Stage(finished);
+    return q(finished);
   }
   return Status::OK();
 }

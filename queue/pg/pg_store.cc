@@ -1,0 +1,246 @@
+// PgStore: transactions (lock the run's row, reclaim, the caller's verbs,
+// flush, NOTIFY, COMMIT; a COMMIT of unknown outcome re-read), closing,
+// the worker's claim renewals and WhileCurrent.
+#include "queue/pg/pg_store.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "queue/pg/pg_location.h"
+#include "queue/pg/pg_migrate.h"
+#include "queue/pg/pg_txn.h"
+
+namespace wizq {
+
+PgStore::PgStore(const StoreOptions& options, std::unique_ptr<PgConn> conn)
+    : options_(options), conn_(std::move(conn)) {
+  schema_ =
+      options.schema.empty() ? std::string(kPgDefaultSchema) : options.schema;
+  quoted_ = conn_->QuoteIdentifier(schema_);
+  if (options.worker_lease_ms > 0) worker_lease_ms_ = options.worker_lease_ms;
+}
+
+// Releases everything without writing, as a crash would; the liveness
+// lock is let go explicitly first, so that the next process to look sees
+// this worker gone at once (after a real crash the server notices the
+// closed session by itself).
+PgStore::~PgStore() {
+  {
+    std::lock_guard<std::mutex> g(stop_mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (renewer_.joinable()) renewer_.join();
+  if (live_ != nullptr && !live_->lost()) {
+    // Best effort: if it fails the session is gone and so is the lock.
+    live_->Exec("SELECT pg_advisory_unlock_all()").IgnoreError();
+  }
+}
+
+std::string PgStore::DisplayLocation() const {
+  return RedactPgLocation(options_.location) + " (schema " + schema_ + ")";
+}
+
+bool PgStore::HeldByMe(const PgTask& t) const {
+  auto it = held_.find(t.t.id);
+  return it != held_.end() && it->second.attempt == t.t.attempts &&
+         it->second.token == t.claim_token;
+}
+
+// The main session is opened again after it was lost (it holds nothing a
+// new one would lack: the worker's lock is on live_).
+Status PgStore::EnsureConn() {
+  if (conn_ != nullptr && !conn_->lost()) return Status::OK();
+  PgConnOptions o;
+  o.application_name = "wizq";
+  return PgConn::Open(options_.location, o, &conn_);
+}
+
+Status PgStore::Begin(int64_t run, PgRun* locked, int64_t* now_ms) {
+  WIZQ_RETURN_IF_ERROR(EnsureConn());
+  WIZQ_RETURN_IF_ERROR(conn_->Begin());
+  PgResult r;
+  WIZQ_RETURN_IF_ERROR(
+      conn_->Exec(Sql(std::string("SELECT ") + kPgRunColumns +
+                      " FROM {s}.runs r WHERE r.run = $1 FOR UPDATE"),
+                  {run}, &r));
+  if (r.rows() == 0) {
+    return Status::NotFound("run " + std::to_string(run) +
+                            " is no longer in the store");
+  }
+  PgRunFromRow(r, 0, locked);
+  if (locked->archived) {
+    return Status::Conflict("run " + locked->info.run_id +
+                            " was archived since this process opened it (a "
+                            "fresh run replaced it)");
+  }
+  WIZQ_RETURN_IF_ERROR(
+      conn_->Exec("SELECT " + std::string(kPgNowMsSql) + " AS now", {}, &r));
+  *now_ms = r.GetInt(0, "now");
+  return Status::OK();
+}
+
+// A session lost while COMMIT was in flight leaves the outcome unknown:
+// the new session reads back the last event this transaction wrote.
+Status PgStore::Commit(PgWork* w) {
+  WIZQ_RETURN_IF_ERROR(w->Flush());
+  const int64_t last = w->run().next_seq - 1;
+  if (w->events_staged() > 0) {
+    WIZQ_RETURN_IF_ERROR(conn_->Notify(
+        schema_, std::to_string(w->run().run) + ":" + std::to_string(last)));
+  }
+  const Status s = conn_->Commit();
+  if (s.ok() || conn_->last_error().kind != PgErrorKind::kCommitUnknown) {
+    return s;
+  }
+  WIZQ_RETURN_IF_ERROR(EnsureConn().Annotate(s.message()));
+  if (w->events_staged() == 0) return Status::OK();  // nothing to lose
+  PgResult r;
+  WIZQ_RETURN_IF_ERROR(conn_->Exec(
+      Sql("SELECT body FROM {s}.events WHERE run = $1 AND seq = $2"),
+      {w->run().run, last}, &r));
+  if (r.rows() == 1 && r.Get(0, "body") == w->last_line()) return Status::OK();
+  return Status::IOError(
+      "the transaction did not commit (the session with the store was lost "
+      "during COMMIT; nothing of it was kept)");
+}
+
+Status PgStore::Transact(const std::function<Status(StoreTxn&)>& fn) {
+  std::lock_guard<std::mutex> guard(mu_);
+  WIZQ_RETURN_IF_ERROR(writable_);
+  PgRun run;
+  int64_t now = 0;
+  Status s = Begin(run_, &run, &now);
+  if (s.IsConflict()) writable_ = s;  // archived: it stays so
+  if (s.ok()) {
+    PgWork w(conn_.get(), quoted_, &run, now);
+    s = Reclaim(&w, &reclaimed_);
+    PgStoreTxn txn(this, &w, &reclaimed_, quoted_);
+    if (s.ok()) s = fn(txn);
+    if (s.ok()) s = w.error();
+    if (s.ok()) s = Commit(&w);
+    if (s.ok()) txn.Merge(&held_);
+  }
+  if (!s.ok() && conn_ != nullptr && !conn_->lost() &&
+      conn_->in_transaction()) {
+    // The session is fine: the transaction is dropped, nothing kept.
+    conn_->Rollback().IgnoreError();
+  }
+  return s;
+}
+
+Status PgStore::Close() {
+  std::lock_guard<std::mutex> guard(mu_);
+  if (writable_.ok() && !worker_id_.empty()) {
+    PgRun run;
+    int64_t now = 0;
+    Status s = Begin(run_, &run, &now);
+    if (s.ok()) {
+      PgWork w(conn_.get(), quoted_, &run, now);
+      s = w.Stage(WorkerLeft{worker_id_});
+      if (s.ok()) s = Commit(&w);
+    }
+    if (!s.ok() && conn_ != nullptr && !conn_->lost() &&
+        conn_->in_transaction()) {
+      conn_->Rollback().IgnoreError();  // the worker_left is not kept
+    }
+    if (!s.ok() && !s.IsConflict()) return s;  // archived: nothing to sign
+  }
+  writable_ = Status::InvalidArgument("the store was closed");
+  {
+    std::lock_guard<std::mutex> g(stop_mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (renewer_.joinable()) renewer_.join();
+  if (live_ == nullptr) return Status::OK();
+  std::lock_guard<std::mutex> lg(live_mu_);
+  Status s = live_->Exec(Sql("DELETE FROM {s}.workers WHERE worker_id = $1"),
+                         {worker_id_});
+  bool released = false;
+  if (s.ok()) {
+    s = live_->AdvisoryUnlock(kPgWorkerLockSpace, lock_key_, &released);
+  }
+  live_.reset();
+  return s;
+}
+
+// The worker's claims (not the leased ones, which their agents renew) hold
+// for worker_lease_ms; renewed every third of it. The run's row is locked
+// first, as by every transaction, so that renewals never deadlock with
+// them. A worker whose session is lost stops: its claims lapse, and
+// another host may take them over.
+void PgStore::RenewLoop() {
+  std::unique_lock<std::mutex> lock(stop_mu_);
+  while (!stop_) {
+    stop_cv_.wait_for(lock, std::chrono::milliseconds(worker_lease_ms_ / 3));
+    if (stop_) return;
+    lock.unlock();
+    const Status s = RenewClaims();
+    lock.lock();
+    if (!s.ok() && live_lost_.load()) return;
+  }
+}
+
+Status PgStore::RenewClaims() {
+  std::lock_guard<std::mutex> g(live_mu_);
+  if (live_ == nullptr || live_->lost()) {
+    live_lost_ = true;
+    return Status::IOError("the liveness session was lost");
+  }
+  PgTxn txn(live_.get());
+  Status s = txn.Begin();
+  if (s.ok()) {
+    s = live_->Exec(Sql("SELECT 1 FROM {s}.runs WHERE run = $1 FOR UPDATE"),
+                    {run_});
+  }
+  if (s.ok()) {
+    s = live_->Exec(
+        Sql("UPDATE {s}.tasks SET claim_until_ms = " +
+            std::string(kPgNowMsSql) +
+            " + $3 WHERE run = $1 AND state = 1 AND claimed_by = $2 AND "
+            "lease_token IS NULL"),
+        {run_, worker_id_, worker_lease_ms_});
+  }
+  if (s.ok()) s = txn.Commit();
+  if (live_->lost()) live_lost_ = true;
+  return s;
+}
+
+// A shared lock on the run (an archive takes it exclusively, and waits),
+// then the run must not be archived already.
+Status PgStore::WhileCurrent(const std::function<Status()>& fn) {
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    WIZQ_RETURN_IF_ERROR(EnsureConn());
+    WIZQ_RETURN_IF_ERROR(
+        conn_->Exec("SELECT pg_advisory_lock_shared($1::int4, $2::int4)",
+                    {kPgRunLockSpace, static_cast<int32_t>(run_)}));
+    PgRun run;
+    Status s = PgReadRun(conn_.get(), quoted_, run_, &run);
+    if (s.ok() && run.archived) {
+      s = Status::Conflict("run " + run.info.run_id + " of the store " +
+                           DisplayLocation() +
+                           " was archived or replaced since it was opened");
+    }
+    if (!s.ok()) {
+      conn_
+          ->Exec("SELECT pg_advisory_unlock_shared($1::int4, $2::int4)",
+                 {kPgRunLockSpace, static_cast<int32_t>(run_)})
+          .IgnoreError();  // the session may be gone, and the lock with it
+      return s;
+    }
+  }
+  const Status s = fn();
+  std::lock_guard<std::mutex> guard(mu_);
+  if (!conn_->lost()) {
+    conn_
+        ->Exec("SELECT pg_advisory_unlock_shared($1::int4, $2::int4)",
+               {kPgRunLockSpace, static_cast<int32_t>(run_)})
+        .IgnoreError();  // a lost session released it
+  }
+  return s;
+}
+
+}  // namespace wizq

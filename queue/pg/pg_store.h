@@ -1,0 +1,134 @@
+// PgStore: the Store contract (queue/store.h) on PostgreSQL (SPEC §14).
+// Internal to the store; callers open it through Store::Open with a
+// database location. docs/POSTGRES.md describes the schema, and
+// docs/ARCHITECTURE.md how each verb maps to SQL.
+//
+// One run is one row of `runs` (named by its run_id; an archived run keeps
+// its row with archived_at set), its tasks one row each, its events rows of
+// `events` with a gap-free seq. Every transaction locks the run's row
+// first, so the transitions of one run are serialised and commit in seq
+// order; runs do not contend. A transaction reads only the rows it
+// touches (PgWork), so no process holds the whole run.
+//
+// Connections: `conn_` for transactions and reads (re-opened after a lost
+// session); a worker's `live_`, holding its liveness lock (a session
+// advisory lock, never re-opened: losing it ends the worker's claiming)
+// and renewing its claims' leases from a thread; `listen_` for
+// WaitForChange's LISTEN.
+#ifndef WIZQ_QUEUE_PG_PG_STORE_H_
+#define WIZQ_QUEUE_PG_PG_STORE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "queue/pg/pg_conn.h"
+#include "queue/pg/pg_work.h"
+#include "queue/store.h"
+
+namespace wizq {
+
+class PgStore : public Store {
+ public:
+  static Status Open(const StoreOptions& options, std::unique_ptr<Store>* out,
+                     OpenReport* report);
+  ~PgStore() override;
+
+  Status Close() override;
+  Status Transact(const std::function<Status(StoreTxn&)>& fn) override;
+  Status GetRun(RunInfo* run) override;
+  Status GetTask(int64_t id, Task* task) override;
+  Status ListTasks(const TaskFilter& filter, std::vector<Task>* out) override;
+  Status Counts(RunCounts* counts) override;
+  Status ReadEvents(int64_t after_seq, size_t max,
+                    std::vector<EventRecord>* events) override;
+  Status WaitForChange(int64_t after_seq, int timeout_ms,
+                       int64_t* seq) override;
+  Status Workers(std::vector<WorkerInfo>* workers) override;
+  Status ListRuns(std::vector<RunRef>* runs) override;
+  Status OpenRun(const RunRef& run, std::unique_ptr<Store>* out) override;
+  Status WhileCurrent(const std::function<Status()>& fn) override;
+  const std::string& worker_id() const override { return worker_id_; }
+  std::string DisplayLocation() const override;
+
+  // --- For PgStoreTxn (queue/pg/pg_txn.cc).
+  // A claim this worker made: its attempt and fencing token.
+  struct Held {
+    int attempt = 0;
+    std::string token;
+  };
+  const std::string& host_key() const { return host_key_; }
+  int64_t worker_lease_ms() const { return worker_lease_ms_; }
+  // Whether this worker still holds its liveness lock (a worker that lost
+  // it claims nothing more).
+  bool live() const { return !live_lost_.load(); }
+  bool HeldByMe(const PgTask& t) const;
+
+ private:
+  PgStore(const StoreOptions& options, std::unique_ptr<PgConn> conn);
+
+  // queue/pg/pg_store_open.cc
+  Status OpenByMode(OpenReport* report);
+  Status FindCurrent(PgRun* run, bool* found);
+  Status StartFresh(const PgRun* archived, const std::string& reason,
+                    OpenReport* report);
+  Status ResumeRun(PgRun* run, OpenReport* report);
+  Status AttachRun(PgRun* run, OpenReport* report);
+  Status ArchiveRun(const PgRun& run, const std::string& reason);
+  Status StageRetries(PgWork* w, OpenReport* report);
+  Status Register(int64_t run);
+  Status LiveWorkers(int64_t run, std::vector<WorkerInfo>* live);
+
+  // queue/pg/pg_store.cc
+  Status Begin(int64_t run, PgRun* locked, int64_t* now_ms);
+  Status Commit(PgWork* w);
+  Status EnsureConn();
+  void RenewLoop();
+  Status RenewClaims();
+
+  // queue/pg/pg_reclaim.cc
+  Status Reclaim(PgWork* w, Reclaimed* out);
+  Status PutBack(PgWork* w, PgTask* t, Reclaimed* out);
+  Status TimeOut(PgWork* w, PgTask* t, Reclaimed* out);
+  bool OnThisHost(const std::string& claim_host) const;
+  bool SharesWorkspace(const std::string& claim_host) const;
+
+  std::string Sql(std::string_view sql) const {
+    return PgSchemaSql(sql, quoted_);
+  }
+
+  const StoreOptions options_;
+  std::string schema_, quoted_;
+  std::string host_key_;
+  int64_t worker_lease_ms_ = kPgDefaultWorkerLeaseMs;
+
+  std::mutex mu_;  // serialises calls; guards conn_ and held_
+  std::unique_ptr<PgConn> conn_;
+  int64_t run_ = 0;  // the run's row
+  // Transact is refused: read-only, a finished run, closed, archived.
+  Status writable_;
+  std::string worker_id_;  // "" without a worker (leases only, reader)
+  std::map<int64_t, Held> held_;
+  Reclaimed reclaimed_;
+
+  std::unique_ptr<PgConn> live_;  // guarded by live_mu_
+  std::mutex live_mu_;
+  std::atomic<bool> live_lost_{false};
+  int32_t lock_key_ = 0;
+  std::thread renewer_;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+
+  std::mutex listen_mu_;
+  std::unique_ptr<PgConn> listen_;
+};
+
+}  // namespace wizq
+
+#endif  // WIZQ_QUEUE_PG_PG_STORE_H_

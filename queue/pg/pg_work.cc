@@ -1,0 +1,220 @@
+// PgWork: reading task rows into the transaction's cache, and writing the
+// staged events and the changed rows back (fenced).
+#include "queue/pg/pg_work.h"
+
+#include "queue/pg/pg_conn.h"
+
+namespace wizq {
+
+PgWork::PgWork(PgConn* conn, std::string quoted, PgRun* run, int64_t now_ms)
+    : conn_(conn), quoted_(std::move(quoted)), run_(run), now_ms_(now_ms) {}
+
+std::string PgWork::Sql(std::string_view sql) const {
+  return PgSchemaSql(sql, quoted_);
+}
+
+Status PgWork::Find(int64_t id, PgTask** task) {
+  *task = nullptr;
+  auto it = cache_.find(id);
+  if (it != cache_.end()) {
+    *task = it->second.get();
+    return Status::OK();
+  }
+  if (id < 1 || id >= run_->next_task) return Status::OK();
+  PgResult r;
+  WIZQ_RETURN_IF_ERROR(conn_->Exec(
+      Sql(std::string("SELECT ") + kPgTaskColumns +
+          " FROM {s}.tasks t WHERE t.run = $1 AND t.task_id = $2 FOR UPDATE "
+          "OF t"),
+      {run_->run, id}, &r));
+  if (r.rows() == 0) return Status::OK();
+  PgTask row;
+  PgTaskFromRow(r, 0, &row);
+  *task = Cache(row);
+  return Status::OK();
+}
+
+Status PgWork::FindByDedupKey(const std::string& key, int64_t* id) {
+  *id = 0;
+  for (const auto& [tid, t] : cache_) {
+    if (t->t.dedup_key == key) {
+      *id = tid;
+      return Status::OK();
+    }
+  }
+  PgResult r;
+  WIZQ_RETURN_IF_ERROR(
+      conn_->Exec(Sql("SELECT task_id FROM {s}.tasks WHERE run = $1 AND "
+                      "dedup_key = $2"),
+                  {run_->run, key}, &r));
+  if (r.rows() > 0) *id = r.GetInt(0, "task_id");
+  return Status::OK();
+}
+
+PgTask* PgWork::Cache(const PgTask& row) {
+  auto& slot = cache_[row.t.id];
+  if (!slot) slot = std::make_unique<PgTask>(row);
+  return slot.get();
+}
+
+Status PgWork::Flush() {
+  if (!error_.ok()) return error_;
+  const bool changed = !lines_.empty();
+  if (changed) {
+    const int64_t first = run_->next_seq - static_cast<int64_t>(lines_.size());
+    WIZQ_RETURN_IF_ERROR(conn_->Exec(
+        Sql("INSERT INTO {s}.events (run, seq, kind, body) SELECT $1, $2 + "
+            "x.i - 1, x.k, x.b FROM unnest($3::text[], $4::text[]) WITH "
+            "ORDINALITY AS x(k, b, i)"),
+        {run_->run, first, PgArray(kinds_), PgArray(lines_)}));
+    kinds_.clear();
+    lines_.clear();
+  }
+  for (auto& [id, t] : cache_) {
+    if (t->dirty) WIZQ_RETURN_IF_ERROR(WriteTask(t.get()));
+  }
+  return changed ? WriteRun() : Status::OK();
+}
+
+namespace {
+
+PgParam OrNull(const std::string& s) {
+  return s.empty() ? PgParam(nullptr) : PgParam(s);
+}
+
+// The columns a transition may change, $3 on ($1, $2: run and task id).
+std::vector<PgParam> MutableColumns(const PgTask& row, int64_t run) {
+  const Task& t = row.t;
+  return {run,
+          t.id,
+          static_cast<int>(t.state),
+          t.attempts,
+          t.max_attempts,
+          t.started,
+          t.claimed_by,
+          t.claim_host,
+          OrNull(row.claim_token),
+          row.claim_until_ms,
+          OrNull(t.lease_token),
+          t.lease_expires_ms,
+          t.agent,
+          t.timeout_ms,
+          t.deadline_ms,
+          t.retry_on_timeout,
+          t.retry_at_ms,
+          t.error_reason,
+          t.error_message,
+          t.updated_ms,
+          t.finally_task,
+          t.hook_stale,
+          t.reused_from,
+          OrNull(t.answer),
+          t.answer_source,
+          t.open_children,
+          t.settled_counted,
+          row.hook_due};
+}
+
+constexpr char kMutableNames[] =
+    "state, attempt, max_attempts, started, claimed_by, claim_host, "
+    "claim_token, claim_until_ms, lease_token, lease_expires_ms, agent, "
+    "timeout_ms, deadline_ms, retry_on_timeout, retry_at_ms, error_reason, "
+    "error_message, updated_ms, finally_task, hook_stale, reused_from, "
+    "answer, answer_source, open_children, settled_counted, hook_due";
+
+}  // namespace
+
+Status PgWork::WriteTask(PgTask* row) {
+  std::vector<PgParam> p = MutableColumns(*row, run_->run);
+  const Task& t = row->t;
+  if (!row->stored) {
+    for (PgParam v : std::vector<PgParam>{
+             t.parent_id, t.type, t.inputs, static_cast<int>(t.origin),
+             OrNull(t.dedup_key), t.created_ms, t.has_finally, t.finally_for,
+             t.generation}) {
+      p.push_back(std::move(v));
+    }
+    std::string values;
+    for (size_t i = 1; i <= p.size(); i++) {
+      values += (i > 1 ? ", $" : "$") + std::to_string(i);
+    }
+    WIZQ_RETURN_IF_ERROR(conn_->Exec(
+        Sql(std::string("INSERT INTO {s}.tasks (run, task_id, ") +
+            kMutableNames +
+            ", parent, step, inputs, origin, dedup_key, created_ms, "
+            "has_finally, finally_for, generation) VALUES (" +
+            values + ")"),
+        p));
+  } else {
+    // The fence: the row is as this transaction read or last wrote it.
+    p.push_back(static_cast<int>(row->stored_state));
+    p.push_back(row->stored_attempts);
+    p.push_back(OrNull(row->stored_token));
+    const size_t fence = p.size() - 2;
+    std::string set;
+    size_t n = 3;
+    std::string names = kMutableNames;
+    size_t pos = 0;
+    while (pos < names.size()) {
+      size_t end = names.find(", ", pos);
+      if (end == std::string::npos) end = names.size();
+      if (!set.empty()) set += ", ";
+      set += names.substr(pos, end - pos) + " = $" + std::to_string(n++);
+      pos = end + 2;
+    }
+    PgResult r;
+    WIZQ_RETURN_IF_ERROR(
+        conn_->Exec(Sql("UPDATE {s}.tasks SET " + set +
+                        " WHERE run = $1 AND task_id = $2 AND state = $" +
+                        std::to_string(fence) + " AND attempt = $" +
+                        std::to_string(fence + 1) +
+                        " AND claim_token IS NOT DISTINCT FROM $" +
+                        std::to_string(fence + 2)),
+                    p, &r));
+    if (r.affected_rows() != 1) {
+      return Status::Conflict("task " + std::to_string(t.id) +
+                              " changed under this transaction (its claim "
+                              "was lost): nothing was written");
+    }
+  }
+  row->stored = true;
+  row->stored_state = t.state;
+  row->stored_attempts = t.attempts;
+  row->stored_token = row->claim_token;
+  row->dirty = false;
+  return Status::OK();
+}
+
+Status PgWork::WriteRun() {
+  const PgRun& r = *run_;
+  const RunInfo& i = r.info;
+  return conn_->Exec(
+      Sql("UPDATE {s}.runs SET status = $2, finished_ms = $3, resumes = $4, "
+          "previous_run = $5, no_reuse = $6, from_steps = $7, next_seq = $8, "
+          "next_task = $9, n_pending = $10, n_in_progress = $11, n_done = "
+          "$12, n_failed = $13, n_settled = $14, n_reused = $15, n_imported "
+          "= $16, n_adopted = $17, n_leased = $18, hooks_due = $19, "
+          "hooks_reopened = $20 WHERE run = $1"),
+      {r.run,
+       static_cast<int>(i.status),
+       i.finished_ms,
+       i.resumes,
+       i.previous_run,
+       i.no_reuse,
+       PgFromSteps(i.from),
+       r.next_seq,
+       r.next_task,
+       r.by_state[0],
+       r.by_state[1],
+       r.by_state[2],
+       r.by_state[3],
+       r.settled,
+       r.reused,
+       r.imported,
+       i.adopted,
+       r.leased,
+       r.hooks_due,
+       r.hooks_reopened});
+}
+
+}  // namespace wizq

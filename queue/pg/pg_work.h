@@ -1,0 +1,191 @@
+// PgWork: the changes of one transaction of the PostgreSQL store, made as
+// the directory store's QueueState makes them (queue/dir/state.cc), on rows.
+// Internal to queue/pg/.
+//
+// A transaction of a run has locked the run's row (PgRun); the task rows it
+// touches are read FOR UPDATE into a cache (Find), changed in memory by the
+// events staged (Stage applies each event's rule: counters, settling,
+// hooks), and written back by Flush together with the staged events, whose
+// seqs follow the run's next_seq. Every row write is fenced by the state,
+// attempt and claim token the row had when it was read: a write that
+// matches no row is a Conflict and the transaction is rolled back.
+// Nothing ever loads the whole run: settling walks a task's ancestors.
+#ifndef WIZQ_QUEUE_PG_PG_WORK_H_
+#define WIZQ_QUEUE_PG_PG_WORK_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "queue/events.h"
+#include "queue/run_info.h"
+#include "queue/task.h"
+#include "util/status.h"
+
+namespace wizq {
+
+class PgConn;
+class PgResult;
+
+// The advisory lock spaces of the store (two-int form): a worker's
+// liveness lock (session, held while it lives) and a run's (shared while
+// Store::WhileCurrent runs; an archive takes it exclusively).
+inline constexpr int32_t kPgWorkerLockSpace = 0x77697a77;  // "wizw"
+inline constexpr int32_t kPgRunLockSpace = 0x77697a72;     // "wizr"
+// How long a worker's claim holds without a renewal (its worker renews it
+// every third of that).
+inline constexpr int64_t kPgDefaultWorkerLeaseMs = 30000;
+
+// A run's row, as its transaction holds it locked.
+struct PgRun {
+  int64_t run = 0;  // the row's key (RunRef::key, as decimal text)
+  RunInfo info;
+  int64_t next_seq = 1, next_task = 1;
+  int64_t by_state[4] = {0, 0, 0, 0};
+  int64_t settled = 0, reused = 0, imported = 0, leased = 0;
+  int64_t hooks_due = 0, hooks_reopened = 0;
+  bool archived = false;
+};
+
+// A task's row: the contract's Task and what the store keeps beside it.
+struct PgTask {
+  Task t;
+  std::string claim_token;  // every claim's fencing token; "" unless held
+  int64_t claim_until_ms = 0;
+  bool hook_due = false;
+  // As the row was last read or written: the fence of the next write.
+  bool stored = false;
+  TaskState stored_state = TaskState::kPending;
+  int stored_attempts = 0;
+  std::string stored_token;
+  bool dirty = false;
+};
+
+// SQL text with `{s}` standing for the quoted schema.
+std::string PgSchemaSql(std::string_view sql, const std::string& quoted);
+// A PostgreSQL array literal of `items` (text[] or bigint[] by the cast).
+std::string PgArray(const std::vector<std::string>& items);
+std::string PgIntArray(const std::vector<int64_t>& items);
+// The select list of a task row (table alias t), and its decoder.
+extern const char kPgTaskColumns[];
+void PgTaskFromRow(const PgResult& r, int row, PgTask* out);
+extern const char kPgRunColumns[];
+void PgRunFromRow(const PgResult& r, int row, PgRun* out);
+// RunInfo::from as the run's row keeps it (a JSON array of strings).
+std::string PgFromSteps(const std::vector<std::string>& from);
+// The database's clock in ms since the Unix epoch, as SQL.
+inline constexpr std::string_view kPgNowMsSql =
+    "floor(extract(epoch from clock_timestamp()) * 1000)::bigint";
+// Whether the liveness lock of the worker in row `w` (of workers) is held,
+// as an SQL condition.
+std::string PgWorkerAliveSql();
+// 128 random bits as 32 hex digits (lease and claim tokens).
+std::string NewPgToken();
+
+class PgWork {
+ public:
+  // `quoted`: the schema as an SQL identifier. `run` is locked.
+  PgWork(PgConn* conn, std::string quoted, PgRun* run, int64_t now_ms);
+
+  PgConn* conn() const { return conn_; }
+  std::string Sql(std::string_view sql) const;
+  int64_t now_ms() const { return now_ms_; }
+  PgRun& run() { return *run_; }
+  // The first error a Stage met (the transaction must not commit).
+  const Status& error() const { return error_; }
+  int64_t events_staged() const { return events_; }
+  const std::string& last_line() const { return last_line_; }
+
+  // Task `id`, locked and cached; *task is null when there is none.
+  Status Find(int64_t id, PgTask** task);
+  // The task with dedup key `key` (0: none).
+  Status FindByDedupKey(const std::string& key, int64_t* id);
+  // A row a query read FOR UPDATE, cached unless it already is; returns
+  // the cached one.
+  PgTask* Cache(const PgTask& row);
+  // Writes the staged events, the changed rows and the run's row.
+  Status Flush();
+
+  // Stages one event: encodes its line (seq and ts of this transaction)
+  // and applies its rule to the rows, as QueueState::Apply does.
+  template <typename E>
+  Status Stage(const E& e) {
+    if (!error_.ok()) return error_;
+    std::string line = EncodeEventLine(run_->next_seq, now_ms_, e);
+    Status s = Apply(e, now_ms_);
+    if (!s.ok()) {
+      error_ = s.Annotate("internal error staging " + std::string(E::kName));
+      return error_;
+    }
+    run_->next_seq++;
+    events_++;
+    last_line_ = line;
+    kinds_.emplace_back(E::kName);
+    lines_.push_back(std::move(line));
+    return Status::OK();
+  }
+
+  // Stage() of whichever event `event` holds (an import's, queue/import.h).
+  Status StageAny(const Event& event) {
+    return std::visit(
+        [this](const auto& e) -> Status {
+          if constexpr (std::is_same_v<std::decay_t<decltype(e)>,
+                                       UnknownEvent>) {
+            return Status::InvalidArgument("an unknown event is not staged");
+          } else {
+            return Stage(e);
+          }
+        },
+        event);
+  }
+
+ private:
+  // queue/pg/pg_apply.cc: one rule per event kind.
+  Status Apply(const RunStarted& e, int64_t ts);
+  Status Apply(const RunResumed& e, int64_t ts);
+  Status Apply(const QueueArchived& e, int64_t ts);
+  Status Apply(const WorkerJoined&, int64_t) { return Status::OK(); }
+  Status Apply(const WorkerLeft&, int64_t) { return Status::OK(); }
+  Status Apply(const TaskSubmitted& e, int64_t ts);
+  Status Apply(const TaskDeduplicated&, int64_t) { return Status::OK(); }
+  Status Apply(const TaskClaimed& e, int64_t ts);
+  Status Apply(const TaskCompleted& e, int64_t ts);
+  Status Apply(const TaskFailed& e, int64_t ts);
+  Status Apply(const TaskReset& e, int64_t ts);
+  Status Apply(const RunFinished& e, int64_t ts);
+  Status Apply(const TaskRetried& e, int64_t ts);
+  Status Apply(const RunImported&, int64_t) { return Status::OK(); }
+  Status Apply(const TaskAnswered& e, int64_t ts);
+  Status Apply(const RunPaused& e, int64_t ts);
+  Status Apply(const LeaseRenewed& e, int64_t ts);
+  Status Apply(const TaskAdopted& e, int64_t ts);
+  Status Apply(const TaskStarted& e, int64_t ts);
+  Status Require(int64_t id, TaskState s, std::string_view what, PgTask** task);
+  Status AddTask(PgTask* t);
+  void SetState(PgTask* t, TaskState s);
+  Status Settle(PgTask* t);
+  Status Unsettle(PgTask* t);
+  void UpdateHookDue(PgTask* t);
+  Status MarkHooksStale(int64_t from);
+  Status WriteTask(PgTask* t);
+  Status WriteRun();
+
+  PgConn* conn_;
+  std::string quoted_;
+  PgRun* run_;
+  int64_t now_ms_;
+  Status error_;
+  std::map<int64_t, std::unique_ptr<PgTask>> cache_;
+  std::vector<std::string> kinds_, lines_;  // staged, not yet written
+  int64_t events_ = 0;
+  std::string last_line_;
+};
+
+}  // namespace wizq
+
+#endif  // WIZQ_QUEUE_PG_PG_WORK_H_

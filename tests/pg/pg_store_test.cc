@@ -1,0 +1,279 @@
+// The PostgreSQL store beyond what the contract suite (tests/store/) can
+// see: several processes and sessions on one run, a worker's liveness
+// session lost, the fence of a stale worker, and the event seq under
+// concurrent transactions (anchors §7.7: rows 1, 5, 11 and 13).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "fs/env.h"
+#include "queue/store.h"
+#include "tests/pg/pg_test_util.h"
+#include "tests/test_util.h"
+
+extern char** environ;
+
+namespace wizq::test {
+namespace {
+
+NewTask MakeNew(const std::string& type, const std::string& inputs) {
+  NewTask t;
+  t.type = type;
+  t.inputs = inputs;
+  t.origin = Origin::kInitial;
+  t.max_attempts = 3;
+  return t;
+}
+
+class PgStoreTest : public PgTest {
+ protected:
+  StoreOptions Options(std::vector<NewTask> roots = {}) {
+    StoreOptions o;
+    o.location = cluster_->Location();
+    o.schema = schema_;
+    o.install_dir = dir_.path();
+    o.env = Env::Posix();
+    o.run_id = "r1";
+    o.workflow_json = "{}";
+    o.wizq_version = "test";
+    o.initial_tasks = std::move(roots);
+    return o;
+  }
+  std::unique_ptr<Store> OpenOk(const StoreOptions& o) {
+    std::unique_ptr<Store> s;
+    const Status st = Store::Open(o, &s, nullptr);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return s;
+  }
+  std::vector<EventRecord> Events(Store* s) {
+    std::vector<EventRecord> events;
+    EXPECT_OK(s->ReadEvents(0, SIZE_MAX, &events));
+    return events;
+  }
+
+  // Starts store_tool with `args` (after the run's location), its stdout
+  // into `out`; returns its pid.
+  pid_t Tool(std::vector<std::string> args, const std::string& out) {
+    const StoreOptions o = Options();
+    const std::string tool = BuildDir() + "/store_tool";
+    std::vector<std::string> all = {tool,     "--location",  o.location,
+                                    "--dir",  o.install_dir, "--run-id",
+                                    o.run_id, "--schema",    o.schema};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid = 0;
+    EXPECT_EQ(
+        posix_spawn(&pid, tool.c_str(), &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
+  }
+  static int Reap(pid_t pid) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  ScratchDir dir_;
+};
+
+HostId Host(const std::string& boot) {
+  HostId h;
+  h.boot_id = boot;
+  h.pid_ns = 4026531836;
+  h.workspace_dev = 2049;
+  h.workspace_ino = 7;
+  return h;
+}
+
+// Anchors §7.7 row 11: concurrent claims from two processes (SKIP LOCKED,
+// one run) never hand one task to both.
+TEST_F(PgStoreTest, TwoProcessesClaimDisjointTasks) {
+  std::vector<NewTask> roots;
+  for (int i = 0; i < 120; i++) {
+    roots.push_back(MakeNew("S", "{\"i\":" + std::to_string(i) + "}"));
+  }
+  ASSERT_OK(OpenOk(Options(roots))->Close());
+  const std::string out[2] = {dir_.Join("a.out"), dir_.Join("b.out")};
+  const pid_t a = Tool({"--type", "S", "--claim-all"}, out[0]);
+  const pid_t b = Tool({"--type", "S", "--claim-all"}, out[1]);
+  EXPECT_EQ(Reap(a), 0);
+  EXPECT_EQ(Reap(b), 0);
+  std::vector<int64_t> all;
+  size_t per[2] = {0, 0};
+  for (int i = 0; i < 2; i++) {
+    std::ifstream in(out[i]);
+    int64_t id = 0;
+    while (in >> id) {
+      all.push_back(id);
+      per[i]++;
+    }
+  }
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), 120u);
+  for (int i = 0; i < 120; i++) EXPECT_EQ(all[i], i + 1) << "each once";
+  EXPECT_GT(per[0], 0u) << "both processes claimed";
+  EXPECT_GT(per[1], 0u) << "both processes claimed";
+  auto s = OpenOk(Options());
+  RunCounts c;
+  ASSERT_OK(s->Counts(&c));
+  EXPECT_EQ(c.of(TaskState::kDone), 120);
+}
+
+// Anchors §7.7 row 11: the same <type, canonical inputs> submitted by
+// several processes at once is one task.
+TEST_F(PgStoreTest, ConcurrentSubmitsOfTheSameTaskYieldOne) {
+  ASSERT_OK(OpenOk(Options({MakeNew("Root", "{}")}))->Close());
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 4; i++) {
+    const std::string inputs =
+        i % 2 ? "{\"a\":1,\"b\":2}" : "{\"b\":2,\"a\":1}";
+    pids.push_back(Tool({"--type", "S", "--inputs", inputs},
+                        dir_.Join("s" + std::to_string(i))));
+  }
+  for (pid_t p : pids) EXPECT_EQ(Reap(p), 0);
+  auto s = OpenOk(Options());
+  std::vector<wizq::Task> tasks;
+  TaskFilter f;
+  f.steps = {"S"};
+  ASSERT_OK(s->ListTasks(f, &tasks));
+  EXPECT_EQ(tasks.size(), 1u);
+  int dups = 0;
+  for (const EventRecord& e : Events(s.get())) {
+    dups += e.line.find("\"task_deduplicated\"") != std::string::npos;
+  }
+  EXPECT_EQ(dups, 3);
+}
+
+// Anchors §7.7 rows 1 and 5: a worker whose liveness session is ended
+// (pg_terminate_backend) stops renewing its claim; once the claim's lease
+// lapsed (not before: the lease is the authority across hosts) a worker
+// on another host takes the task over, and the first worker's late
+// completion is refused with nothing written.
+TEST_F(PgStoreTest, AStaleCompleteAfterTheLeaseLapsedIsRefused) {
+  StoreOptions oa = Options({MakeNew("S", "{}")});
+  oa.host = Host("boot-a");
+  oa.worker_lease_ms = 600;
+  auto a = OpenOk(oa);
+  std::vector<wizq::Task> got;
+  ClaimFilter f;
+  f.steps = {"S"};
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
+    WIZQ_RETURN_IF_ERROR(txn.Claim(f, &got));
+    return txn.MarkStarted({1});
+  }));
+  ASSERT_EQ(got.size(), 1u);
+  PgResult r;
+  ASSERT_OK(admin_->Exec(
+      "SELECT backend_pid FROM " + schema_ + ".workers WHERE worker_id = $1",
+      {a->worker_id()}, &r));
+  ASSERT_EQ(r.rows(), 1);
+  ASSERT_OK(
+      cluster_->TerminateBackend(static_cast<int>(r.GetInt(0, "backend_pid"))));
+
+  StoreOptions ob = Options();
+  ob.host = Host("boot-b");
+  auto b = OpenOk(ob);
+  std::vector<wizq::Task> none;
+  ASSERT_OK(b->Transact([&](StoreTxn& txn) { return txn.Claim(f, &none); }));
+  EXPECT_TRUE(none.empty()) << "taken over before the lease lapsed";
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  std::vector<wizq::Task> again;
+  ASSERT_OK(b->Transact([&](StoreTxn& txn) { return txn.Claim(f, &again); }));
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].attempts, 2) << "the started attempt was charged";
+
+  const size_t before = Events(b.get()).size();
+  std::vector<int64_t> ids;
+  const Status st = a->Transact(
+      [&](StoreTxn& txn) { return txn.Complete(1, Completion(), &ids); });
+  EXPECT_TRUE(st.IsConflict()) << st.ToString();
+  EXPECT_EQ(Events(b.get()).size(), before) << "nothing written";
+  wizq::Task t;
+  ASSERT_OK(b->GetTask(1, &t));
+  EXPECT_EQ(t.state, TaskState::kInProgress);
+  EXPECT_EQ(t.claimed_by, b->worker_id());
+  // And the worker that lost its liveness claims nothing more.
+  const Status claim =
+      a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &none); });
+  EXPECT_FALSE(claim.ok());
+}
+
+// Anchors §7.7 row 13: transitions of one run from several sessions, some
+// rolled back, leave a dense seq 1..n that a tailer never sees out of
+// order.
+TEST_F(PgStoreTest, SeqIsDenseUnderConcurrentTransactionsWithRollbacks) {
+  ASSERT_OK(OpenOk(Options({MakeNew("Root", "{}")}))->Close());
+  std::atomic<bool> done{false};
+  std::atomic<int> committed{0};
+  auto worker = [&](int n) {
+    auto s = OpenOk(Options());
+    if (s == nullptr) return;
+    std::mt19937 rng(n);
+    for (int i = 0; i < 40; i++) {
+      const bool rollback = rng() % 3 == 0;
+      const Status st = s->Transact([&](StoreTxn& txn) {
+        int64_t id = 0;
+        bool dup = false;
+        WIZQ_RETURN_IF_ERROR(
+            txn.Submit(MakeNew("S", "{\"w\":" + std::to_string(n) +
+                                        ",\"i\":" + std::to_string(i) + "}"),
+                       &id, &dup));
+        return rollback ? Status::Busy("rolled back on purpose") : Status::OK();
+      });
+      EXPECT_EQ(st.ok(), !rollback) << st.ToString();
+      if (st.ok()) committed++;
+    }
+    EXPECT_OK(s->Close());
+  };
+  std::vector<std::string> problems;
+  std::thread tailer([&] {
+    auto s = OpenOk(Options());
+    if (s == nullptr) return;
+    int64_t last = 0;
+    while (!done.load()) {
+      std::vector<EventRecord> got;
+      EXPECT_OK(s->ReadEvents(last, SIZE_MAX, &got));
+      for (const EventRecord& e : got) {
+        if (e.seq != last + 1) {
+          problems.push_back(std::to_string(e.seq) + " after " +
+                             std::to_string(last));
+        }
+        last = e.seq;
+      }
+    }
+  });
+  std::vector<std::thread> workers;
+  for (int n = 0; n < 4; n++) workers.emplace_back(worker, n);
+  for (std::thread& w : workers) w.join();
+  done = true;
+  tailer.join();
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  auto s = OpenOk(Options());
+  const std::vector<EventRecord> all = Events(s.get());
+  for (size_t i = 0; i < all.size(); i++) {
+    ASSERT_EQ(all[i].seq, static_cast<int64_t>(i + 1));
+  }
+  TaskFilter f;
+  f.steps = {"S"};
+  std::vector<wizq::Task> tasks;
+  ASSERT_OK(s->ListTasks(f, &tasks));
+  EXPECT_EQ(static_cast<int>(tasks.size()), committed.load());
+  for (size_t i = 0; i < tasks.size(); i++) {
+    EXPECT_EQ(tasks[i].id, static_cast<int64_t>(i + 2)) << "ids are dense";
+  }
+}
+
+}  // namespace
+}  // namespace wizq::test
