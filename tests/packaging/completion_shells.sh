@@ -118,6 +118,10 @@ type_tab() {
 }
 
 for sh in bash zsh fish; do
+  # A tmux server of its own per shell: the previous shell's server exits
+  # on its own after kill-session, and a new session sent to it while it
+  # exits fails with "server exited unexpectedly".
+  socket=wizq-completion-$$-$sh
   case $sh in
     bash) cmd="bash --noprofile --rcfile $home/bashrc -i" ;;
     zsh) cmd="zsh -i" ;;
