@@ -296,6 +296,46 @@ TEST_F(PgStoreTest, ADatabaseRestartShorterThanTheLeaseRerunsNothing) {
   }
 }
 
+// The other side of the rule: a worker on the same host, opened after the
+// restart and before the first worker took its liveness back, saw it dead
+// and put its claim back (as a same-host worker may). The first worker
+// then stays gone: it does not take its liveness back, claims nothing, and
+// its late completion is refused.
+TEST_F(PgStoreTest, AfterARestartAWorkerDeclaredDeadStaysGone) {
+  StoreOptions oa = Options({MakeNew("S", "{}")});
+  oa.host = Host("boot-a");
+  oa.worker_lease_ms = 60000;  // no renewal before the restart is done
+  auto a = OpenOk(oa);
+  ClaimFilter f;
+  f.steps = {"S"};
+  std::vector<wizq::Task> got;
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
+    WIZQ_RETURN_IF_ERROR(txn.Claim(f, &got));
+    return txn.MarkStarted({1});
+  }));
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_OK(cluster_->Stop(PgCluster::StopMode::kImmediate));
+  ASSERT_OK(cluster_->Start());
+
+  StoreOptions oc = Options();
+  oc.host = Host("boot-a");
+  OpenReport report;
+  std::unique_ptr<Store> c;
+  ASSERT_OK(Store::Open(oc, &c, &report));
+  EXPECT_EQ(report.tasks_reset, 1) << "the same host put the claim back";
+
+  std::vector<int64_t> ids;
+  const Status late = a->Transact(
+      [&](StoreTxn& txn) { return txn.Complete(1, Completion(), &ids); });
+  EXPECT_TRUE(late.IsConflict()) << late.ToString();
+  EXPECT_FALSE(AliveWithin(c.get(), a->worker_id(), 3000));
+  std::vector<wizq::Task> none;
+  const Status claim =
+      a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &none); });
+  EXPECT_FALSE(claim.ok()) << "a worker declared dead claimed again";
+  EXPECT_TRUE(none.empty());
+}
+
 // The backend of the store's transaction session (its last statement
 // named the schema), found as the superuser.
 int SessionOf(PgConn* admin, const std::string& schema) {
