@@ -38,9 +38,12 @@ void PgStore::RenewLoop() {
 
 // The worker's claims (not the leased ones, which their agents renew) hold
 // for worker_lease_ms. The run's row is locked first, as by every
-// transaction, so that renewals never deadlock with them.
+// transaction, so that renewals never deadlock with them. Called by the
+// renewer, and by a transaction or read that found its own session lost
+// (PgStore::OnSession).
 Status PgStore::RenewClaims() {
   std::lock_guard<std::mutex> g(live_mu_);
+  if (live_ == nullptr) return Status::OK();  // closed
   if (live_gone_) return Status::IOError("the liveness session was lost");
   Status s;
   if (!live_->lost()) {

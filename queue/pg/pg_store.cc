@@ -66,7 +66,9 @@ Status PgStore::OnSession(const std::function<Status()>& fn) {
   WIZQ_RETURN_IF_ERROR(EnsureConn());
   Status s = fn();
   if (s.ok() || !was_open || !conn_->lost()) return s;
-  stop_cv_.notify_all();  // the renewer looks at the liveness session now
+  // The liveness session most likely went the same way (a restarted
+  // server): settled now, before a claim relies on it.
+  if (!worker_id_.empty()) RenewClaims().IgnoreError();
   WIZQ_RETURN_IF_ERROR(EnsureConn().Annotate(s.message()));
   return fn();
 }

@@ -353,7 +353,7 @@ int SessionOf(PgConn* admin, const std::string& schema) {
 // ended between two transactions: the next read and the next transaction
 // each open a new one and succeed; nothing re-runs, the worker stays alive.
 TEST_F(PgStoreTest, ADroppedTransactionSessionRerunsNothing) {
-  StoreOptions oa = Options({MakeNew("S", "{}")});
+  StoreOptions oa = Options({MakeNew("S", "{}"), MakeNew("S", "{\"i\":2}")});
   oa.worker_lease_ms = 30000;
   auto a = OpenOk(oa);
   ClaimFilter f;
@@ -371,13 +371,18 @@ TEST_F(PgStoreTest, ADroppedTransactionSessionRerunsNothing) {
   EXPECT_EQ(t.state, TaskState::kInProgress);
   ASSERT_OK(cluster_->TerminateBackend(SessionOf(admin_.get(), schema_)));
   std::vector<int64_t> ids;
-  ASSERT_OK(a->Transact(
-      [&](StoreTxn& txn) { return txn.Complete(1, Completion(), &ids); }));
+  std::vector<wizq::Task> next;
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
+    WIZQ_RETURN_IF_ERROR(txn.Complete(1, Completion(), &ids));
+    return txn.Claim(f, &next);
+  }));
+  ASSERT_EQ(next.size(), 1u) << "the worker still claims";
+  EXPECT_EQ(next[0].id, 2);
   ASSERT_OK(a->GetTask(1, &t));
   EXPECT_EQ(t.state, TaskState::kDone);
   EXPECT_EQ(t.attempts, 1);
   const std::vector<EventRecord> events = Events(a.get());
-  EXPECT_EQ(CountKind(events, "task_claimed"), 1);
+  EXPECT_EQ(CountKind(events, "task_claimed"), 2);
   EXPECT_EQ(CountKind(events, "task_reset"), 0);
   EXPECT_TRUE(AliveWithin(a.get(), a->worker_id(), 0));
 }
