@@ -88,15 +88,14 @@ Status PgStore::Relive() {
   WIZQ_RETURN_IF_ERROR(
       c->TryAdvisoryLock(kPgWorkerLockSpace, lock_key_, &locked));
   PgTxn txn(c.get());
-  WIZQ_RETURN_IF_ERROR(txn.Begin());
-  std::string why = locked ? "" : "its lock key is held by another session";
-  if (why.empty()) WIZQ_RETURN_IF_ERROR(WhyNotRelive(c.get(), &why));
+  std::string why = "its lock key is held by another session";
+  if (locked) {
+    WIZQ_RETURN_IF_ERROR(txn.Begin());
+    WIZQ_RETURN_IF_ERROR(WhyNotRelive(c.get(), &why));
+  }
   if (!why.empty()) {
     live_gone_ = true;  // c ends, and with it the lock it may hold
-    return Status::IOError(
-        "the liveness session was lost and is not taken "
-        "back: " +
-        why);
+    return Status::IOError("the liveness session was lost for good: " + why);
   }
   WIZQ_RETURN_IF_ERROR(c->Exec(
       Sql("INSERT INTO {s}.workers (worker_id, run, host, pid, backend_pid, "
@@ -113,10 +112,12 @@ Status PgStore::Relive() {
   return Status::OK();
 }
 
-// Inside Relive's transaction (the run's row is locked next, so that no
-// transaction that saw this worker dead is still under way): "" if the
-// liveness may be taken back, else why not.
+// Inside Relive's transaction, with the lock key held: *why is "" if the
+// liveness may be taken back, else why not. The run's row is locked
+// first, so that no transaction that saw this worker dead is still under
+// way (it held the row) and none starts before the commit.
 Status PgStore::WhyNotRelive(PgConn* c, std::string* why) {
+  why->clear();
   PgResult r;
   WIZQ_RETURN_IF_ERROR(c->Exec(
       Sql("SELECT archived_at IS NOT NULL AS archived, "

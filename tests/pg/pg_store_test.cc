@@ -336,6 +336,32 @@ TEST_F(PgStoreTest, AfterARestartAWorkerDeclaredDeadStaysGone) {
   EXPECT_TRUE(none.empty());
 }
 
+// A restart longer than the lease: the worker's claim lapsed meanwhile (any
+// host may rescue it), so the worker does not take its liveness back.
+TEST_F(PgStoreTest, AfterARestartLongerThanTheLeaseTheWorkerStaysGone) {
+  StoreOptions oa = Options({MakeNew("S", "{}"), MakeNew("S", "{\"i\":2}")});
+  oa.host = Host("boot-a");
+  oa.worker_lease_ms = 1500;
+  auto a = OpenOk(oa);
+  ClaimFilter f;
+  f.steps = {"S"};
+  std::vector<wizq::Task> got;
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &got); }));
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_OK(cluster_->Stop(PgCluster::StopMode::kImmediate));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  ASSERT_OK(cluster_->Start());
+  std::vector<wizq::Task> none;
+  const Status claim =
+      a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &none); });
+  EXPECT_FALSE(claim.ok()) << "a worker whose claim lapsed claimed again";
+  StoreOptions ob = Options();
+  ob.host = Host("boot-b");
+  auto b = OpenOk(ob);
+  ASSERT_NE(b, nullptr);
+  EXPECT_FALSE(AliveWithin(b.get(), a->worker_id(), 2000));
+}
+
 // The backend of the store's transaction session (its last statement
 // named the schema), found as the superuser.
 int SessionOf(PgConn* admin, const std::string& schema) {
