@@ -1,7 +1,9 @@
 // The PostgreSQL store beyond what the contract suite (tests/store/) can
 // see: several processes and sessions on one run, a worker's liveness
-// session lost, the fence of a stale worker, and the event seq under
-// concurrent transactions (anchors §7.7: rows 1, 5, 11 and 13).
+// session lost, the fence of a stale worker, the server restarted and a
+// worker's transaction session dropped (what comes back, what re-runs),
+// and the event seq under concurrent transactions (anchors §7.7: rows 1,
+// 3, 5, 11 and 13).
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -235,7 +237,7 @@ bool AliveWithin(Store* s, const std::string& id, int wait_ms) {
   return false;
 }
 
-// Anchors §7.7 row 9, SPEC §14: PostgreSQL stopped -m immediate for 5 s
+// Anchors §7.7 row 3, SPEC §14: PostgreSQL stopped -m immediate for 5 s
 // (shorter than the 30 s lease) and started again. The worker's sessions
 // all end; its next transaction opens a new one and completes its tasks,
 // its liveness comes back (nobody took anything over), a worker on another
