@@ -181,10 +181,16 @@ Status PgConn::LostStatus(const char* what) {
 Status PgConn::Fail(const char* what, PGresult* res) {
   // No result at all: the statement could not be sent, or the socket
   // failed while waiting.
-  const bool gone = PQstatus(conn_) == CONNECTION_BAD || res == nullptr;
-  const PgErrorKind kind = ClassifyPgError(res, gone);
+  bool gone = PQstatus(conn_) == CONNECTION_BAD || res == nullptr;
   const char* state =
       res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  // An error of libpq's own (no SQLSTATE) after the server closed the
+  // socket under a write (a restarted server) leaves the status OK until
+  // the next read: one read settles whether the session is gone.
+  if (!gone && state == nullptr) {
+    gone = PQconsumeInput(conn_) == 0 || PQstatus(conn_) == CONNECTION_BAD;
+  }
+  const PgErrorKind kind = ClassifyPgError(res, gone);
   last_error_ = {kind, state != nullptr ? state : ""};
   std::string text = ErrorText(res, conn_);
   PQclear(res);

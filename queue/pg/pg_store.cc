@@ -57,8 +57,31 @@ Status PgStore::EnsureConn() {
   return PgConn::Open(options_.location, o, &conn_);
 }
 
-Status PgStore::Begin(int64_t run, PgRun* locked, int64_t* now_ms) {
+// A session is found lost only when a statement fails on it (a restarted
+// server, an ended backend): `fn`, which keeps nothing of a failed try, is
+// then run once more on a new session. A session that was just opened and
+// fails is not retried (the server is down).
+Status PgStore::OnSession(const std::function<Status()>& fn) {
+  const bool was_open = conn_ != nullptr && !conn_->lost();
   WIZQ_RETURN_IF_ERROR(EnsureConn());
+  Status s = fn();
+  if (s.ok() || !was_open || !conn_->lost()) return s;
+  // The liveness session most likely went the same way (a restarted
+  // server): settled now, before a claim relies on it.
+  if (!worker_id_.empty()) RenewClaims().IgnoreError();
+  WIZQ_RETURN_IF_ERROR(EnsureConn().Annotate(s.message()));
+  return fn();
+}
+
+// Before the caller's verbs run, a lost session is replaced: nothing of
+// the transaction was kept (the server rolls back what a lost session
+// began), and nothing of it was done in the caller's memory yet. Never
+// inside one: a session lost later fails the transaction.
+Status PgStore::Begin(int64_t run, PgRun* locked, int64_t* now_ms) {
+  return OnSession([&] { return LockRun(run, locked, now_ms); });
+}
+
+Status PgStore::LockRun(int64_t run, PgRun* locked, int64_t* now_ms) {
   WIZQ_RETURN_IF_ERROR(conn_->Begin());
   PgResult r;
   WIZQ_RETURN_IF_ERROR(
@@ -162,49 +185,8 @@ Status PgStore::Close() {
   if (s.ok()) {
     s = live_->AdvisoryUnlock(kPgWorkerLockSpace, lock_key_, &released);
   }
+  if (live_->lost()) s = Status::OK();  // the lock went with the session
   live_.reset();
-  return s;
-}
-
-// The worker's claims (not the leased ones, which their agents renew) hold
-// for worker_lease_ms; renewed every third of it. The run's row is locked
-// first, as by every transaction, so that renewals never deadlock with
-// them. A worker whose session is lost stops: its claims lapse, and
-// another host may take them over.
-void PgStore::RenewLoop() {
-  std::unique_lock<std::mutex> lock(stop_mu_);
-  while (!stop_) {
-    stop_cv_.wait_for(lock, std::chrono::milliseconds(worker_lease_ms_ / 3));
-    if (stop_) return;
-    lock.unlock();
-    const Status s = RenewClaims();
-    lock.lock();
-    if (!s.ok() && live_lost_.load()) return;
-  }
-}
-
-Status PgStore::RenewClaims() {
-  std::lock_guard<std::mutex> g(live_mu_);
-  if (live_ == nullptr || live_->lost()) {
-    live_lost_ = true;
-    return Status::IOError("the liveness session was lost");
-  }
-  PgTxn txn(live_.get());
-  Status s = txn.Begin();
-  if (s.ok()) {
-    s = live_->Exec(Sql("SELECT 1 FROM {s}.runs WHERE run = $1 FOR UPDATE"),
-                    {run_});
-  }
-  if (s.ok()) {
-    s = live_->Exec(
-        Sql("UPDATE {s}.tasks SET claim_until_ms = " +
-            std::string(kPgNowMsSql) +
-            " + $3 WHERE run = $1 AND state = 1 AND claimed_by = $2 AND "
-            "lease_token IS NULL"),
-        {run_, worker_id_, worker_lease_ms_});
-  }
-  if (s.ok()) s = txn.Commit();
-  if (live_->lost()) live_lost_ = true;
   return s;
 }
 

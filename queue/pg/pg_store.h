@@ -10,11 +10,13 @@
 // order; runs do not contend. A transaction reads only the rows it
 // touches (PgWork), so no process holds the whole run.
 //
-// Connections: `conn_` for transactions and reads (re-opened after a lost
-// session); a worker's `live_`, holding its liveness lock (a session
-// advisory lock, never re-opened: losing it ends the worker's claiming)
-// and renewing its claims' leases from a thread; `listen_` for
-// WaitForChange's LISTEN.
+// Connections: `conn_` for transactions and reads (a session found lost
+// is re-opened before a transaction or a read starts, never inside a
+// transaction); a worker's `live_`, holding its liveness lock (a session
+// advisory lock: losing it stops the worker's claiming; it is taken back
+// on a new session only after a server restart that nobody acted on,
+// pg_live.cc) and renewing its claims' leases from a thread; `listen_`
+// for WaitForChange's LISTEN.
 #ifndef WIZQ_QUEUE_PG_PG_STORE_H_
 #define WIZQ_QUEUE_PG_PG_STORE_H_
 
@@ -85,11 +87,18 @@ class PgStore : public Store {
   Status LiveWorkers(int64_t run, std::vector<WorkerInfo>* live);
 
   // queue/pg/pg_store.cc
+  Status OnSession(const std::function<Status()>& fn);
   Status Begin(int64_t run, PgRun* locked, int64_t* now_ms);
+  Status LockRun(int64_t run, PgRun* locked, int64_t* now_ms);
   Status Commit(PgWork* w);
   Status EnsureConn();
+
+  // queue/pg/pg_live.cc
   void RenewLoop();
   Status RenewClaims();
+  Status Renew(PgConn* c);
+  Status Relive();
+  Status WhyNotRelive(PgConn* c, std::string* why);
 
   // queue/pg/pg_reclaim.cc
   Status Reclaim(PgWork* w, Reclaimed* out);
@@ -118,8 +127,13 @@ class PgStore : public Store {
 
   std::unique_ptr<PgConn> live_;  // guarded by live_mu_
   std::mutex live_mu_;
-  std::atomic<bool> live_lost_{false};
+  std::atomic<bool> live_lost_{false};  // claims nothing while set
+  std::atomic<bool> live_gone_{false};  // and never takes it back
   int32_t lock_key_ = 0;
+  // As of the last proof of life (registration, a renewal): the run's
+  // next seq and the server's start time. Guarded by live_mu_.
+  int64_t live_seq_ = 0;
+  std::string server_up_;
   std::thread renewer_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

@@ -349,9 +349,12 @@ Status PgStore::Register(int64_t run) {
   bool locked = false;
   for (int i = 0; i < 16 && !locked; i++) {  // a cycled key may be held
     PgResult r;
-    WIZQ_RETURN_IF_ERROR(live_->Exec(
-        Sql("SELECT nextval('{s}.worker_lock_keys')::int AS key"), {}, &r));
+    WIZQ_RETURN_IF_ERROR(
+        live_->Exec(Sql("SELECT nextval('{s}.worker_lock_keys')::int AS key, "
+                        "pg_postmaster_start_time()::text AS up"),
+                    {}, &r));
     lock_key_ = static_cast<int32_t>(r.GetInt(0, "key"));
+    server_up_ = r.Get(0, "up");
     WIZQ_RETURN_IF_ERROR(
         live_->TryAdvisoryLock(kPgWorkerLockSpace, lock_key_, &locked));
   }

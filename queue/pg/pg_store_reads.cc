@@ -104,30 +104,30 @@ void PgCountsOf(const PgRun& run, RunCounts* c) {
 
 Status PgStore::GetRun(RunInfo* info) {
   std::lock_guard<std::mutex> guard(mu_);
-  WIZQ_RETURN_IF_ERROR(EnsureConn());
   PgRun run;
-  WIZQ_RETURN_IF_ERROR(PgReadRun(conn_.get(), quoted_, run_, &run));
+  WIZQ_RETURN_IF_ERROR(
+      OnSession([&] { return PgReadRun(conn_.get(), quoted_, run_, &run); }));
   *info = run.info;
   return Status::OK();
 }
 
 Status PgStore::GetTask(int64_t id, Task* task) {
   std::lock_guard<std::mutex> guard(mu_);
-  WIZQ_RETURN_IF_ERROR(EnsureConn());
-  return PgReadTask(conn_.get(), quoted_, run_, id, task);
+  return OnSession(
+      [&] { return PgReadTask(conn_.get(), quoted_, run_, id, task); });
 }
 
 Status PgStore::ListTasks(const TaskFilter& f, std::vector<Task>* out) {
   std::lock_guard<std::mutex> guard(mu_);
-  WIZQ_RETURN_IF_ERROR(EnsureConn());
-  return PgListTasks(conn_.get(), quoted_, run_, f, out);
+  return OnSession(
+      [&] { return PgListTasks(conn_.get(), quoted_, run_, f, out); });
 }
 
 Status PgStore::Counts(RunCounts* counts) {
   std::lock_guard<std::mutex> guard(mu_);
-  WIZQ_RETURN_IF_ERROR(EnsureConn());
   PgRun run;
-  WIZQ_RETURN_IF_ERROR(PgReadRun(conn_.get(), quoted_, run_, &run));
+  WIZQ_RETURN_IF_ERROR(
+      OnSession([&] { return PgReadRun(conn_.get(), quoted_, run_, &run); }));
   PgCountsOf(run, counts);
   return Status::OK();
 }
@@ -136,15 +136,15 @@ Status PgStore::ReadEvents(int64_t after_seq, size_t max,
                            std::vector<EventRecord>* events) {
   events->clear();
   std::lock_guard<std::mutex> guard(mu_);
-  WIZQ_RETURN_IF_ERROR(EnsureConn());
   PgResult r;
   const int64_t limit = max > static_cast<size_t>(INT64_MAX)
                             ? INT64_MAX
                             : static_cast<int64_t>(max);
-  WIZQ_RETURN_IF_ERROR(
-      conn_->Exec(Sql("SELECT seq, body FROM {s}.events WHERE run = $1 AND "
-                      "seq > $2 ORDER BY seq LIMIT $3"),
-                  {run_, after_seq, limit}, &r));
+  WIZQ_RETURN_IF_ERROR(OnSession([&] {
+    return conn_->Exec(Sql("SELECT seq, body FROM {s}.events WHERE run = $1 "
+                           "AND seq > $2 ORDER BY seq LIMIT $3"),
+                       {run_, after_seq, limit}, &r);
+  }));
   for (int i = 0; i < r.rows(); i++) {
     events->push_back({r.GetInt(i, "seq"), std::string(r.Get(i, "body"))});
   }
@@ -173,9 +173,9 @@ Status PgStore::WaitForChange(int64_t after_seq, int timeout_ms, int64_t* seq) {
     }
     {
       std::lock_guard<std::mutex> guard(mu_);
-      WIZQ_RETURN_IF_ERROR(EnsureConn());
       PgRun run;
-      WIZQ_RETURN_IF_ERROR(PgReadRun(conn_.get(), quoted_, run_, &run));
+      WIZQ_RETURN_IF_ERROR(OnSession(
+          [&] { return PgReadRun(conn_.get(), quoted_, run_, &run); }));
       *seq = run.next_seq - 1;
     }
     if (*seq > after_seq) return Status::OK();
@@ -199,14 +199,15 @@ Status PgStore::WaitForChange(int64_t after_seq, int timeout_ms, int64_t* seq) {
 Status PgStore::Workers(std::vector<WorkerInfo>* workers) {
   workers->clear();
   std::lock_guard<std::mutex> guard(mu_);
-  WIZQ_RETURN_IF_ERROR(EnsureConn());
   PgResult r;
-  WIZQ_RETURN_IF_ERROR(conn_->Exec(
-      Sql("SELECT w.worker_id, r.run_id, w.host, w.pid, w.started_ms, " +
-          PgWorkerAliveSql() +
-          " AS alive FROM {s}.workers w JOIN {s}.runs r ON r.run = w.run "
-          "WHERE w.run = $1 ORDER BY w.started_ms, w.worker_id"),
-      {run_}, &r));
+  WIZQ_RETURN_IF_ERROR(OnSession([&] {
+    return conn_->Exec(
+        Sql("SELECT w.worker_id, r.run_id, w.host, w.pid, w.started_ms, " +
+            PgWorkerAliveSql() +
+            " AS alive FROM {s}.workers w JOIN {s}.runs r ON r.run = w.run "
+            "WHERE w.run = $1 ORDER BY w.started_ms, w.worker_id"),
+        {run_}, &r);
+  }));
   for (int i = 0; i < r.rows(); i++) {
     WorkerInfo w;
     w.id = r.Get(i, "worker_id");
@@ -225,13 +226,14 @@ Status PgStore::Workers(std::vector<WorkerInfo>* workers) {
 Status PgStore::ListRuns(std::vector<RunRef>* runs) {
   runs->clear();
   std::lock_guard<std::mutex> guard(mu_);
-  WIZQ_RETURN_IF_ERROR(EnsureConn());
   PgResult r;
-  WIZQ_RETURN_IF_ERROR(conn_->Exec(
-      Sql(std::string("SELECT ") + kPgRunColumns +
-          " FROM {s}.runs r WHERE r.run_id = (SELECT run_id FROM {s}.runs "
-          "WHERE run = $1) ORDER BY r.archived_at IS NOT NULL, r.run DESC"),
-      {run_}, &r));
+  WIZQ_RETURN_IF_ERROR(OnSession([&] {
+    return conn_->Exec(
+        Sql(std::string("SELECT ") + kPgRunColumns +
+            " FROM {s}.runs r WHERE r.run_id = (SELECT run_id FROM {s}.runs "
+            "WHERE run = $1) ORDER BY r.archived_at IS NOT NULL, r.run DESC"),
+        {run_}, &r);
+  }));
   for (int i = 0; i < r.rows(); i++) {
     PgRun run;
     PgRunFromRow(r, i, &run);

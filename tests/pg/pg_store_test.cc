@@ -1,7 +1,9 @@
 // The PostgreSQL store beyond what the contract suite (tests/store/) can
 // see: several processes and sessions on one run, a worker's liveness
-// session lost, the fence of a stale worker, and the event seq under
-// concurrent transactions (anchors §7.7: rows 1, 5, 11 and 13).
+// session lost, the fence of a stale worker, the server restarted and a
+// worker's transaction session dropped (what comes back, what re-runs),
+// and the event seq under concurrent transactions (anchors §7.7: rows 1,
+// 3, 5, 11 and 13).
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -208,6 +210,209 @@ TEST_F(PgStoreTest, AStaleCompleteAfterTheLeaseLapsedIsRefused) {
   const Status claim =
       a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &none); });
   EXPECT_FALSE(claim.ok());
+}
+
+// Counts the events of `kind` ("task_claimed") among `events`.
+int CountKind(const std::vector<EventRecord>& events, const std::string& kind) {
+  int n = 0;
+  for (const EventRecord& e : events) {
+    n += e.line.find("\"event\":\"" + kind + "\"") != std::string::npos;
+  }
+  return n;
+}
+
+// Whether worker `id` shows alive in `s`, waiting up to `wait_ms` for it.
+bool AliveWithin(Store* s, const std::string& id, int wait_ms) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  do {
+    std::vector<WorkerInfo> workers;
+    if (s->Workers(&workers).ok()) {
+      for (const WorkerInfo& w : workers) {
+        if (w.id == id && w.alive) return true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return false;
+}
+
+// Anchors §7.7 row 3, SPEC §14: PostgreSQL stopped -m immediate for 5 s
+// (shorter than the 30 s lease) and started again. The worker's sessions
+// all end; its next transaction opens a new one and completes its tasks,
+// its liveness comes back (nobody took anything over), a worker on another
+// host opened meanwhile takes nothing over, and each task ran once.
+TEST_F(PgStoreTest, ADatabaseRestartShorterThanTheLeaseRerunsNothing) {
+  StoreOptions oa =
+      Options({MakeNew("S", "{\"i\":1}"), MakeNew("S", "{\"i\":2}")});
+  oa.host = Host("boot-a");
+  oa.worker_lease_ms = 30000;
+  auto a = OpenOk(oa);
+  ClaimFilter f;
+  f.steps = {"S"};
+  f.max = 10;
+  std::vector<wizq::Task> got;
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
+    WIZQ_RETURN_IF_ERROR(txn.Claim(f, &got));
+    return txn.MarkStarted({1, 2});
+  }));
+  ASSERT_EQ(got.size(), 2u);
+
+  ASSERT_OK(cluster_->Stop(PgCluster::StopMode::kImmediate));
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  ASSERT_OK(cluster_->Start());
+
+  StoreOptions ob = Options();
+  ob.host = Host("boot-b");
+  auto b = OpenOk(ob);
+  ASSERT_NE(b, nullptr);
+  std::vector<wizq::Task> none;
+  ASSERT_OK(b->Transact([&](StoreTxn& txn) { return txn.Claim(f, &none); }));
+  EXPECT_TRUE(none.empty()) << "another host took a task over in its lease";
+
+  std::vector<int64_t> ids;
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
+    WIZQ_RETURN_IF_ERROR(txn.Complete(1, Completion(), &ids));
+    return txn.Complete(2, Completion(), &ids);
+  }));
+  ASSERT_TRUE(AliveWithin(b.get(), a->worker_id(), 20000))
+      << "the worker did not take its liveness back";
+  std::vector<wizq::Task> more;
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
+    int64_t id = 0;
+    bool dup = false;
+    WIZQ_RETURN_IF_ERROR(txn.Submit(MakeNew("S", "{\"i\":3}"), &id, &dup));
+    return txn.Claim(f, &more);
+  }));
+  ASSERT_EQ(more.size(), 1u) << "it claims again";
+
+  const std::vector<EventRecord> events = Events(b.get());
+  EXPECT_EQ(CountKind(events, "task_claimed"), 3);
+  EXPECT_EQ(CountKind(events, "task_reset"), 0);
+  EXPECT_EQ(CountKind(events, "task_completed"), 2);
+  for (int64_t id : {1, 2}) {
+    wizq::Task t;
+    ASSERT_OK(b->GetTask(id, &t));
+    EXPECT_EQ(t.state, TaskState::kDone);
+    EXPECT_EQ(t.attempts, 1) << "task " << id << " ran once";
+  }
+}
+
+// The other side of the rule: a worker on the same host, opened after the
+// restart and before the first worker took its liveness back, saw it dead
+// and put its claim back (as a same-host worker may). The first worker
+// then stays gone: it does not take its liveness back, claims nothing, and
+// its late completion is refused.
+TEST_F(PgStoreTest, AfterARestartAWorkerDeclaredDeadStaysGone) {
+  StoreOptions oa = Options({MakeNew("S", "{}")});
+  oa.host = Host("boot-a");
+  oa.worker_lease_ms = 60000;  // no renewal before the restart is done
+  auto a = OpenOk(oa);
+  ClaimFilter f;
+  f.steps = {"S"};
+  std::vector<wizq::Task> got;
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
+    WIZQ_RETURN_IF_ERROR(txn.Claim(f, &got));
+    return txn.MarkStarted({1});
+  }));
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_OK(cluster_->Stop(PgCluster::StopMode::kImmediate));
+  ASSERT_OK(cluster_->Start());
+
+  StoreOptions oc = Options();
+  oc.host = Host("boot-a");
+  OpenReport report;
+  std::unique_ptr<Store> c;
+  ASSERT_OK(Store::Open(oc, &c, &report));
+  EXPECT_EQ(report.tasks_reset, 1) << "the same host put the claim back";
+
+  std::vector<int64_t> ids;
+  const Status late = a->Transact(
+      [&](StoreTxn& txn) { return txn.Complete(1, Completion(), &ids); });
+  EXPECT_TRUE(late.IsConflict()) << late.ToString();
+  EXPECT_FALSE(AliveWithin(c.get(), a->worker_id(), 3000));
+  std::vector<wizq::Task> none;
+  const Status claim =
+      a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &none); });
+  EXPECT_FALSE(claim.ok()) << "a worker declared dead claimed again";
+  EXPECT_TRUE(none.empty());
+}
+
+// A restart longer than the lease: the worker's claim lapsed meanwhile (any
+// host may rescue it), so the worker does not take its liveness back.
+TEST_F(PgStoreTest, AfterARestartLongerThanTheLeaseTheWorkerStaysGone) {
+  StoreOptions oa = Options({MakeNew("S", "{}"), MakeNew("S", "{\"i\":2}")});
+  oa.host = Host("boot-a");
+  oa.worker_lease_ms = 1500;
+  auto a = OpenOk(oa);
+  ClaimFilter f;
+  f.steps = {"S"};
+  std::vector<wizq::Task> got;
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &got); }));
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_OK(cluster_->Stop(PgCluster::StopMode::kImmediate));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  ASSERT_OK(cluster_->Start());
+  std::vector<wizq::Task> none;
+  const Status claim =
+      a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &none); });
+  EXPECT_FALSE(claim.ok()) << "a worker whose claim lapsed claimed again";
+  StoreOptions ob = Options();
+  ob.host = Host("boot-b");
+  auto b = OpenOk(ob);
+  ASSERT_NE(b, nullptr);
+  EXPECT_FALSE(AliveWithin(b.get(), a->worker_id(), 2000));
+}
+
+// The backend of the store's transaction session (its last statement
+// named the schema), found as the superuser.
+int SessionOf(PgConn* admin, const std::string& schema) {
+  PgResult r;
+  const Status s = admin->Exec(
+      "SELECT pid FROM pg_stat_activity WHERE application_name = 'wizq' AND "
+      "strpos(query, $1) > 0",
+      {schema}, &r);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(r.rows(), 1);
+  return r.rows() == 1 ? static_cast<int>(r.GetInt(0, "pid")) : 0;
+}
+
+// SPEC §14: the worker's transaction session (not its liveness session)
+// ended between two transactions: the next read and the next transaction
+// each open a new one and succeed; nothing re-runs, the worker stays alive.
+TEST_F(PgStoreTest, ADroppedTransactionSessionRerunsNothing) {
+  StoreOptions oa = Options({MakeNew("S", "{}"), MakeNew("S", "{\"i\":2}")});
+  oa.worker_lease_ms = 30000;
+  auto a = OpenOk(oa);
+  ClaimFilter f;
+  f.steps = {"S"};
+  std::vector<wizq::Task> got;
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
+    WIZQ_RETURN_IF_ERROR(txn.Claim(f, &got));
+    return txn.MarkStarted({1});
+  }));
+  ASSERT_EQ(got.size(), 1u);
+  wizq::Task t;
+  ASSERT_OK(a->GetTask(1, &t));
+  ASSERT_OK(cluster_->TerminateBackend(SessionOf(admin_.get(), schema_)));
+  ASSERT_OK(a->GetTask(1, &t));
+  EXPECT_EQ(t.state, TaskState::kInProgress);
+  ASSERT_OK(cluster_->TerminateBackend(SessionOf(admin_.get(), schema_)));
+  std::vector<int64_t> ids;
+  std::vector<wizq::Task> next;
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
+    WIZQ_RETURN_IF_ERROR(txn.Complete(1, Completion(), &ids));
+    return txn.Claim(f, &next);
+  }));
+  ASSERT_EQ(next.size(), 1u) << "the worker still claims";
+  EXPECT_EQ(next[0].id, 2);
+  ASSERT_OK(a->GetTask(1, &t));
+  EXPECT_EQ(t.state, TaskState::kDone);
+  EXPECT_EQ(t.attempts, 1);
+  const std::vector<EventRecord> events = Events(a.get());
+  EXPECT_EQ(CountKind(events, "task_claimed"), 2);
+  EXPECT_EQ(CountKind(events, "task_reset"), 0);
+  EXPECT_TRUE(AliveWithin(a.get(), a->worker_id(), 0));
 }
 
 // Anchors §7.7 row 13: transitions of one run from several sessions, some

@@ -1,0 +1,153 @@
+// PgStore: a worker's liveness after registration (pg_store_open.cc,
+// Register): the renewals of its claims on its liveness session, and what
+// happens when that session is lost (docs/POSTGRES.md, "Liveness").
+//
+// A lost liveness session stops the worker's claiming at once. It is taken
+// back (a new session, the same lock key) only when the server restarted
+// (its postmaster start time changed: every session ended at once, none
+// of them was ended to stop this worker) and nobody acted on the worker's
+// death meanwhile: no transaction put back a claim of it, none of its
+// claims lapsed, the run was not archived. Otherwise the worker is gone
+// for good: it claims nothing more and its claims lapse (its completions
+// still land while their fence holds).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "queue/pg/pg_store.h"
+#include "queue/pg/pg_txn.h"
+
+namespace wizq {
+
+// Renewed every third of the lease; while the liveness session is lost
+// (the claims' clock runs), it is sought again every second.
+void PgStore::RenewLoop() {
+  std::unique_lock<std::mutex> lock(stop_mu_);
+  while (!stop_) {
+    const int64_t third = worker_lease_ms_ / 3;
+    const int64_t period = live_lost_ ? std::min<int64_t>(1000, third) : third;
+    stop_cv_.wait_for(lock, std::chrono::milliseconds(period));
+    if (stop_) return;
+    lock.unlock();
+    RenewClaims().IgnoreError();  // a failure is tried again next period
+    lock.lock();
+    if (live_gone_) return;
+  }
+}
+
+// The worker's claims (not the leased ones, which their agents renew) hold
+// for worker_lease_ms. The run's row is locked first, as by every
+// transaction, so that renewals never deadlock with them. Called by the
+// renewer, and by a transaction or read that found its own session lost
+// (PgStore::OnSession).
+Status PgStore::RenewClaims() {
+  std::lock_guard<std::mutex> g(live_mu_);
+  if (live_ == nullptr) return Status::OK();  // closed
+  if (live_gone_) return Status::IOError("the liveness session was lost");
+  Status s;
+  if (!live_->lost()) {
+    PgTxn txn(live_.get());
+    s = txn.Begin();
+    if (s.ok()) s = Renew(live_.get());
+    if (s.ok()) s = txn.Commit();
+  }
+  if (!live_->lost()) return s;
+  live_lost_ = true;
+  return Relive();
+}
+
+// Inside a transaction of `c`: the run's row locked, then every claim of
+// this worker holds worker_lease_ms more; notes the run's next seq and
+// the server's start time, as of this proof of life.
+Status PgStore::Renew(PgConn* c) {
+  PgResult r;
+  WIZQ_RETURN_IF_ERROR(
+      c->Exec(Sql("SELECT next_seq, pg_postmaster_start_time()::text AS up "
+                  "FROM {s}.runs WHERE run = $1 FOR UPDATE"),
+              {run_}, &r));
+  if (r.rows() == 0) return Status::NotFound("the run left the store");
+  WIZQ_RETURN_IF_ERROR(c->Exec(
+      Sql("UPDATE {s}.tasks SET claim_until_ms = " + std::string(kPgNowMsSql) +
+          " + $3 WHERE run = $1 AND state = 1 AND claimed_by = $2 AND "
+          "lease_token IS NULL"),
+      {run_, worker_id_, worker_lease_ms_}));
+  live_seq_ = r.GetInt(0, "next_seq");
+  server_up_ = r.Get(0, "up");
+  return Status::OK();
+}
+
+// Takes the lost liveness back by the rule above, or marks it gone. An
+// IOError while the server is unreachable: tried again next period.
+Status PgStore::Relive() {
+  PgConnOptions o;
+  o.application_name = "wizq worker";
+  std::unique_ptr<PgConn> c;
+  WIZQ_RETURN_IF_ERROR(PgConn::Open(options_.location, o, &c));
+  bool locked = false;
+  WIZQ_RETURN_IF_ERROR(
+      c->TryAdvisoryLock(kPgWorkerLockSpace, lock_key_, &locked));
+  PgTxn txn(c.get());
+  std::string why = "its lock key is held by another session";
+  if (locked) {
+    WIZQ_RETURN_IF_ERROR(txn.Begin());
+    WIZQ_RETURN_IF_ERROR(WhyNotRelive(c.get(), &why));
+  }
+  if (!why.empty()) {
+    live_gone_ = true;  // c ends, and with it the lock it may hold
+    return Status::IOError("the liveness session was lost for good: " + why);
+  }
+  WIZQ_RETURN_IF_ERROR(c->Exec(
+      Sql("INSERT INTO {s}.workers (worker_id, run, host, pid, backend_pid, "
+          "lock_key, started_ms) VALUES ($1, $2, $3, $4, $5, $6, " +
+          std::string(kPgNowMsSql) +
+          ") ON CONFLICT (worker_id) DO UPDATE SET backend_pid = "
+          "excluded.backend_pid"),
+      {worker_id_, run_, host_key_, static_cast<int64_t>(getpid()),
+       c->backend_pid(), lock_key_}));
+  WIZQ_RETURN_IF_ERROR(Renew(c.get()));
+  WIZQ_RETURN_IF_ERROR(txn.Commit());
+  live_ = std::move(c);
+  live_lost_ = false;
+  return Status::OK();
+}
+
+// Inside Relive's transaction, with the lock key held: *why is "" if the
+// liveness may be taken back, else why not. The run's row is locked
+// first, so that no transaction that saw this worker dead is still under
+// way (it held the row) and none starts before the commit.
+Status PgStore::WhyNotRelive(PgConn* c, std::string* why) {
+  why->clear();
+  PgResult r;
+  WIZQ_RETURN_IF_ERROR(c->Exec(
+      Sql("SELECT archived_at IS NOT NULL AS archived, "
+          "pg_postmaster_start_time()::text AS up FROM {s}.runs WHERE run = "
+          "$1 FOR UPDATE"),
+      {run_}, &r));
+  if (r.rows() == 0 || r.GetBool(0, "archived")) {
+    *why = "the run was archived or removed meanwhile";
+  } else if (r.Get(0, "up") == server_up_) {
+    *why = "the server did not restart: the session was ended";
+  }
+  if (!why->empty()) return Status::OK();
+  // Events name the worker in compact JSON: `"worker":"w1-ab"`, which a
+  // string value (escaped) cannot spell.
+  WIZQ_RETURN_IF_ERROR(c->Exec(
+      Sql("SELECT EXISTS (SELECT 1 FROM {s}.events e WHERE e.run = $1 AND "
+          "e.seq >= $3 AND e.kind IN ('task_reset', 'task_failed') AND "
+          "strpos(e.body, '\"reason\":\"worker_lost\"') > 0 AND "
+          "strpos(e.body, '\"worker\":' || to_json($2::text)::text) > 0) AS "
+          "put_back, EXISTS (SELECT 1 FROM {s}.tasks t WHERE t.run = $1 AND "
+          "t.state = 1 AND t.claimed_by = $2 AND t.lease_token IS NULL AND "
+          "t.claim_until_ms < " +
+          std::string(kPgNowMsSql) + ") AS lapsed"),
+      {run_, worker_id_, live_seq_}, &r));
+  if (r.GetBool(0, "put_back")) {
+    *why = "a claim of this worker was put back as lost meanwhile";
+  } else if (r.GetBool(0, "lapsed")) {
+    *why = "a claim of this worker lapsed meanwhile";
+  }
+  return Status::OK();
+}
+
+}  // namespace wizq
