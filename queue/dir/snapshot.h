@@ -32,8 +32,8 @@
 #include <string_view>
 
 #include "queue/dir/dir_private.h"
-#include "queue/run_info.h"
 #include "queue/dir/state.h"
+#include "queue/run_info.h"
 #include "util/status.h"
 
 namespace wizq {

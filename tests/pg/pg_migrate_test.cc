@@ -112,8 +112,8 @@ TEST_F(PgMigrateTest, FreshCreateThenIdempotentRerun) {
        {".runs rp", ".tasks rp", ".events rp", ".schema_version rp",
         ".workers ru" /* unlogged */, "PRIMARY KEY (run, task_id)",
         "UNIQUE (run, dedup_key)", "PRIMARY KEY (run, seq)", "inputs:text",
-        "body:text", "tasks_ready ON " /* partial: */,
-        "WHERE (state = 0)", "next_seq:bigint", "versions 1 wizq "}) {
+        "body:text", "tasks_ready ON " /* partial: */, "WHERE (state = 0)",
+        "next_seq:bigint", "versions 1 wizq "}) {
     EXPECT_NE(snap.find(part), std::string::npos) << part << "\n" << snap;
   }
   EXPECT_EQ(snap.find("jsonb"), std::string::npos) << snap;
