@@ -44,11 +44,10 @@ std::string ExecScript(const std::vector<std::string>& argv) {
 
 class Server {
  public:
-  Server(const ServeOptions& o, std::string workspace)
+  explicit Server(const ServeOptions& o)
       : o_(o),
         env_(o.env != nullptr ? o.env : Env::Posix()),
-        workspace_(std::move(workspace)),
-        service_(AgentService::Open(o.install_dir, o.env)),
+        service_(AgentService::Open(o.place, o.env)),
         runner_(env_) {}
 
   int Run(std::string* error);
@@ -68,7 +67,6 @@ class Server {
 
   const ServeOptions& o_;
   Env* const env_;
-  const std::string workspace_;  // LocalWorkspace
   std::unique_ptr<AgentService> service_;
   CommandRunner runner_;
   std::map<uint64_t, Job> jobs_;  // by task id
@@ -92,11 +90,11 @@ Status Server::Start(const std::string& payload) {
   spec.env = {{kEnvRunId, p["run_id"].get<std::string>()},
               {kEnvTaskId, std::to_string(job.task_id)},
               {kEnvAttempt, std::to_string(attempt)},
-              {kEnvInstallDir, o_.install_dir},
+              {kEnvInstallDir, o_.place.dir},
               {kEnvIdempotencyKey, p["idempotency_key"].get<std::string>()},
               {kEnvStep, p["task"]["kind"].get<std::string>()},
               {kEnvLease, job.lease}};
-  spec.output_dir = AttemptFiles::TaskDir(workspace_, job.task_id);
+  spec.output_dir = AttemptFiles::TaskDir(service_->workspace(), job.task_id);
   spec.attempt = attempt;
   if (p["timeout_seconds"].is_number()) {
     spec.timeout_seconds = p["timeout_seconds"].get<double>();
@@ -125,8 +123,7 @@ bool Server::TakeOne(double wait_seconds, std::string* error, int* code) {
     }
     return false;
   }
-  if (r.exit_code == kExitEnvironment &&
-      r.message.rfind("no run in ", 0) == 0) {
+  if (r.exit_code == kExitEnvironment && r.message.rfind("no run ", 0) == 0) {
     // Started before its run: wait for the run to appear.
     if (!told_no_run_) Note(r.message + "; waiting for it");
     told_no_run_ = true;
@@ -224,11 +221,11 @@ int ServeAgent(const ServeOptions& options, std::string* error) {
     return kExitInvalid;
   }
   ServeOptions o = options;
-  if (!RealPath(options.install_dir, &o.install_dir).ok()) {
-    *error = "no such install directory: " + options.install_dir;
+  if (!RealPath(options.place.dir, &o.place.dir).ok()) {
+    *error = "no such install directory: " + options.place.dir;
     return kExitEnvironment;
   }
-  Server server(o, LocalWorkspace(o.install_dir));
+  Server server(o);
   return server.Run(error);
 }
 

@@ -17,12 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "queue/run_place.h"
+
 namespace wizq {
 
 class Env;
 
 struct ServeOptions {
-  std::string install_dir = ".";
+  RunPlace place;  // the run: --dir, --store, --schema, --run-id
   std::vector<std::string> steps;    // empty: any Pool step
   int jobs = 1;                      // tasks worked on at once
   std::string agent;                 // the name recorded with each claim

@@ -15,6 +15,7 @@
 #include "agent/run_status.h"
 #include "fs/env.h"
 #include "fs/path.h"
+#include "queue/run_place.h"
 #include "queue/store.h"
 #include "tasks/exec/attempt_files.h"
 #include "tasks/exec/instructions.h"
@@ -69,8 +70,10 @@ int64_t LeaseDueMs(const Task& t) {
 
 class StoreAgentService : public AgentService {
  public:
-  StoreAgentService(std::string dir, Env* env)
-      : dir_(std::move(dir)), env_(env != nullptr ? env : Env::Posix()) {}
+  StoreAgentService(RunPlace place, Env* env)
+      : place_(std::move(place)),
+        dir_(place_.dir),
+        env_(env != nullptr ? env : Env::Posix()) {}
 
   AgentReply Take(const TakeRequest& request) override;
   AgentReply Heartbeat(int64_t task_id, const std::string& lease) override;
@@ -80,6 +83,7 @@ class StoreAgentService : public AgentService {
                   std::string_view reason, const std::string& message) override;
   AgentReply Release(int64_t task_id, const std::string& lease) override;
   AgentReply RunStatus() override;
+  std::string workspace() const override { return workspace_; }
 
  private:
   int64_t NowMs() const {
@@ -101,7 +105,9 @@ class StoreAgentService : public AgentService {
       int64_t task_id, const std::string& lease, const char* what,
       const std::function<Status(StoreTxn&, const Task&, AgentReply*)>& fn);
 
+  const RunPlace place_;
   const std::string dir_;
+  std::string workspace_;  // of the run of the last task taken
   Env* const env_;
   std::string frozen_;  // the workflow text `workflow_` was thawed from
   std::unique_ptr<Workflow> workflow_;
@@ -115,17 +121,17 @@ Status StoreAgentService::OpenRun(std::unique_ptr<Store>* store,
                                   bool* finished) {
   StoreOptions o;
   o.env = env_;
-  o.install_dir = InstallDir();
   o.mode = OpenMode::kAttach;
   o.leases_only = true;
   // A dead `wizq run`'s Command attempts are its successor's to adopt.
   o.reclaim_worker_claims = false;
   OpenReport report;
-  Status s = Store::Open(o, store, &report);
+  Status s = place_.Open(o, store, &report);
   if (s.IsNotFound()) {
-    return Status::NotFound("no run in " + dir_ +
+    return Status::NotFound("no run " + place_.Describe() +
                             " (start one with: wizq run WORKFLOW --dir " +
-                            dir_ + ")");
+                            dir_ +
+                            (place_.database() ? ", on the same store)" : ")"));
   }
   WIZQ_RETURN_IF_ERROR(s);
   *finished = report.action == OpenAction::kFinished;
@@ -256,7 +262,8 @@ Status StoreAgentService::Settle(StoreTxn& txn) {
 // left running (an agent `serve` started, then died) is ended now, since
 // no later attempt will do it.
 void StoreAgentService::ReapLost(const std::vector<int64_t>& ids) {
-  const std::string workspace = LocalWorkspace(InstallDir());
+  const std::string& workspace = workspace_;
+  if (workspace.empty()) return;  // nothing of the run ran here
   for (int64_t id : ids) {
     ReapOrphans(AttemptFiles::TaskDir(workspace, id), kOrphanGraceSeconds,
                 kOrphanMaxWaitSeconds, env_)
@@ -294,9 +301,14 @@ Status StoreAgentService::TryTake(Store& store, const ClaimFilter& filter,
   // An earlier attempt's process tree (a `serve` that died) ends before
   // this one is handed out: two attempts never overlap (SPEC §6.3).
   const std::string install_dir = InstallDir();
-  WIZQ_RETURN_IF_ERROR(
-      ReapOrphans(AttemptFiles::TaskDir(LocalWorkspace(install_dir), t.id),
-                  kOrphanGraceSeconds, kOrphanMaxWaitSeconds, env_));
+  workspace_ = LocalWorkspace(install_dir, place_.store, run.run_id);
+  if (place_.database()) {
+    WIZQ_RETURN_IF_ERROR(
+        AdoptLocalWorkspace(env_, workspace_, std::to_string(run.started_ms)));
+  }
+  WIZQ_RETURN_IF_ERROR(ReapOrphans(AttemptFiles::TaskDir(workspace_, t.id),
+                                   kOrphanGraceSeconds, kOrphanMaxWaitSeconds,
+                                   env_));
   PayloadInfo info;
   info.run_id = run.run_id;
   info.idempotency_key = IdempotencyKey(info.run_id, run.started_ms, t);
@@ -520,12 +532,11 @@ AgentReply StoreAgentService::Release(int64_t task_id,
 AgentReply StoreAgentService::RunStatus() {
   StoreOptions o;
   o.env = env_;
-  o.install_dir = InstallDir();
   o.mode = OpenMode::kReadOnly;
   std::unique_ptr<Store> store;
-  Status s = Store::Open(o, &store, nullptr);
+  Status s = place_.Open(o, &store);
   if (s.IsNotFound()) {
-    return Reply(kExitEnvironment, "", "no run in " + dir_);
+    return Reply(kExitEnvironment, "", "no run " + place_.Describe());
   }
   std::string json;
   if (s.ok()) s = RunStatusJson(*store, NowMs(), &json);
@@ -537,7 +548,14 @@ AgentReply StoreAgentService::RunStatus() {
 
 std::unique_ptr<AgentService> AgentService::Open(const std::string& install_dir,
                                                  Env* env) {
-  return std::make_unique<StoreAgentService>(install_dir, env);
+  RunPlace place;
+  place.dir = install_dir;
+  return Open(place, env);
+}
+
+std::unique_ptr<AgentService> AgentService::Open(const RunPlace& place,
+                                                 Env* env) {
+  return std::make_unique<StoreAgentService>(place, env);
 }
 
 }  // namespace wizq

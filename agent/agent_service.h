@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "queue/run_place.h"
 #include "util/exit_code.h"
 
 namespace wizq {
@@ -58,6 +59,9 @@ class AgentService {
   // call with the documented refusal.
   static std::unique_ptr<AgentService> Open(const std::string& install_dir,
                                             Env* env = nullptr);
+  // The same on the run `place` names (--dir, --store, --schema, --run-id).
+  static std::unique_ptr<AgentService> Open(const RunPlace& place,
+                                            Env* env = nullptr);
 
   // Claims the lowest-id ready Pool task (of `steps`) under a new lease,
   // records that its attempt started (task_started), and returns its
@@ -89,6 +93,9 @@ class AgentService {
   virtual AgentReply Release(int64_t task_id, const std::string& lease) = 0;
   // The run's status as JSON (the object `wizq status --json` prints).
   virtual AgentReply RunStatus() = 0;
+  // The machine-local workspace (tasks/exec/attempt_files.h) of the run of
+  // the last Take that returned a task: where its attempt's files go.
+  virtual std::string workspace() const = 0;
 };
 
 }  // namespace wizq

@@ -28,6 +28,19 @@ void AppendCrcSuffix(std::string* line) {
   line->append("\"}");
 }
 
+}  // namespace
+
+bool FrameCommittedLine(std::string* line) {
+  if (line->empty() || line->back() != '}') return false;
+  line->pop_back();
+  line->append(log_format::kCommitField);
+  AppendCrcSuffix(line);
+  line->push_back('\n');
+  return true;
+}
+
+namespace {
+
 // Reads the seq of a line whose checksum is good: `{"seq":N,`. Seqs count
 // from 1; the largest int64 is refused too, so that seq + 1 cannot overflow.
 bool LineSeq(std::string_view line, int64_t* seq) {

@@ -56,6 +56,11 @@ Status ParseLog(const std::string& path, std::string_view data,
 // Checks one line's crc; returns false for a bad or missing checksum.
 bool LineChecksumOk(std::string_view line);
 
+// An event line (`{"seq":..,"ts":..,"event":..,...}`, queue/events.h) as a
+// line of the log that commits alone: the commit field, its checksum and
+// '\n' appended. False (and *line unchanged) if it is no JSON object.
+bool FrameCommittedLine(std::string* line);
+
 // Copies the bytes from `committed_end` to the end of the log, without the
 // padding before and after them, into `<dir>/audit.torn-<offset>.<ms>.jsonl`
 // (synced), then truncates the log to `committed_end` (synced). `aside_path`

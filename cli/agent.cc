@@ -11,6 +11,7 @@
 
 #include "agent/agent_serve.h"
 #include "agent/agent_service.h"
+#include "cli/store_flags.h"
 #include "fs/env.h"
 #include "orchestrator/run.h"
 #include "queue/task.h"
@@ -21,7 +22,7 @@ struct AgentCli::Args {
   CLI::App* agent = nullptr;
   CLI::App *take = nullptr, *heartbeat = nullptr, *done = nullptr,
            *fail = nullptr, *release = nullptr, *serve = nullptr;
-  std::string dir = ".";
+  RunPlace place;  // --dir, --store, --schema, --run-id
   std::vector<std::string> steps;
   double wait = 0;
   std::string agent_name;
@@ -51,10 +52,10 @@ void InstallStopHandlers() {
 }
 
 CLI::App* Sub(CLI::App* parent, const char* name, const char* help,
-              std::string* dir) {
+              RunPlace* place) {
   CLI::App* c = parent->add_subcommand(name, help);
   c->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
-  c->add_option("--dir", *dir, "Install directory (default: .)");
+  AddRunPlaceOptions(c, place);
   return c;
 }
 
@@ -85,16 +86,16 @@ AgentCli::AgentCli(CLI::App& app) : a_(std::make_unique<Args>()) {
   a.agent->require_subcommand(1);
 
   a.take = Sub(a.agent, "take", "Claim a ready Pool task; print its payload",
-               &a.dir);
+               &a.place);
   a.take->add_option("--step", a.steps, "Only tasks of this step (repeatable)");
   a.take->add_option("--wait", a.wait, "Wait up to this many seconds for one")
       ->check(CLI::Range(0.0, 1e9));
   a.take->add_option("--agent", a.agent_name, "The agent's name, for status");
 
-  a.heartbeat = Sub(a.agent, "heartbeat", "Renew a task's lease", &a.dir);
+  a.heartbeat = Sub(a.agent, "heartbeat", "Renew a task's lease", &a.place);
   AddLeaseOptions(a.heartbeat, &a.task, &a.lease);
 
-  a.done = Sub(a.agent, "done", "Complete a task with its response", &a.dir);
+  a.done = Sub(a.agent, "done", "Complete a task with its response", &a.place);
   AddLeaseOptions(a.done, &a.task, &a.lease);
   auto* resp = a.done->add_option("--response", a.response,
                                   "The response: a JSON array of next tasks");
@@ -103,19 +104,20 @@ AgentCli::AgentCli(CLI::App& app) : a_(std::make_unique<Args>()) {
                    "Read the response from a file (default: stdin)")
       ->excludes(resp);
 
-  a.fail = Sub(a.agent, "fail", "Fail a task's attempt (agent_failed)", &a.dir);
+  a.fail =
+      Sub(a.agent, "fail", "Fail a task's attempt (agent_failed)", &a.place);
   AddLeaseOptions(a.fail, &a.task, &a.lease);
   a.fail->add_option("--message", a.message, "Why");
 
   a.release = Sub(a.agent, "release",
                   "Give a task back uncharged (pending again, the attempt "
                   "refunded)",
-                  &a.dir);
+                  &a.place);
   AddLeaseOptions(a.release, &a.task, &a.lease);
 
   a.serve =
       Sub(a.agent, "serve",
-          "Run COMMAND for each Pool task until the run finishes", &a.dir);
+          "Run COMMAND for each Pool task until the run finishes", &a.place);
   a.serve->add_option("--step", a.steps,
                       "Only tasks of this step (repeatable)");
   a.serve->add_option("--jobs,-j", a.jobs, "Tasks worked on at once")
@@ -132,7 +134,7 @@ bool AgentCli::chosen() const { return a_->agent->parsed(); }
 
 int AgentCli::Run() {
   Args& a = *a_;
-  std::unique_ptr<AgentService> svc = AgentService::Open(a.dir);
+  std::unique_ptr<AgentService> svc = AgentService::Open(a.place);
   if (*a.take) {
     TakeRequest req;
     req.steps = a.steps;
@@ -164,7 +166,7 @@ int AgentCli::Run() {
   }
   InstallStopHandlers();
   ServeOptions o;
-  o.install_dir = a.dir;
+  o.place = a.place;
   o.steps = a.steps;
   o.jobs = a.jobs;
   o.agent =

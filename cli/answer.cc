@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "fs/path.h"
+#include "cli/store_flags.h"
 #include "orchestrator/run.h"
 #include "queue/store.h"
 #include "tasks/exec/prompt.h"
@@ -48,7 +48,7 @@ CLI::App* AddAnswerCommand(CLI::App& app, AnswerArgs* args,
   CLI::App* cmd = app.add_subcommand(
       "answer", "Answer a run's human gates (Prompt steps) without running");
   cmd->set_version_flag("--version", version);
-  cmd->add_option("--dir", args->dir, "Install directory (default: .)");
+  AddRunPlaceOptions(cmd, &args->place);
   cmd->add_option("TASK=VALUE", args->answers,
                   "A task id or step name, and the answer (JSON, or text)")
       ->required();
@@ -57,18 +57,14 @@ CLI::App* AddAnswerCommand(CLI::App& app, AnswerArgs* args,
 
 int DoAnswer(const AnswerArgs& args) {
   StoreOptions so;
-  if (!RealPath(args.dir, &so.install_dir).ok()) {
-    return Fail(Status::NotFound("no wizq run in " + args.dir +
-                                 " (the directory does not exist)"));
-  }
   // First a look only: a bad answer writes nothing at all.
   so.mode = OpenMode::kReadOnly;
   std::unique_ptr<Store> store;
-  Status s = Store::Open(so, &store, nullptr);
+  Status s = args.place.Open(so, &store);
   RunInfo run;
   if (s.ok()) s = store->GetRun(&run);
   if (s.ok() && run.run_id.empty()) {
-    s = Status::NotFound("no wizq run in " + args.dir);
+    s = Status::NotFound("no wizq run " + args.place.Describe());
   }
   std::vector<FlagAnswer> answers;
   if (s.ok()) s = Resolve(*store, args.answers, &answers);
@@ -84,7 +80,9 @@ int DoAnswer(const AnswerArgs& args) {
   // A dead run's Command attempts are the next `wizq run`'s to adopt.
   so.reclaim_worker_claims = false;
   OpenReport report;
-  s = Store::Open(so, &store, &report);
+  RunPlace same = args.place;  // the run just read, even if another started
+  same.run_id = run.run_id;
+  s = same.Open(so, &store, &report);
   if (s.ok() && report.action == OpenAction::kFinished) {
     s = Status::InvalidArgument("the run has finished; nothing waits");
   }

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "queue/run_place.h"
+
 namespace CLI {
 class App;
 }  // namespace CLI
@@ -15,7 +17,7 @@ namespace wizq {
 class StoreReads;
 
 struct AnswerArgs {
-  std::string dir = ".";
+  RunPlace place;                    // --dir, --store, --schema, --run-id
   std::vector<std::string> answers;  // TASK=VALUE
 };
 

@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <memory>
 
+#include "cli/store_flags.h"
 #include "fs/env.h"
 #include "fs/path.h"
 #include "interop/barnum_export.h"
 #include "interop/barnum_import.h"
 #include "interop/barnum_log.h"
+#include "queue/dir/dir_open.h"  // DirAuditLog
 #include "queue/store.h"
 #include "util/exit_code.h"
 #include "util/hash.h"
@@ -97,15 +99,33 @@ int PrepareResumeFrom(const std::string& state_log,
   return kExitCompleted;
 }
 
+namespace {
+
+// Every event of the run, as the directory store's audit log.
+Status ExportAudit(Store& store, std::string* text) {
+  std::vector<EventRecord> all, page;
+  int64_t seq = 0;
+  do {
+    WIZQ_RETURN_IF_ERROR(store.ReadEvents(seq, 1 << 16, &page));
+    if (!page.empty()) seq = page.back().seq;
+    all.insert(all.end(), page.begin(), page.end());
+  } while (!page.empty());
+  *text = DirAuditLog(all);
+  return Status::OK();
+}
+
+}  // namespace
+
 CLI::App* AddExportCommand(CLI::App& app, ExportArgs* args) {
-  CLI::App* cmd =
-      app.add_subcommand("export", "Write a run as a Barnum state log");
+  CLI::App* cmd = app.add_subcommand(
+      "export", "Write a run as a Barnum state log or an audit log");
   cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
-  cmd->add_option("--dir", args->dir, "Install directory (default: .)");
+  AddRunPlaceOptions(cmd, &args->place);
   cmd->add_option("--format", args->format,
-                  "barnum (Barnum's v2 log) or barnum-v1")
+                  "barnum (Barnum's v2 log), barnum-v1, or audit (the "
+                  "run's events as the directory store's .wizard/audit.jsonl)")
       ->required()
-      ->check(CLI::IsMember({"barnum", "barnum-v2", "barnum-v1"}));
+      ->check(CLI::IsMember({"barnum", "barnum-v2", "barnum-v1", "audit"}));
   cmd->add_option("-o,--output", args->output, "Write here (default: stdout)");
   return cmd;
 }
@@ -114,12 +134,15 @@ int DoExport(const ExportArgs& args) {
   const BarnumFormat format =
       args.format == "barnum-v1" ? BarnumFormat::kV1 : BarnumFormat::kV2;
   StoreOptions o;
-  o.install_dir = args.dir;
   o.mode = OpenMode::kReadOnly;
   std::unique_ptr<Store> store;
   std::string text;
-  Status s = Store::Open(o, &store, nullptr);
-  if (s.ok()) s = ExportBarnum(*store, format, &text);
+  Status s = args.place.Open(o, &store);
+  if (s.ok() && args.format == "audit") {
+    s = ExportAudit(*store, &text);
+  } else if (s.ok()) {
+    s = ExportBarnum(*store, format, &text);
+  }
   if (s.ok() && !args.output.empty()) {
     s = Env::Posix()->WriteFileAtomic(args.output, text);
   } else if (s.ok()) {

@@ -8,6 +8,7 @@
 
 #include "interop/barnum_import.h"
 #include "orchestrator/run.h"
+#include "queue/run_place.h"
 
 namespace wizq {
 
@@ -29,7 +30,7 @@ int PrepareResumeFrom(const std::string& state_log,
                       RunExtras* extras);
 
 struct ExportArgs {
-  std::string dir = ".";
+  RunPlace place;  // --dir, --store, --schema, --run-id
   std::string format;
   std::string output;  // empty: stdout
 };

@@ -22,6 +22,8 @@
 #include "cli/prune.h"
 #include "cli/reuse_flags.h"
 #include "cli/run_signals.h"
+#include "cli/runs.h"
+#include "cli/store_flags.h"
 #include "cli/suggest.h"
 #include "cli/validate.h"
 #include "cli/view_commands.h"
@@ -58,6 +60,7 @@ struct RunArgs {
   RunOptions options;
   std::string input_file;
   std::string resume_from;  // --resume-from: a Barnum state log
+  RunPlace place;           // --store, --schema (its dir and run id unused)
   bool json = false;
   bool quiet = false;
   std::vector<std::string> argv;  // the command line, for the pause lines
@@ -90,12 +93,16 @@ int DoRun(RunArgs& a) {
     }
   }
   a.options.wizq_version = WIZQ_VERSION;
+  a.options.store = a.place.store;
+  a.options.schema = a.place.schema;
   ProgressOptions po;
   po.quiet = a.quiet;
   po.json = a.json;
   po.terminal = isatty(STDERR_FILENO) != 0;
   po.command = a.argv;
   po.install_dir = a.options.install_dir;
+  po.place = a.place;
+  po.place.dir = a.options.install_dir;
   // A person can answer: stdin and stderr are a terminal whose foreground
   // we are (a background job, `wizq run ... &`, would be stopped reading).
   a.options.interactive =
@@ -151,7 +158,7 @@ class Commands {
   CLI::App* run_cmd = nullptr;
   AnswerArgs answer;
   CLI::App* answer_cmd = nullptr;
-  std::string dir = ".";
+  RunPlace log_place;  // wizq log
   bool json = false;
   StatusArgs status;  // views/status.h
   CLI::App* status_cmd = nullptr;
@@ -164,6 +171,8 @@ class Commands {
   CLI::App* prune_cmd = nullptr;
   ValidateArgs validate;
   CLI::App* validate_cmd = nullptr;
+  RunsArgs runs;  // cli/runs.h
+  CLI::App* runs_cmd = nullptr;
   ExportArgs export_args;
   CLI::App* export_cmd = nullptr;
   std::unique_ptr<AgentCli> agent;
@@ -198,6 +207,7 @@ Commands::Commands(int argc, char** argv) {
       ->check(IntegerIn(1, 1024));
   run_cmd->add_option("--run-id", run.options.run_id,
                       "Run id (default: derived from workflow and input)");
+  AddStoreOptions(run_cmd, &run.place);
   run_cmd->add_flag("--fresh", run.options.fresh,
                     "Archive an existing run and start over");
   run_cmd->add_flag("--json", run.json, "NDJSON events on stdout");
@@ -224,7 +234,7 @@ Commands::Commands(int argc, char** argv) {
 
   log_cmd = app.add_subcommand("log", "Show the audit log");
   log_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
-  log_cmd->add_option("--dir", dir, "Install directory (default: .)");
+  AddRunPlaceOptions(log_cmd, &log_place);
   log_cmd->add_option("--task", task_id, "Only this task's events")
       ->check(IntegerIn(1, INT64_MAX));
   log_cmd->add_flag("--json", json, "The raw JSON lines");
@@ -238,6 +248,7 @@ Commands::Commands(int argc, char** argv) {
       AddValidateCommand(app, &validate, std::string("wizq ") + WIZQ_VERSION);
 
   export_cmd = AddExportCommand(app, &export_args);
+  runs_cmd = AddRunsCommand(app, &runs, std::string("wizq ") + WIZQ_VERSION);
 
   agent = std::make_unique<AgentCli>(app);
   db = std::make_unique<DbCli>(app);  // cli/db.h
@@ -266,10 +277,11 @@ int Commands::Run(int argc, char** argv) {
     return kExitInvalid;
   }
   if (*export_cmd) return DoExport(export_args);
+  if (*runs_cmd) return DoRuns(runs);
   if (*run_cmd) return DoRun(run);
   if (*status_cmd) return DoStatus(status);
-  if (*log_cmd && table) return PrintLogTable(dir, task_id, json);
-  if (*log_cmd) return PrintLog(dir, task_id, json);
+  if (*log_cmd && table) return PrintLogTable(log_place, task_id, json);
+  if (*log_cmd) return PrintLog(log_place, task_id, json);
   if (*validate_cmd) return RunValidate(validate);
   if (*report_cmd) return DoReport(report);
   if (*prune_cmd) return DoPrune(prune);

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "agent/agent_service.h"
+#include "cli/store_flags.h"
 #include "mcp/mcp_server.h"
 #include "orchestrator/run.h"
 #include "orchestrator/run_loop.h"  // StopRequested
@@ -23,8 +24,7 @@ CLI::App* AddMcpCommand(CLI::App& app, McpArgs* args,
   CLI::App* cmd = app.add_subcommand(
       "mcp", "Serve the agent protocol as an MCP server on stdin/stdout");
   cmd->set_version_flag("--version", "wizq " + version);
-  cmd->add_option("--dir", args->dir,
-                  "Install directory (default: the working directory)");
+  AddRunPlaceOptions(cmd, &args->place);
   return cmd;
 }
 
@@ -32,12 +32,12 @@ int RunMcpCommand(const McpArgs& args, const std::string& version) {
   // The run may start after the MCP client started this server: a missing
   // directory is served too, each call refused until a run is there.
   struct stat st;
-  if (stat(args.dir.c_str(), &st) != 0) {
-    std::fprintf(stderr, "wizq mcp: note: --dir %s: %s (yet)\n",
-                 args.dir.c_str(), std::strerror(errno));
+  const std::string& dir = args.place.dir;
+  if (stat(dir.c_str(), &st) != 0) {
+    std::fprintf(stderr, "wizq mcp: note: --dir %s: %s (yet)\n", dir.c_str(),
+                 std::strerror(errno));
   } else if (!S_ISDIR(st.st_mode)) {
-    std::fprintf(stderr, "wizq mcp: --dir %s: not a directory\n",
-                 args.dir.c_str());
+    std::fprintf(stderr, "wizq mcp: --dir %s: not a directory\n", dir.c_str());
     return kExitInvalid;
   }
   signal(SIGPIPE, SIG_IGN);
@@ -57,7 +57,7 @@ int RunMcpCommand(const McpArgs& args, const std::string& version) {
                  std::strerror(errno));
     return kExitEnvironment;
   }
-  std::unique_ptr<AgentService> service = AgentService::Open(args.dir);
+  std::unique_ptr<AgentService> service = AgentService::Open(args.place);
   McpServerOptions options;
   options.server_version = version;
   options.stop_requested = [] { return StopRequested(); };

@@ -6,10 +6,12 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "queue/run_place.h"
+
 namespace wizq {
 
 struct McpArgs {
-  std::string dir = ".";
+  RunPlace place;  // --dir, --store, --schema, --run-id
 };
 
 // Adds the `mcp` subcommand to `app`, filling `args` when it is parsed.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/store_flags.h"
 #include "fs/env.h"
 #include "fs/tree.h"
 #include "queue/store.h"
@@ -22,7 +23,7 @@ CLI::App* AddPruneCommand(CLI::App& app, PruneArgs* a,
   CLI::App* cmd = app.add_subcommand(
       "prune", "Remove the task files of finished tasks (keeps failed ones)");
   cmd->set_version_flag("--version", version);
-  cmd->add_option("--dir", a->dir, "Install directory (default: .)");
+  AddRunPlaceOptions(cmd, &a->place);
   cmd->add_flag("--dry-run,-n", a->dry_run, "Only say what would be removed");
   cmd->add_flag("--json", a->json, "A JSON summary on stdout");
   return cmd;
@@ -41,6 +42,7 @@ struct PruneResult {
 // its task files away, and the new run's ids name other tasks.
 Status PruneDone(Env* env, Store* store, const std::string& workspace,
                  const std::vector<Task>& done, bool dry_run, PruneResult* r) {
+  if (done.empty()) return Status::OK();
   std::map<int64_t, std::vector<std::string>> files;
   Status s = ListTaskFiles(env, workspace, &files);
   for (const Task& t : done) {
@@ -92,14 +94,15 @@ void PrintPruned(const PruneArgs& args, const PruneResult& r, uint64_t kept,
 
 int DoPrune(const PruneArgs& args) {
   StoreOptions o;
-  o.install_dir = args.dir;
   o.mode = OpenMode::kReadOnly;
   std::unique_ptr<Store> store;
+  RunInfo run;
   RunCounts counts;
   std::vector<Task> done;
   TaskFilter filter;
   filter.states = {TaskState::kDone};
-  Status s = Store::Open(o, &store, nullptr);
+  Status s = args.place.Open(o, &store);
+  if (s.ok()) s = store->GetRun(&run);
   if (s.ok()) s = store->Counts(&counts);
   if (s.ok()) s = store->ListTasks(filter, &done);
   if (!s.ok()) {
@@ -107,7 +110,11 @@ int DoPrune(const PruneArgs& args) {
     return s.IsNotFound() ? kExitInvalid : kExitEnvironment;
   }
   Env* env = Env::Posix();
-  const std::string workspace = LocalWorkspace(args.dir);
+  // On a database, this machine's files of the run (none if another run
+  // of its id has the directory).
+  const std::string workspace = LocalWorkspaceOf(
+      env, args.place.dir, args.place.store, run.run_id, run.started_ms);
+  if (workspace.empty()) done.clear();
   PruneResult r;
   s = PruneDone(env, store.get(), workspace, done, args.dry_run, &r);
   if (!s.ok()) {
@@ -116,7 +123,9 @@ int DoPrune(const PruneArgs& args) {
     return kExitEnvironment;
   }
   uint64_t kept = 0;
-  TaskFilesBytes(env, workspace, &kept).IgnoreError();  // only reported
+  if (!workspace.empty()) {
+    TaskFilesBytes(env, workspace, &kept).IgnoreError();  // only reported
+  }
   if (args.dry_run) kept -= std::min(kept, r.freed);
   PrintPruned(args, r, kept, counts.of(TaskState::kFailed), workspace);
   return kExitCompleted;

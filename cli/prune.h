@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "queue/run_place.h"
+
 namespace CLI {
 class App;
 }  // namespace CLI
@@ -15,7 +17,7 @@ class App;
 namespace wizq {
 
 struct PruneArgs {
-  std::string dir = ".";
+  RunPlace place;  // --dir, --store, --schema, --run-id
   bool dry_run = false;
   bool json = false;
 };

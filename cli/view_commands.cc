@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/store_flags.h"
 #include "queue/task.h"
 
 namespace wizq {
@@ -11,7 +12,7 @@ CLI::App* AddStatusCommand(CLI::App& app, StatusArgs* a,
   CLI::App* cmd = app.add_subcommand(
       "status", "Show a run's summary, its workers and its task tree");
   cmd->set_version_flag("--version", version);
-  cmd->add_option("--dir", a->dir, "Install directory (default: .)");
+  AddRunPlaceOptions(cmd, &a->place);
   cmd->add_flag("--json", a->json, "JSON output");
   cmd->add_flag("--failed", a->failed, "Only failed tasks");
   cmd->add_option("--state", a->state, "Only tasks in this state")
@@ -21,8 +22,8 @@ CLI::App* AddStatusCommand(CLI::App& app, StatusArgs* a,
                              TaskStateName(TaskState::kFailed)}));
   cmd->add_option("--step", a->step, "Only tasks of this step");
   cmd->add_option("--archived", a->archived_name,
-                  "List the runs set aside in .wizard/archive/, or show the "
-                  "one named")
+                  "List the archived runs (.wizard/archive/; with --store, "
+                  "of the run id), or show the one named")
       ->expected(0, 1);
   cmd->callback([cmd, a] { a->archived = cmd->count("--archived") > 0; });
   return cmd;
@@ -33,7 +34,7 @@ CLI::App* AddReportCommand(CLI::App& app, ReportArgs* a,
   CLI::App* cmd = app.add_subcommand(
       "report", "Write a run's report: one self-contained HTML page");
   cmd->set_version_flag("--version", version);
-  cmd->add_option("--dir", a->dir, "Install directory (default: .)");
+  AddRunPlaceOptions(cmd, &a->place);
   cmd->add_option("-o,--output", a->output,
                   "The HTML file to write (- for "
                   "stdout)")

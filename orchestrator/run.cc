@@ -165,6 +165,10 @@ static Status MakeConfig(const RunOptions& options, const RunExtras& extras,
   WIZQ_RETURN_IF_ERROR(
       CanonicalInstallDir(options.env ? options.env : Env::Posix(),
                           options.install_dir, &config->install_dir));
+  config->location = options.store;
+  config->schema = options.schema;
+  config->workspace =
+      LocalWorkspace(config->install_dir, config->location, config->run_id);
   config->input = input;
   config->jobs = options.jobs;
   // --from picks what a new run reuses: it starts one.
@@ -215,14 +219,14 @@ int RunWorkflowWith(const RunOptions& options, const RunExtras& extras,
   if (extras.make_executors) extra = extras.make_executors(config.install_dir);
   ExecutorSet executor;
   for (const auto& e : extra) executor.Add(e.get());
-  CommandExecutor commands(options.env, LocalWorkspace(config.install_dir));
+  CommandExecutor commands(options.env, config.workspace);
   PromptExecutor prompts(options.interactive);
   executor.Add(&commands);
   executor.Add(&prompts);
   std::unique_ptr<AgentExecutor> agents;
   if (!options.agent_command.empty()) {
-    agents = std::make_unique<AgentExecutor>(
-        options.env, LocalWorkspace(config.install_dir), options.agent_command);
+    agents = std::make_unique<AgentExecutor>(options.env, config.workspace,
+                                             options.agent_command);
     executor.Add(agents.get());
   }
   config.executor = &executor;

@@ -41,10 +41,16 @@ struct HaltPolicy {
 
 struct RunOptions {
   std::string workflow_path;
-  std::string install_dir = ".";  // created if missing
-  std::string input_json;         // empty: {}
-  std::string run_id;             // empty: derived from workflow + input
-  int jobs = 0;                   // 0: the workflow's max_concurrency
+  // The directory store's run directory, or with `store` the machine's
+  // local working directory (RunPlace); created if missing.
+  std::string install_dir = ".";
+  // "" : the directory store; else the PostgreSQL store at this location
+  // (--store, WIZQ_STORE) in `schema` ("": wizq).
+  std::string store;
+  std::string schema;
+  std::string input_json;  // empty: {}
+  std::string run_id;      // empty: derived from workflow + input
+  int jobs = 0;            // 0: the workflow's max_concurrency
   bool fresh = false;
   std::string wizq_version;
   Env* env = nullptr;  // nullptr: Env::Posix()

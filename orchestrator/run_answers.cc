@@ -84,6 +84,9 @@ Status CheckFlagAnswers(const RunLoop::Config& config, const Workflow& workflow,
     StoreOptions so;
     so.env = config.env;
     so.install_dir = config.install_dir;
+    so.location = config.location;
+    so.schema = config.schema;
+    so.run_id = config.run_id;
     so.mode = OpenMode::kReadOnly;
     OpenReport report;
     Status s = Store::Open(so, &store, &report);
@@ -92,8 +95,10 @@ Status CheckFlagAnswers(const RunLoop::Config& config, const Workflow& workflow,
     if (s.ok()) WIZQ_RETURN_IF_ERROR(store->GetRun(&info));
     // A run this one resumes; any other would be archived (no task of it
     // can be answered).
+    // (On a database a run is named by its id alone: its workers' dirs
+    // differ.)
     if (s.ok() && info.run_id == config.run_id &&
-        info.install_dir == config.install_dir) {
+        (!config.location.empty() || info.install_dir == config.install_dir)) {
       run = store.get();
       if (!info.workflow.empty() && info.workflow != workflow.frozen_json()) {
         WIZQ_RETURN_IF_ERROR(Workflow::Parse(

@@ -214,7 +214,7 @@ Outcome RunLoop::Judge(const Task& task, const AttemptResult& result) const {
       o.end.exit_code = result.exit_code;
     }
     // An adopted attempt may be an older wizq's, in its layout.
-    const std::string workspace = LocalWorkspace(config_.install_dir);
+    const std::string workspace = config_.workspace;
     o.end.stderr_path =
         (result.adopted
              ? AttemptFiles::Existing(config_.env ? config_.env : Env::Posix(),

@@ -63,7 +63,7 @@ void RunLoop::ReportFailures() {
   f.states = {TaskState::kFailed};
   std::vector<Task> failed;
   if (!store_->ListTasks(f, &failed).ok() || failed.empty()) return;
-  observer_->OnFailures(failed, LocalWorkspace(config_.install_dir));
+  observer_->OnFailures(failed, config_.workspace);
 }
 
 }  // namespace wizq

@@ -13,6 +13,7 @@
 #include "fs/env.h"
 #include "orchestrator/reuse.h"
 #include "orchestrator/run.h"
+#include "tasks/exec/attempt_files.h"
 #include "tasks/workflow/def_hash.h"
 #include "tasks/workflow/response.h"
 
@@ -42,6 +43,8 @@ int64_t RunLoop::ElapsedMs() const { return MonotonicMs() - start_ms_; }
 Status RunLoop::Open(bool* finished, int* exit_code) {
   StoreOptions so;
   so.env = config_.env;
+  so.location = config_.location;
+  so.schema = config_.schema;
   so.install_dir = config_.install_dir;
   so.run_id = config_.run_id;
   so.workflow_json = workflow_->frozen_json();
@@ -85,6 +88,11 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   WIZQ_RETURN_IF_ERROR(Store::Open(so, &store_, &report));
   RunInfo run;
   WIZQ_RETURN_IF_ERROR(store_->GetRun(&run));
+  if (!config_.location.empty()) {
+    WIZQ_RETURN_IF_ERROR(
+        AdoptLocalWorkspace(config_.env ? config_.env : Env::Posix(),
+                            config_.workspace, std::to_string(run.started_ms)));
+  }
   WIZQ_RETURN_IF_ERROR(UseFrozenWorkflow(run));
   run_started_ms_ = run.started_ms;
   TaskFilter lost;

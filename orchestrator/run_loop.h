@@ -125,6 +125,8 @@ class RunLoop {
  public:
   struct Config {
     std::string run_id, install_dir, input, wizq_version, workflow_path;
+    std::string location, schema;  // RunOptions::store, schema
+    std::string workspace;         // LocalWorkspace of the run
     int jobs = 0;
     bool fresh = false;
     Env* env = nullptr;

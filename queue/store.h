@@ -283,12 +283,25 @@ class StoreReads {
   virtual Status Counts(RunCounts* counts) = 0;
 };
 
+// A run of a location as `wizq runs` lists it (Store::ListAll).
+struct RunSummary {
+  RunRef ref;
+  RunCounts counts;
+  int64_t live_workers = 0;
+};
+
 class Store : public StoreReads {
  public:
   // Opens the run options.location names, by options.mode. The directory
   // store and the PostgreSQL store (queue/open_store.cc picks one).
   static Status Open(const StoreOptions& options, std::unique_ptr<Store>* out,
                      OpenReport* report);
+  // The runs of the location options.location names (on the directory
+  // store, the one in options.install_dir) without opening any as a
+  // worker: the current runs, newest first, then with `archived` the
+  // archived ones, newest first. NotFound when the location holds no run.
+  static Status ListAll(const StoreOptions& options, bool archived,
+                        std::vector<RunSummary>* runs);
   // Releases everything without writing (as a crash would); call Close()
   // first for an orderly exit.
   virtual ~Store() = default;

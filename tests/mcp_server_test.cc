@@ -59,6 +59,7 @@ class FakeAgentService : public AgentService {
     if (throw_in_status) throw std::runtime_error("status exploded");
     return reply;
   }
+  std::string workspace() const override { return ""; }
 
   std::vector<std::string> calls;
   std::string fail_reason;

@@ -56,32 +56,31 @@ void PrintEvent(int64_t seq, const std::vector<EventField>& fields) {
 
 }  // namespace
 
-int OpenForLog(const std::string& install_dir, bool json,
-               std::unique_ptr<Store>* store, OpenReport* report) {
+int OpenForLog(const RunPlace& place, bool json, std::unique_ptr<Store>* store,
+               OpenReport* report) {
   StoreOptions o;
-  o.install_dir = install_dir;
   o.mode = OpenMode::kReadOnly;
-  Status s = Store::Open(o, store, report);
+  Status s = place.Open(o, store, report);
   if (s.ok()) return kExitCompleted;
   return ReportCommandError("log",
                             s.IsNotFound() ? kExitInvalid : kExitEnvironment,
                             s.message(), FileNamedIn(s.message()), json);
 }
 
-int ReportLogError(const std::string& install_dir, const Status& s, bool json) {
+int ReportLogError(const RunPlace& place, const Status& s, bool json) {
   if (s.IsNotFound()) {
     return ReportCommandError(
         "log", kExitInvalid,
-        "no wizq run in " + install_dir + " (" + s.message() + ")", "", json);
+        "no wizq run " + place.Describe() + " (" + s.message() + ")", "", json);
   }
   return ReportCommandError("log", kExitEnvironment, s.message(),
                             FileNamedIn(s.message()), json);
 }
 
-int PrintLog(const std::string& install_dir, int64_t task_id, bool json) {
+int PrintLog(const RunPlace& place, int64_t task_id, bool json) {
   std::unique_ptr<Store> store;
   OpenReport opened;
-  const int code = OpenForLog(install_dir, json, &store, &opened);
+  const int code = OpenForLog(place, json, &store, &opened);
   if (code != kExitCompleted) return code;
   EventFieldReader reader;
   std::vector<EventField> fields;
@@ -90,7 +89,7 @@ int PrintLog(const std::string& install_dir, int64_t task_id, bool json) {
   int64_t seq = 0;
   do {
     Status s = store->ReadEvents(seq, kPage, &page);
-    if (!s.ok()) return ReportLogError(install_dir, s, json);
+    if (!s.ok()) return ReportLogError(place, s, json);
     for (const EventRecord& rec : page) {
       seq = rec.seq;
       if (!reader.Read(rec.line, &fields).ok()) continue;

@@ -89,13 +89,13 @@ std::string AttemptResultText(const AttemptRecord& a) {
   return text;
 }
 
-int PrintLogTable(const std::string& install_dir, int64_t task_id, bool json) {
+int PrintLogTable(const RunPlace& place, int64_t task_id, bool json) {
   std::unique_ptr<Store> store;
-  const int code = OpenForLog(install_dir, json, &store, nullptr);
+  const int code = OpenForLog(place, json, &store, nullptr);
   if (code != kExitCompleted) return code;
   RunHistory h;
   Status s = LoadRunHistory(*store, &h);
-  if (!s.ok()) return ReportLogError(install_dir, s, json);
+  if (!s.ok()) return ReportLogError(place, s, json);
   if (!json) {
     std::printf("%5s %-12s %-24s %3s %-16s %-23s %8s  %s\n", "TASK", "STEP",
                 "VALUE", "TRY", "WORKER", "START", "DURATION", "RESULT");

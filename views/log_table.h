@@ -8,13 +8,15 @@
 #include <cstdint>
 #include <string>
 
+#include "queue/run_place.h"
+
 namespace wizq {
 
 struct AttemptRecord;
 
 // Prints the table (only task `task_id`'s attempts if > 0); returns the
 // exit code (0; 2 no run; 3 an unreadable log).
-int PrintLogTable(const std::string& install_dir, int64_t task_id, bool json);
+int PrintLogTable(const RunPlace& place, int64_t task_id, bool json);
 
 // What ended the attempt, for people: "ok", "exit 3", "worker_lost
 // (refunded)", "running", ... (also the report's tooltips).

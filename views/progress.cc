@@ -63,10 +63,11 @@ std::string PromptRunCommand(const ProgressOptions& o, const WaitingPrompt& t) {
 }
 
 std::string PromptAnswerCommand(const ProgressOptions& o,
+                                const std::string& run_id,
                                 const WaitingPrompt& t) {
   const std::string wizq = o.command.empty() ? "wizq" : o.command[0];
-  return ShellQuote(wizq) + " answer --dir " + ShellQuote(o.install_dir) + " " +
-         AnswerArg(t);
+  return ShellQuote(wizq) + " answer --dir " + ShellQuote(o.install_dir) +
+         o.place.CommandOptions(run_id) + " " + AnswerArg(t);
 }
 
 namespace {
@@ -79,6 +80,7 @@ class Printer : public RunObserver {
 
   void OnOpened(const std::string& run_id, const OpenReport& r,
                 const Progress& p) override {
+    run_id_ = run_id;
     if (r.archived_unfinished) {
       // Work is set aside, not lost: said even under --quiet.
       Always("the previous run had not finished; it was archived (" +
@@ -177,7 +179,8 @@ class Printer : public RunObserver {
   void KeptLine() {
     if (o_.quiet) return;
     uint64_t bytes = 0;
-    const std::string workspace = LocalWorkspace(o_.install_dir);
+    const std::string workspace =
+        LocalWorkspace(o_.install_dir, o_.place.store, run_id_);
     if (!TaskFilesBytes(Env::Posix(), workspace, &bytes).ok() || bytes == 0) {
       return;
     }
@@ -202,7 +205,7 @@ class Printer : public RunObserver {
       console::WriteLine("wizq:     answer and go on: " +
                          PromptRunCommand(o_, t) + PromptAnswerHint(t));
       console::WriteLine("wizq:     or record it only: " +
-                         PromptAnswerCommand(o_, t));
+                         PromptAnswerCommand(o_, run_id_, t));
     }
   }
 
@@ -294,6 +297,7 @@ class Printer : public RunObserver {
 
   ProgressOptions o_;
   const bool colour_;
+  std::string run_id_;  // OnOpened's
   LiveLine live_;
   std::map<int64_t, int> deduplicated_;  // OnDeduplicated, by task id
 };

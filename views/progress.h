@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "orchestrator/observer.h"
+#include "queue/run_place.h"
 
 namespace wizq {
 
@@ -22,6 +23,8 @@ struct ProgressOptions {
   // install directory as given.
   std::vector<std::string> command;
   std::string install_dir = ".";
+  // The run's store (--store, --schema; its dir is install_dir's).
+  RunPlace place;
 };
 
 std::unique_ptr<RunObserver> NewProgressPrinter(const ProgressOptions& o);

@@ -22,6 +22,7 @@ int64_t Ran(const Progress& p);
 std::string PromptRunCommand(const ProgressOptions& o, const WaitingPrompt& t);
 // `wizq answer --dir DIR TASK=VALUE`: records the answer only.
 std::string PromptAnswerCommand(const ProgressOptions& o,
+                                const std::string& run_id,
                                 const WaitingPrompt& t);
 // "  (or 7=no)", "  (one of: a, b)" or "".
 std::string PromptAnswerHint(const WaitingPrompt& t);

@@ -187,7 +187,8 @@ class JsonPrinter : public RunObserver {
         w.BeginObject().Key("id").Int(t.id).Field("step", t.step);
         w.Field("mode", t.mode).Field("message", t.message);
         w.Field("command", PromptRunCommand(o_, t));
-        w.Field("answer_command", PromptAnswerCommand(o_, t)).EndObject();
+        w.Field("answer_command", PromptAnswerCommand(o_, run_id_, t))
+            .EndObject();
       }
       w.EndArray();
       w.Key("done").Int(p.done).Key("pending").Int(p.pending);

@@ -40,11 +40,10 @@ int DoReport(const ReportArgs& args) {
                                         ": a name, not a path"));
   }
   StoreOptions o;
-  o.install_dir = args.dir;
   o.mode = OpenMode::kReadOnly;
   std::unique_ptr<Store> live;
   OpenReport opened;
-  Status s = Store::Open(o, &live, &opened);
+  Status s = args.place.Open(o, &live, &opened);
   if (!s.ok()) return Fail(s);
   std::unique_ptr<Store> archived;
   RunRef ref;  // the current run
@@ -73,14 +72,18 @@ int DoReport(const ReportArgs& args) {
   if (s.ok()) s = LoadRunHistory(store, &history);
   if (!s.ok()) return Fail(s);
   RunStatusExtras x =
-      archived ? RunStatusExtras() : LiveExtras(v, store, args.dir);
+      archived ? RunStatusExtras() : LiveExtras(v, store, args.place);
+  if (!archived) {
+    ref.run_id = v.run.run_id;
+    ref.started_ms = v.run.started_ms;
+  }
   x.archive_dir = ref.key;
   ReportInput in;
   in.view = &v;
   in.history = &history;
   in.live_status = LiveStatus(v.run, x);
   in.generated_ms = WallNowMs();
-  in.source = TaskFilesDir(args.dir, ref);
+  in.source = TaskFilesDir(args.place, ref);
   in.torn_bytes = opened.torn_tail_bytes;
   s = WriteOutput(args.output, RenderReportHtml(in));
   if (!s.ok()) return Fail(s.Annotate("writing the report"));

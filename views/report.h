@@ -8,10 +8,12 @@
 
 #include <string>
 
+#include "queue/run_place.h"
+
 namespace wizq {
 
 struct ReportArgs {
-  std::string dir = ".";
+  RunPlace place;        // --dir, --store, --schema, --run-id
   std::string output;    // -o FILE.html ("-": stdout)
   std::string archived;  // an archived run's name instead of the live run
 };

@@ -126,14 +126,26 @@ Status LoadRunView(Store& store, RunView* v) {
   return Status::OK();
 }
 
-std::string TaskFilesDir(const std::string& dir, const RunRef& run) {
-  return run.archived ? run.key : LocalWorkspace(dir);
+std::string TaskFilesDir(const RunPlace& place, const RunRef& run) {
+  if (!place.database()) {
+    return run.archived ? run.key : LocalWorkspace(place.dir);
+  }
+  return LocalWorkspaceOf(Env::Posix(), place.dir, place.store, run.run_id,
+                          run.started_ms);
+}
+
+// The current run's TaskFilesDir.
+static std::string Workspace(const RunPlace& place, const RunInfo& run) {
+  RunRef ref;
+  ref.run_id = run.run_id;
+  ref.started_ms = run.started_ms;
+  return TaskFilesDir(place, ref);
 }
 
 // The live run: its workers as the registry says, and whether it is
 // interrupted.
 RunStatusExtras LiveExtras(const RunView& v, Store& store,
-                           const std::string& dir) {
+                           const RunPlace& place) {
   RunStatusExtras x;
   std::vector<WorkerInfo> workers;
   if (store.Workers(&workers).ok()) {  // unreadable: shown as no workers
@@ -155,12 +167,16 @@ RunStatusExtras LiveExtras(const RunView& v, Store& store,
   // `wizq run` has no handlers for Function steps: only the program that
   // embeds wizq resumes such a run.
   if (x.interrupted && !x.embedded) {
-    x.resume_command = "wizq run WORKFLOW --dir " + ShellQuote(dir) +
-                       " --input " + ShellQuote(v.run.entry_input) +
-                       " --run-id " + ShellQuote(v.run.run_id);
+    x.resume_command =
+        "wizq run WORKFLOW --dir " + ShellQuote(place.dir) + " --input " +
+        ShellQuote(v.run.entry_input) +
+        (place.database() ? place.CommandOptions(v.run.run_id)
+                          : " --run-id " + ShellQuote(v.run.run_id));
   }
   uint64_t bytes = 0;
-  if (TaskFilesBytes(Env::Posix(), LocalWorkspace(dir), &bytes).ok()) {
+  const std::string workspace = Workspace(place, v.run);
+  if (!workspace.empty() &&
+      TaskFilesBytes(Env::Posix(), workspace, &bytes).ok()) {
     x.task_output_bytes = static_cast<int64_t>(bytes);
   }
   return x;
@@ -241,8 +257,9 @@ void PrintHumanStatus(const RunView& v, const RunStatusExtras& x,
   std::printf("\n");
   if (x.task_output_bytes >= 0) {
     std::printf(
-        "task files: %s under .wizard/tasks%s\n",
+        "task files: %s under %s/tasks%s\n",
         FormatBytes(static_cast<uint64_t>(x.task_output_bytes)).c_str(),
+        args.place.database() ? Workspace(args.place, r).c_str() : ".wizard",
         r.status == RunStatus::kCompleted || r.status == RunStatus::kFailed
             ? " (wizq prune removes those of finished tasks)"
             : "");
@@ -252,7 +269,7 @@ void PrintHumanStatus(const RunView& v, const RunStatusExtras& x,
                 static_cast<long long>(c.reused), r.previous_run.c_str());
   }
   PrintLeased(v, now);
-  if (archive.empty()) PrintWaitingPrompts(*v.store, args.dir);  // answer.cc
+  if (archive.empty()) PrintWaitingPrompts(*v.store, args.place);
   std::printf("\n");
   // A holder is dead when the registry does not show it alive (the live
   // run only: an archived run's holders are all gone).
@@ -263,14 +280,18 @@ void PrintHumanStatus(const RunView& v, const RunStatusExtras& x,
     for (const auto& w : x.workers) {
       if (w.alive) alive.insert(w.id);
     }
-    const std::string workspace = LocalWorkspace(args.dir);
+    const std::string workspace = Workspace(args.place, v.run);
     for (const Task* task : v.InState(TaskState::kInProgress)) {
       const Task& t = *task;
       if (t.lease_token.empty() && !alive.count(t.claimed_by)) {
         dead_set.workers.insert(t.claimed_by);
-        if (!internal::AttemptBegan(Env::Posix(),
+        const bool began =
+            t.started ||
+            (!workspace.empty() &&
+             internal::AttemptBegan(Env::Posix(),
                                     AttemptFiles::TaskDir(workspace, t.id),
-                                    t.attempts)) {
+                                    t.attempts));
+        if (!began) {
           dead_set.unstarted.insert(t.id);
         }
       }
@@ -292,11 +313,10 @@ int DoStatus(const StatusArgs& args) {
     return args.archived_name.empty() ? ListArchived(args) : ShowArchived(args);
   }
   StoreOptions o;
-  o.install_dir = args.dir;
   o.mode = OpenMode::kReadOnly;
   std::unique_ptr<Store> store;
   RunView v;
-  Status s = Store::Open(o, &store, nullptr);
+  Status s = args.place.Open(o, &store);
   if (s.ok()) s = LoadRunView(*store, &v);
   if (!s.ok()) {
     return ReportCommandError("status",
@@ -308,7 +328,7 @@ int DoStatus(const StatusArgs& args) {
   if (!SelectTasks(v, args, &selected, &error)) {
     return ReportCommandError("status", kExitInvalid, error, "", args.json);
   }
-  RunStatusExtras x = LiveExtras(v, *store, args.dir);
+  RunStatusExtras x = LiveExtras(v, *store, args.place);
   if (Filtered(args)) x.only_tasks = &selected;
   if (args.json) {
     std::string json;

@@ -12,10 +12,12 @@
 
 #include <string>
 
+#include "queue/run_place.h"
+
 namespace wizq {
 
 struct StatusArgs {
-  std::string dir = ".";
+  RunPlace place;  // --dir, --store, --schema, --run-id
   bool json = false;
   bool failed = false;        // only failed tasks
   std::string state;          // only tasks in this state ("" = any)
@@ -33,7 +35,7 @@ class StoreReads;
 // The tasks of the run that wait for an answer, each with its prompt and
 // the command that answers it (nothing if none, or if the run cannot be
 // read): `wizq status` (views/waiting_prompts.cc).
-void PrintWaitingPrompts(StoreReads& run, const std::string& dir);
+void PrintWaitingPrompts(StoreReads& run, const RunPlace& place);
 
 }  // namespace wizq
 

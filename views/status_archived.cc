@@ -44,12 +44,11 @@ void SummaryJson(const RunRef& run, const RunView& v, JsonWriter& w) {
 }
 
 // The archived runs of the run in `dir`, oldest first.
-Status OpenArchive(const std::string& dir, std::unique_ptr<Store>* store,
+Status OpenArchive(const RunPlace& place, std::unique_ptr<Store>* store,
                    std::vector<RunRef>* archived) {
   StoreOptions o;
-  o.install_dir = dir;
   o.mode = OpenMode::kReadOnly;
-  WIZQ_RETURN_IF_ERROR(Store::Open(o, store, nullptr));
+  WIZQ_RETURN_IF_ERROR(place.Open(o, store));
   std::vector<RunRef> runs;
   WIZQ_RETURN_IF_ERROR((*store)->ListRuns(&runs));
   archived->clear();
@@ -89,7 +88,7 @@ int Fail(const Status& s) {
 int ListArchived(const StatusArgs& args) {
   std::unique_ptr<Store> store;
   std::vector<RunRef> runs;
-  Status s = OpenArchive(args.dir, &store, &runs);
+  Status s = OpenArchive(args.place, &store, &runs);
   if (!s.ok()) return Fail(s);
   std::string out;
   JsonWriter w(&out);
@@ -129,8 +128,9 @@ int ListArchived(const StatusArgs& args) {
   if (args.json) {
     std::printf("%s\n", out.c_str());
   } else if (!runs.empty()) {
-    std::printf("show one with: wizq status --dir %s --archived NAME\n",
-                ShellQuote(args.dir).c_str());
+    std::printf("show one with: wizq status --dir %s%s --archived NAME\n",
+                ShellQuote(args.place.dir).c_str(),
+                args.place.CommandOptions(runs.back().run_id).c_str());
   }
   return kExitCompleted;
 }
@@ -146,7 +146,7 @@ int ShowArchived(const StatusArgs& args) {
   }
   std::unique_ptr<Store> store;
   std::vector<RunRef> runs;
-  Status s = OpenArchive(args.dir, &store, &runs);
+  Status s = OpenArchive(args.place, &store, &runs);
   if (!s.ok()) return Fail(s);
   const RunRef* run = FindArchived(runs, name);
   if (run == nullptr) {
@@ -170,7 +170,8 @@ int ShowArchived(const StatusArgs& args) {
   RunStatusExtras x;
   x.archive_dir = run->key;
   uint64_t bytes = 0;
-  if (TaskFilesBytes(Env::Posix(), TaskFilesDir(args.dir, *run), &bytes).ok()) {
+  if (TaskFilesBytes(Env::Posix(), TaskFilesDir(args.place, *run), &bytes)
+          .ok()) {
     x.task_output_bytes = static_cast<int64_t>(bytes);
   }
   if (Filtered(args)) x.only_tasks = &selected;

@@ -34,7 +34,9 @@ Status LoadRunView(Store& store, RunView* view);
 // Store::ListRuns) of install directory `dir`: the local workspace for the
 // current run; an archived run's files moved with it (the directory store
 // archives them into the directory its key names). "" if none is known.
-std::string TaskFilesDir(const std::string& dir, const RunRef& run);
+// On a database store, this machine's workspace of that run
+// (LocalWorkspaceOf).
+std::string TaskFilesDir(const RunPlace& place, const RunRef& run);
 
 // The tasks the filters of `args` select, in id order; NotFound-like
 // message in *error (exit 2) for a filter that names no state or step.
@@ -55,7 +57,7 @@ void PrintHumanStatus(const RunView& v, const RunStatusExtras& extras,
 // the store knows them, whether it is interrupted and how to resume it,
 // the bytes of its task files.
 RunStatusExtras LiveExtras(const RunView& v, Store& store,
-                           const std::string& dir);
+                           const RunPlace& place);
 
 // `wizq status --archived [NAME]`.
 int ListArchived(const StatusArgs& args);

@@ -10,7 +10,7 @@
 
 namespace wizq {
 
-void PrintWaitingPrompts(StoreReads& run, const std::string& dir) {
+void PrintWaitingPrompts(StoreReads& run, const RunPlace& place) {
   RunInfo info;
   std::unique_ptr<Workflow> wf;
   if (!run.GetRun(&info).ok() ||
@@ -32,10 +32,12 @@ void PrintWaitingPrompts(StoreReads& run, const std::string& dir) {
     const PromptSpec* p = PromptOf(*wf, t);
     if (first) std::printf("\nwaiting for an answer:\n");
     first = false;
+    const std::string where = place.CommandOptions(info.run_id);
     std::printf(
-        "  #%lld %s (%s): %s\n    answer: wizq answer --dir %s %lld=VALUE\n",
+        "  #%lld %s (%s): %s\n    answer: wizq answer --dir %s%s %lld=VALUE\n",
         static_cast<long long>(t.id), t.type.c_str(), PromptModeName(p->mode),
-        p->message.c_str(), dir.c_str(), static_cast<long long>(t.id));
+        p->message.c_str(), place.dir.c_str(), where.c_str(),
+        static_cast<long long>(t.id));
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "queue/store.h"
 
@@ -19,6 +20,12 @@ namespace wizq {
 inline std::string WizardDir(const std::string& install_dir) {
   return install_dir + "/.wizard";
 }
+
+// `events` (Store::ReadEvents of any store, in seq order from 1) as the
+// directory store's `audit.jsonl` (docs/FORMAT.md): each line its own
+// commit, with its checksum. A `.wizard/` that holds only this file opens
+// as that run (`wizq export --format audit`).
+std::string DirAuditLog(const std::vector<EventRecord>& events);
 
 // Opens the run in `<options.install_dir>/.wizard/` (queue/store.h).
 Status OpenDirStore(const StoreOptions& options, std::unique_ptr<Store>* out,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "audit/log.h"
 #include "fs/env.h"
 #include "queue/claim_holder.h"
 #include "queue/dir/dir_open.h"
@@ -379,6 +380,15 @@ Status DirStore::WhileCurrent(const std::function<Status()>& fn) {
                             " was archived or replaced since it was opened");
   }
   return fn();
+}
+
+std::string DirAuditLog(const std::vector<EventRecord>& events) {
+  std::string out;
+  for (const EventRecord& e : events) {
+    std::string line = e.line;
+    if (FrameCommittedLine(&line)) out += line;
+  }
+  return out;
 }
 
 Status OpenDirStore(const StoreOptions& options, std::unique_ptr<Store>* out,

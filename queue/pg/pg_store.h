@@ -39,6 +39,9 @@ class PgStore : public Store {
  public:
   static Status Open(const StoreOptions& options, std::unique_ptr<Store>* out,
                      OpenReport* report);
+  // Store::ListAll on a database: every run_id's runs.
+  static Status ListAll(const StoreOptions& options, bool archived,
+                        std::vector<RunSummary>* runs);
   ~PgStore() override;
 
   Status Close() override;

@@ -57,13 +57,11 @@ Status PgStore::Open(const StoreOptions& o, std::unique_ptr<Store>* out,
   for (int attempt = 0; attempt < 3; attempt++) {
     *report = OpenReport();
     st = store->OpenByMode(report);
+    const PgErrorKind kind = store->conn_->last_error().kind;
     if (store->conn_->in_transaction() && !store->conn_->lost()) {
       store->conn_->Rollback().IgnoreError();  // nothing of a failed open
     }
-    if (st.ok() ||
-        store->conn_->last_error().kind != PgErrorKind::kUniqueViolation) {
-      break;
-    }
+    if (st.ok() || kind != PgErrorKind::kUniqueViolation) break;
   }
   WIZQ_RETURN_IF_ERROR(st);
   *out = std::move(store);

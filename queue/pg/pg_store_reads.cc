@@ -5,6 +5,8 @@
 #include <chrono>
 #include <thread>
 
+#include "queue/pg/pg_location.h"
+#include "queue/pg/pg_migrate.h"
 #include "queue/pg/pg_store.h"
 #include "queue/pg/pg_txn.h"
 
@@ -269,6 +271,60 @@ Status PgStore::OpenRun(const RunRef& ref, std::unique_ptr<Store>* out) {
   store->writable_ = Status::NotSupported("run " + ref.key +
                                           " of the store is opened read-only");
   *out = std::move(store);
+  return Status::OK();
+}
+
+// Every run of the schema, with its live workers (their liveness locks).
+Status PgStore::ListAll(const StoreOptions& o, bool archived,
+                        std::vector<RunSummary>* runs) {
+  runs->clear();
+  const std::string schema =
+      o.schema.empty() ? std::string(kPgDefaultSchema) : o.schema;
+  WIZQ_RETURN_IF_ERROR(ValidatePgSchemaName(schema));
+  PgConnOptions co;
+  co.application_name = "wizq runs";
+  std::unique_ptr<PgConn> conn;
+  WIZQ_RETURN_IF_ERROR(PgConn::Open(o.location, co, &conn));
+  PgSchema s(conn.get(), schema);
+  int version = 0;
+  WIZQ_RETURN_IF_ERROR(s.ReadVersion(&version));
+  if (version == 0) {
+    return Status::NotFound("no wizq run in the store " +
+                            RedactPgLocation(o.location) + " (schema \"" +
+                            schema + "\" does not exist)");
+  }
+  WIZQ_RETURN_IF_ERROR(s.Check());
+  PgResult r;
+  WIZQ_RETURN_IF_ERROR(conn->Exec(
+      PgSchemaSql(
+          std::string("SELECT ") + kPgRunColumns +
+              ", (SELECT count(*) FROM {s}.workers w WHERE w.run = "
+              "r.run AND " +
+              PgWorkerAliveSql() +
+              ") AS live FROM {s}.runs r WHERE $1::boolean OR r.archived_at "
+              "IS NULL ORDER BY r.archived_at IS NOT NULL, r.run DESC",
+          conn->QuoteIdentifier(schema)),
+      {archived}, &r));
+  for (int i = 0; i < r.rows(); i++) {
+    PgRun run;
+    PgRunFromRow(r, i, &run);
+    RunSummary sum;
+    sum.ref.run_id = run.info.run_id;
+    sum.ref.key = run.archived ? std::to_string(run.run) : "";
+    sum.ref.archived = run.archived;
+    sum.ref.status = run.info.status;
+    sum.ref.started_ms = run.info.started_ms;
+    sum.ref.finished_ms = run.info.finished_ms;
+    for (int k = 0; k < 4; k++) {
+      sum.counts.by_state[k] = run.by_state[k];
+      sum.counts.total += run.by_state[k];
+    }
+    sum.counts.reused = run.reused;
+    sum.counts.imported = run.imported;
+    sum.counts.leased = run.leased;
+    sum.live_workers = r.GetInt(i, "live");
+    runs->push_back(std::move(sum));
+  }
   return Status::OK();
 }
 

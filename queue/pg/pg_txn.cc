@@ -4,6 +4,8 @@
 // and stages the same events.
 #include "queue/pg/pg_txn.h"
 
+#include <cstdint>
+
 #include "queue/pg/pg_conn.h"
 
 namespace wizq {
@@ -252,7 +254,10 @@ Status PgStoreTxn::DueHooks(size_t max, std::vector<Task>* owners) {
       w_->Sql(std::string("SELECT ") + kPgTaskColumns +
               " FROM {s}.tasks t WHERE t.run = $1 AND t.hook_due ORDER BY "
               "t.task_id LIMIT $2"),
-      {w_->run().run, static_cast<int64_t>(max)}, &r));
+      {w_->run().run, max > static_cast<size_t>(INT64_MAX)
+                          ? INT64_MAX
+                          : static_cast<int64_t>(max)},
+      &r));
   for (int i = 0; i < r.rows(); i++) {
     PgTask row;
     PgTaskFromRow(r, i, &row);

@@ -8,8 +8,69 @@
 
 namespace wizq {
 
-std::string LocalWorkspace(const std::string& install_dir) {
-  return WizardDir(install_dir);
+namespace {
+
+// A run id as one safe path component (LocalWorkspace).
+std::string WorkspaceName(const std::string& run_id) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string name;
+  for (size_t i = 0; i < run_id.size(); i++) {
+    const unsigned char c = static_cast<unsigned char>(run_id[i]);
+    const bool plain =
+        std::isalnum(c) || c == '_' || c == '-' || (c == '.' && i > 0);
+    if (plain) {
+      name.push_back(static_cast<char>(c));
+    } else {
+      name += {'%', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return name.empty() ? "%" : name;
+}
+
+}  // namespace
+
+std::string LocalWorkspace(const std::string& install_dir,
+                           const std::string& location,
+                           const std::string& run_id) {
+  if (location.empty()) return WizardDir(install_dir);
+  return install_dir + "/.wizq-local/" + WorkspaceName(run_id);
+}
+
+Status AdoptLocalWorkspace(Env* env, const std::string& workspace,
+                           const std::string& instance) {
+  const std::string parent = workspace.substr(0, workspace.rfind('/'));
+  WIZQ_RETURN_IF_ERROR(env->CreateDirs(parent, 0755));
+  std::unique_ptr<FileLock> lock;
+  WIZQ_RETURN_IF_ERROR(env->LockFile(parent + "/.lock", true, &lock));
+  const std::string marker = workspace + "/run";
+  std::string owner;
+  Status s = env->ReadFile(marker, &owner);
+  if (s.ok() && owner == instance) return Status::OK();
+  if (s.ok() || env->FileExists(workspace)) {
+    // Another run's files (or a workspace from before markers): aside.
+    const std::string aside =
+        workspace + "." +
+        (s.ok() && !owner.empty()
+             ? owner
+             : "unknown-" + std::to_string(env->NowMicros()));
+    WIZQ_RETURN_IF_ERROR(env->RenameFile(workspace, aside));
+  }
+  WIZQ_RETURN_IF_ERROR(env->CreateDirs(workspace + "/tasks", 0755));
+  return env->WriteFileAtomic(marker, instance);
+}
+
+std::string LocalWorkspaceOf(Env* env, const std::string& install_dir,
+                             const std::string& location,
+                             const std::string& run_id, int64_t started_ms) {
+  const std::string workspace = LocalWorkspace(install_dir, location, run_id);
+  if (location.empty()) return workspace;
+  const std::string instance = std::to_string(started_ms);
+  std::string owner;
+  if (!env->ReadFile(workspace + "/run", &owner).ok() || owner == instance) {
+    return workspace;
+  }
+  const std::string aside = workspace + "." + instance;
+  return env->FileExists(aside) ? aside : "";
 }
 
 AttemptFiles::AttemptFiles(const std::string& wizard_dir, int64_t task_id,

@@ -51,11 +51,41 @@
 
 namespace wizq {
 
-// The machine-local workspace of the runs of `install_dir`: the directory
-// whose `tasks/` holds their attempt files and journal. It stays on the
-// machine that runs the attempts, whatever store holds the run; today it is
-// `<install_dir>/.wizard`, beside the directory store's own files.
-std::string LocalWorkspace(const std::string& install_dir);
+// The machine-local workspace of a run: the directory whose `tasks/` holds
+// its attempt files and journal. It stays on the machine that runs the
+// attempts, whatever store holds the run (docs/FORMAT.md, "Folder
+// layout"):
+//
+//   the directory store (`location` empty)  <install_dir>/.wizard, beside
+//                                           the store's own files
+//   a database store                        <install_dir>/.wizq-local/<run>
+//
+// <run> is the run id, with every byte outside [A-Za-z0-9_.-] (and a
+// leading '.') written %XX: each run its own directory, so runs that share
+// an install directory never share files. A run id given again to a new
+// run after the previous one was archived gets the same name: the first
+// worker of the new run on this machine sets the old one aside
+// (AdoptLocalWorkspace).
+std::string LocalWorkspace(const std::string& install_dir,
+                           const std::string& location = "",
+                           const std::string& run_id = "");
+
+// Makes a database run's LocalWorkspace its own before any attempt of it
+// starts here: `instance` names this run among the runs of its id (its
+// start time); a workspace left by another run of that id is renamed to
+// `<run>.<its instance>` (kept for `wizq prune`, never deleted). Safe
+// against other processes doing the same at once (an flock beside it).
+Status AdoptLocalWorkspace(Env* env, const std::string& workspace,
+                           const std::string& instance);
+
+// The LocalWorkspace of the run `run_id` started at `started_ms` (its
+// instance) as a reader finds it. On a database store: the directory set
+// aside when another run of that id took the name over, and "" when the
+// directory there belongs to another run and none was set aside (its files
+// name other tasks).
+std::string LocalWorkspaceOf(Env* env, const std::string& install_dir,
+                             const std::string& location,
+                             const std::string& run_id, int64_t started_ms);
 
 class AttemptFiles {
  public:

@@ -10,6 +10,7 @@
 #include <set>
 #include <string_view>
 
+#include "queue/pg/pg_location.h"  // kPgScrubbedEnv
 #include "tasks/exec/attempt_files.h"
 #include "tasks/proc/command_runner.h"
 #include "tasks/proc/command_runner_child.h"
@@ -23,10 +24,13 @@ namespace {
 
 constexpr double kStartReapSlackSeconds = 5;
 
-// The inherited environment with `overrides` replacing or adding entries.
+// The inherited environment with `overrides` replacing or adding entries,
+// and without the store's credentials (SPEC §14: WIZQ_STORE, PGPASSWORD;
+// queue/pg/pg_location.h kPgScrubbedEnv), which no task body or agent gets.
 std::vector<std::string> MergedEnv(
     const std::vector<std::pair<std::string, std::string>>& overrides) {
-  std::set<std::string_view> names;
+  std::set<std::string_view> names(std::begin(kPgScrubbedEnv),
+                                   std::end(kPgScrubbedEnv));
   for (const auto& [name, value] : overrides) names.insert(name);
   std::vector<std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {

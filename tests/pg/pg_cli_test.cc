@@ -1,0 +1,352 @@
+// Every command on the PostgreSQL store through the real binary (SPEC §14,
+// issue 23 item 2): `--store` / WIZQ_STORE on run, status, log, report,
+// export, answer, agent, prune and `wizq runs`; two `wizq run` workers in
+// two directories (two "machines' local workspaces") sharing one run with
+// a side-effect ledger; a run's local workspace of its own; the store's
+// credentials kept out of task bodies.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/integration_util.h"
+#include "tests/pg/pg_test_util.h"
+
+namespace wizq::test {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr char kPassword[] = "Cli-Shh-Pw-93";
+
+// A workflow: Root spawns `n` Work tasks; every task appends "<id>
+// <attempt> <step> <basename of its install dir>" to $SHARED_LEDGER, and
+// Root saves its environment to $WIZQ_INSTALL_DIR/root.env.
+constexpr char kFanout[] = R"({
+  "entrypoint": "Root",
+  "options": { "max_concurrency": 3 },
+  "steps": [
+    { "name": "Root",
+      "action": { "kind": "Command", "script": "env > \"$WIZQ_INSTALL_DIR/root.env\"; echo \"$WIZQ_TASK_ID $WIZQ_ATTEMPT Root $(basename \"$WIZQ_INSTALL_DIR\")\" >> \"$SHARED_LEDGER\"; n=$(jq .value.n); jq -nc --argjson n \"$n\" '[range($n) | {kind: \"Work\", value: {i: .}}]'" },
+      "next": ["Work"] },
+    { "name": "Work",
+      "action": { "kind": "Command", "script": "sleep 0.05; echo \"$WIZQ_TASK_ID $WIZQ_ATTEMPT Work $(basename \"$WIZQ_INSTALL_DIR\")\" >> \"$SHARED_LEDGER\"; echo '[]'" },
+      "next": [] }
+  ]
+})";
+
+// A human gate: Root, then Confirm (a Prompt), then Done.
+constexpr char kGate[] = R"({
+  "entrypoint": "Root",
+  "steps": [
+    { "name": "Root",
+      "action": { "kind": "Command", "script": "echo '[{\"kind\": \"Confirm\", \"value\": {}}]'" },
+      "next": ["Confirm"] },
+    { "name": "Confirm",
+      "action": { "kind": "Prompt", "message": "Go on?", "mode": "confirm" },
+      "next": [] }
+  ]
+})";
+
+// A Pool step only an agent does.
+constexpr char kPool[] = R"({
+  "entrypoint": "Root",
+  "steps": [
+    { "name": "Root",
+      "action": { "kind": "Command", "script": "echo '[{\"kind\": \"Review\", \"value\": {}}]'" },
+      "next": ["Review"] },
+    { "name": "Review",
+      "action": { "kind": "Pool", "instructions": "Review it." },
+      "next": [] }
+  ]
+})";
+
+class PgCliTest : public PgTest {
+ protected:
+  void SetUp() override {
+    PgTest::SetUp();
+    char tmpl[] = "/tmp/wizq-pgcli-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    ledger_ = root_ + "/ledger";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = root_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string Dir(const std::string& name) {
+    const std::string path = root_ + "/" + name;
+    fs::create_directories(path);
+    return path;
+  }
+
+  // The environment of every wizq here: the store by WIZQ_STORE unless
+  // `args` say --store, no PG password but one given.
+  SpawnOptions Opts(std::vector<std::pair<std::string, std::string>> env = {}) {
+    SpawnOptions o;
+    o.cwd = root_;
+    o.env = {{"WIZQ_STORE", cluster_->Location()},
+             {"PGPASSWORD", ""},
+             {"SHARED_LEDGER", ledger_}};
+    for (auto& [name, value] : env) {
+      bool replaced = false;
+      for (auto& kv : o.env) {
+        if (kv.first == name) kv.second = value, replaced = true;
+      }
+      if (!replaced) o.env.push_back({name, value});
+    }
+    return o;
+  }
+  WizqResult Wizq(std::vector<std::string> args, SpawnOptions o) {
+    args.insert(args.begin(), "wizq");
+    args.insert(args.end(), {"--schema", schema_});
+    WizqProcess p(args, o);
+    return p.Wait();
+  }
+  WizqResult Wizq(std::vector<std::string> args) {
+    return Wizq(std::move(args), Opts());
+  }
+
+  std::vector<std::string> Ledger() {
+    std::vector<std::string> lines;
+    std::ifstream in(ledger_);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+  }
+
+  std::string root_, ledger_;
+};
+
+TEST_F(PgCliTest, ARunOnTheStoreAndEveryViewOfIt) {
+  const std::string wf = Write("fanout.json", kFanout);
+  const std::string dir = Dir("m1");
+  WizqResult r = Wizq(
+      {"run", wf, "--dir", dir, "--input", R"({"n":4})", "--run-id", "fan"},
+      Opts({{"PGPASSWORD", kPassword}}));
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  EXPECT_EQ(Ledger().size(), 5u);
+  // Nothing of the run's state in --dir: only this machine's task files,
+  // in the run's own workspace.
+  EXPECT_FALSE(fs::exists(dir + "/.wizard")) << r.Describe();
+  EXPECT_TRUE(fs::exists(dir + "/.wizq-local/fan/tasks")) << r.Describe();
+  // The store's credentials never reach a task body.
+  std::ifstream env_file(dir + "/root.env");
+  std::stringstream env;
+  env << env_file.rdbuf();
+  EXPECT_FALSE(Contains(env.str(), "WIZQ_STORE=")) << env.str();
+  EXPECT_FALSE(Contains(env.str(), "PGPASSWORD=")) << env.str();
+  EXPECT_FALSE(Contains(env.str(), kPassword));
+  EXPECT_TRUE(Contains(env.str(), "WIZQ_RUN_ID=fan")) << env.str();
+
+  // The views, from another directory: the store holds the run.
+  const std::string elsewhere = Dir("viewer");
+  r = Wizq({"status", "--dir", elsewhere, "--run-id", "fan"});
+  EXPECT_EQ(r.code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "completed: 5 total, 5 done")) << r.Describe();
+  r = Wizq({"status", "--json"});  // the store's latest run
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  Json status = Json::parse(r.out);
+  EXPECT_EQ(status["run_id"], "fan");
+  r = Wizq({"log", "--run-id", "fan"});
+  EXPECT_EQ(r.code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "run_finished")) << r.Describe();
+  r = Wizq({"log", "--table", "--run-id", "fan"});
+  EXPECT_EQ(r.code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "Work")) << r.Describe();
+  const std::string html = root_ + "/report.html";
+  r = Wizq({"report", "--run-id", "fan", "-o", html});
+  EXPECT_EQ(r.code, 0) << r.Describe();
+  EXPECT_TRUE(fs::file_size(html) > 1000) << r.Describe();
+  r = Wizq({"export", "--format", "barnum", "--run-id", "fan"});
+  EXPECT_EQ(r.code, 0) << r.Describe();
+  EXPECT_EQ(CountOf(r.out, "\"Success\""), 5) << r.Describe();
+  // --format audit: a log the directory store reads as the same run.
+  const std::string copy = Dir("copy");
+  ASSERT_EQ(mkdir((copy + "/.wizard").c_str(), 0700), 0);
+  r = Wizq({"export", "--format", "audit", "--run-id", "fan", "-o",
+            copy + "/.wizard/audit.jsonl"});
+  EXPECT_EQ(r.code, 0) << r.Describe();
+  {
+    WizqProcess p({"wizq", "status", "--dir", copy},
+                  Opts({{"WIZQ_STORE", ""}}));
+    const WizqResult& d = p.Wait();
+    EXPECT_EQ(d.code, 0) << d.Describe();
+    EXPECT_TRUE(Contains(d.out, "completed: 5 total, 5 done")) << d.Describe();
+    EXPECT_TRUE(Contains(d.out, "(run fan)")) << d.Describe();
+  }
+  r = Wizq({"runs"});
+  EXPECT_EQ(r.code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "fan ")) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "completed")) << r.Describe();
+  r = Wizq({"runs", "--json"});
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  Json runs = Json::parse(r.out);
+  ASSERT_EQ(runs.size(), 1u) << r.out;
+  EXPECT_EQ(runs[0]["done"], 5);
+  EXPECT_EQ(runs[0]["live_workers"], 0);
+
+  // prune removes this machine's files of the run, per run.
+  r = Wizq({"prune", "--dir", dir, "--run-id", "fan"});
+  EXPECT_EQ(r.code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "removed the files of 5 finished task(s)"))
+      << r.Describe();
+  EXPECT_TRUE(Contains(r.out, dir + "/.wizq-local/fan")) << r.Describe();
+
+  // Resumed: completed, nothing runs again.
+  r = Wizq(
+      {"run", wf, "--dir", dir, "--input", R"({"n":4})", "--run-id", "fan"});
+  EXPECT_EQ(r.code, 0) << r.Describe();
+  EXPECT_EQ(Ledger().size(), 5u);
+}
+
+TEST_F(PgCliTest, TwoWorkersInTwoDirectoriesShareOneRun) {
+  const std::string wf = Write("fanout.json", kFanout);
+  const std::vector<std::string> run = {"run", wf, "--input", R"({"n":24})"};
+  auto in = [&](const std::string& dir) {
+    std::vector<std::string> a = run;
+    a.insert(a.end(), {"--dir", Dir(dir), "--jobs", "3"});
+    a.insert(a.begin(), "wizq");
+    a.insert(a.end(), {"--schema", schema_});
+    return a;
+  };
+  // The run id is derived from the workflow and the input alone: the same
+  // command in two directories joins one run.
+  WizqProcess a(in("m1"), Opts());
+  WizqProcess b(in("m2"), Opts());
+  const WizqResult ra = a.Wait(), rb = b.Wait();
+  ASSERT_EQ(ra.code, 0) << ra.Describe();
+  ASSERT_EQ(rb.code, 0) << rb.Describe();
+  const std::vector<std::string> lines = Ledger();
+  ASSERT_EQ(lines.size(), 25u);
+  std::map<std::string, int> per_task, per_dir;
+  for (const std::string& l : lines) {
+    std::istringstream f(l);
+    std::string id, attempt, step, dir;
+    f >> id >> attempt >> step >> dir;
+    per_task[id]++;
+    per_dir[dir]++;
+    EXPECT_EQ(attempt, "1") << l;
+  }
+  EXPECT_EQ(per_task.size(), 25u);  // each task ran exactly once
+  for (const auto& [id, n] : per_task) EXPECT_EQ(n, 1) << "task " << id;
+  // Both did work (each holds up to 3 at once, 24 tasks of 50 ms).
+  EXPECT_GT(per_dir["m1"], 0) << ra.Describe() << rb.Describe();
+  EXPECT_GT(per_dir["m2"], 0) << ra.Describe() << rb.Describe();
+  WizqResult r = Wizq({"log", "--json"});
+  EXPECT_EQ(CountOf(r.out, "\"event\":\"worker_joined\""), 2) << r.Describe();
+  EXPECT_EQ(CountOf(r.out, "\"event\":\"task_completed\""), 25);
+}
+
+TEST_F(PgCliTest, AGateAnsweredOnTheStore) {
+  const std::string wf = Write("gate.json", kGate);
+  const std::string dir = Dir("m1");
+  WizqResult r = Wizq({"run", wf, "--dir", dir, "--run-id", "gate"});
+  ASSERT_EQ(r.code, 4) << r.Describe();  // paused
+  // The printed command finds the run by its id (the store comes from
+  // WIZQ_STORE, which the command inherits).
+  EXPECT_TRUE(Contains(r.err, "answer --dir " + dir + " --schema " + schema_ +
+                                  " --run-id gate 2="))
+      << r.Describe();
+  r = Wizq({"status", "--run-id", "gate"});
+  EXPECT_TRUE(Contains(r.out, "waiting for an answer")) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "--run-id gate 2=VALUE")) << r.Describe();
+  r = Wizq({"answer", "--dir", Dir("m2"), "--run-id", "gate", "2=yes"});
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  r = Wizq({"run", wf, "--dir", dir, "--run-id", "gate"});
+  EXPECT_EQ(r.code, 0) << r.Describe();
+}
+
+TEST_F(PgCliTest, AnAgentOnAnotherDirectoryTakesAPoolTask) {
+  const std::string wf = Write("pool.json", kPool);
+  WizqProcess run({"wizq", "run", wf, "--dir", Dir("m1"), "--run-id", "pool",
+                   "--schema", schema_},
+                  Opts());
+  WizqResult r;
+  Json payload;
+  for (int i = 0; i < 100 && payload.is_null(); i++) {
+    r = Wizq({"agent", "take", "--dir", Dir("agent"), "--run-id", "pool",
+              "--wait", "1"});
+    if (r.code == 0) payload = Json::parse(r.out);
+  }
+  ASSERT_FALSE(payload.is_null()) << r.Describe();
+  EXPECT_EQ(payload["run_id"], "pool");
+  r = Wizq({"agent", "done", "--run-id", "pool", "--task",
+            std::to_string(payload["task_id"].get<int64_t>()), "--lease",
+            payload["lease"].get<std::string>(), "--response", "[]"});
+  EXPECT_EQ(r.code, 0) << r.Describe();
+  const WizqResult& rr = run.Wait();
+  EXPECT_EQ(rr.code, 0) << rr.Describe();
+}
+
+TEST_F(PgCliTest, ARunIdGivenAgainGetsAWorkspaceOfItsOwn) {
+  const std::string wf = Write("fanout.json", kFanout);
+  const std::string dir = Dir("m1");
+  WizqResult r = Wizq(
+      {"run", wf, "--dir", dir, "--input", R"({"n":1})", "--run-id", "again"});
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  r = Wizq(
+      {"run", wf, "--dir", dir, "--input", R"({"n":2})", "--run-id", "again"});
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "archived the previous run")) << r.Describe();
+  // The previous run's files are set aside under its start time.
+  int aside = 0;
+  for (const auto& e : fs::directory_iterator(dir + "/.wizq-local")) {
+    const std::string name = e.path().filename();
+    if (name.rfind("again.", 0) == 0) aside++;
+  }
+  EXPECT_EQ(aside, 1);
+  std::ifstream marker(dir + "/.wizq-local/again/run");
+  std::string started;
+  marker >> started;
+  r = Wizq({"status", "--json", "--run-id", "again"});
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  EXPECT_EQ(std::to_string(Json::parse(r.out)["started_ms"].get<int64_t>()),
+            started);
+  r = Wizq({"runs", "--archived", "--json"});
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  EXPECT_EQ(Json::parse(r.out).size(), 2u) << r.out;
+}
+
+TEST_F(PgCliTest, BadStoreArgumentsAndThePasswordWarning) {
+  WizqResult r = Wizq({"status", "--store", "/not/a/database"});
+  EXPECT_EQ(r.code, 2) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "--store")) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "PostgreSQL location")) << r.Describe();
+  // --schema alone means nothing.
+  WizqProcess p({"wizq", "status", "--schema", "x"},
+                Opts({{"WIZQ_STORE", ""}}));
+  r = p.Wait();
+  EXPECT_EQ(r.code, 2) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "--schema applies to a PostgreSQL store"))
+      << r.Describe();
+  // No run of that id: exit 2, naming it, the password nowhere.
+  const std::string url = cluster_->Url("wizq", kPassword);
+  r = Wizq({"status", "--store", url, "--run-id", "nosuch"});
+  EXPECT_EQ(r.code, 2) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "can read it (ps)")) << r.Describe();
+  EXPECT_FALSE(Contains(r.err + r.out, kPassword)) << r.Describe();
+  // On the directory store, --run-id must name the run there.
+  const std::string wf = Write("gate.json", kGate);
+  WizqProcess d({"wizq", "run", wf, "--dir", Dir("plain"), "--run-id", "p"},
+                Opts({{"WIZQ_STORE", ""}}));
+  ASSERT_EQ(d.Wait().code, 4) << d.result().Describe();
+  WizqProcess s({"wizq", "status", "--dir", Dir("plain"), "--run-id", "q"},
+                Opts({{"WIZQ_STORE", ""}}));
+  r = s.Wait();
+  EXPECT_EQ(r.code, 2) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "the run there is p")) << r.Describe();
+}
+
+}  // namespace
+}  // namespace wizq::test
