@@ -153,6 +153,9 @@ class Commands {
   const CLI::App& tree() const { return app; }
 
  private:
+  void AddRunCommand(int argc, char** argv);
+  void AddLogCommand();
+
   CLI::App app{"wizq: a crash-resumable task-queue orchestrator", "wizq"};
   RunArgs run;
   CLI::App* run_cmd = nullptr;
@@ -188,13 +191,32 @@ class Commands {
 Commands::Commands(int argc, char** argv) {
   app.set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
   app.require_subcommand(1);
+  const std::string version = std::string("wizq ") + WIZQ_VERSION;
+  AddRunCommand(argc, argv);
+  answer_cmd = AddAnswerCommand(app, &answer, version);
+  status_cmd = AddStatusCommand(app, &status, version);
+  AddLogCommand();
+  report_cmd = AddReportCommand(app, &report, version);
+  prune_cmd = AddPruneCommand(app, &prune, version);
+  validate_cmd = AddValidateCommand(app, &validate, version);
+  export_cmd = AddExportCommand(app, &export_args);
+  runs_cmd = AddRunsCommand(app, &runs, version);
+  agent = std::make_unique<AgentCli>(app);
+  db = std::make_unique<DbCli>(app);  // cli/db.h
+  crashtest_cmd = AddCrashtestCommand(&app, &crashtest);
+  crashtest_cmd->set_version_flag("--version", version);
+  mcp_cmd = AddMcpCommand(app, &mcp, WIZQ_VERSION);
+  completion_cmd = docgen::AddCompletionCommand(app, &completion);
+}
 
+void Commands::AddRunCommand(int argc, char** argv) {
   run_cmd = app.add_subcommand("run", "Run, resume or join a workflow run");
   run_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
   run_cmd->add_option("WORKFLOW", run.options.workflow_path,
                       "Workflow file (JSON or JSONC)");
   run_cmd->add_option("--dir", run.options.install_dir,
-                      "Install directory (default: .)");
+                      "Install directory; with --store, the machine's local "
+                      "working directory (default: .)");
   auto* input = run_cmd->add_option("--input", run.options.input_json,
                                     "Entry input (JSON)");
   run_cmd
@@ -221,17 +243,13 @@ Commands::Commands(int argc, char** argv) {
                    "TASK=VALUE: answer a human gate (task id or step "
                    "name; VALUE is JSON or text); repeatable")
       ->allow_extra_args(false);
-  run.argv = ContinuingCommand(argc, argv);
-
-  answer_cmd =
-      AddAnswerCommand(app, &answer, std::string("wizq ") + WIZQ_VERSION);
   run_cmd->add_option("--agent", run.options.agent_command,
                       "Run Pool tasks with this shell command (the payload "
                       "on stdin, the response on stdout)");
+  run.argv = ContinuingCommand(argc, argv);
+}
 
-  status_cmd =
-      AddStatusCommand(app, &status, std::string("wizq ") + WIZQ_VERSION);
-
+void Commands::AddLogCommand() {
   log_cmd = app.add_subcommand("log", "Show the audit log");
   log_cmd->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
   AddRunPlaceOptions(log_cmd, &log_place);
@@ -240,24 +258,6 @@ Commands::Commands(int argc, char** argv) {
   log_cmd->add_flag("--json", json, "The raw JSON lines");
   log_cmd->add_flag("--table", table,
                     "One row per attempt (like parallel --joblog)");
-  report_cmd =
-      AddReportCommand(app, &report, std::string("wizq ") + WIZQ_VERSION);
-  prune_cmd = AddPruneCommand(app, &prune, std::string("wizq ") + WIZQ_VERSION);
-
-  validate_cmd =
-      AddValidateCommand(app, &validate, std::string("wizq ") + WIZQ_VERSION);
-
-  export_cmd = AddExportCommand(app, &export_args);
-  runs_cmd = AddRunsCommand(app, &runs, std::string("wizq ") + WIZQ_VERSION);
-
-  agent = std::make_unique<AgentCli>(app);
-  db = std::make_unique<DbCli>(app);  // cli/db.h
-
-  crashtest_cmd = AddCrashtestCommand(&app, &crashtest);
-  crashtest_cmd->set_version_flag("--version",
-                                  std::string("wizq ") + WIZQ_VERSION);
-  mcp_cmd = AddMcpCommand(app, &mcp, WIZQ_VERSION);
-  completion_cmd = docgen::AddCompletionCommand(app, &completion);
 }
 
 int Commands::Run(int argc, char** argv) {

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "orchestrator/run.h"
+#include "queue/pg/pg_location.h"
 
 namespace wizq {
 
@@ -41,7 +42,16 @@ std::vector<std::string> ContinuingCommand(int argc, char** argv) {
       drop = drop || is(a, f);
     }
     for (const char* f : kFlags) drop = drop || is(a, f);
-    if (!drop) out.push_back(a);
+    if (drop) continue;
+    // A store location keeps its place, never its password (SPEC §14).
+    if (a == "--store" && i + 1 < argc) {
+      out.push_back(a);
+      out.push_back(RedactPgLocation(argv[++i]));
+    } else if (a.rfind("--store=", 0) == 0) {
+      out.push_back("--store=" + RedactPgLocation(a.substr(8)));
+    } else {
+      out.push_back(a);
+    }
   }
   return out;
 }

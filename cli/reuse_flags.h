@@ -24,7 +24,8 @@ void AddReuseFlags(CLI::App* run_cmd, RunOptions* options);
 // arguments, nor the flags that start a new run or change which tasks run
 // (--fresh, --from, --no-reuse, --retry-failed: the run keeps what it
 // recorded of them). Everything else stays (the workflow, --dir, the input,
-// --run-id, --jobs, --agent, --resume-from, ...).
+// --run-id, --jobs, --agent, --resume-from, ...), a --store location
+// without its password.
 std::vector<std::string> ContinuingCommand(int argc, char** argv);
 
 }  // namespace wizq

@@ -43,6 +43,7 @@
 #include <simdjson.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -359,6 +360,11 @@ using Event =
                  TaskClaimed, TaskCompleted, TaskFailed, TaskReset, RunFinished,
                  TaskRetried, RunImported, TaskAnswered, RunPaused,
                  LeaseRenewed, TaskAdopted, TaskStarted>;
+
+// Where a store's shared rules stage an event (queue/txn_rules.h,
+// queue/import.h): the store's own Stage of whichever event it holds. The
+// event's text fields are views: they stay valid only during the call.
+using EventSink = std::function<Status(const Event&)>;
 
 // Two events of a kind are equal when they encode to the same bytes (the
 // bytes are the format): one rule for every kind, so that a new kind needs

@@ -74,7 +74,6 @@ Status ValidateImport(const RunImport& import);
 // the stores: DirQueue::StartFresh and PgStore::StartFresh call it), each
 // through `sink` (`now_ms`: the store's clock). REQUIRES: run_started
 // staged, no task yet.
-using EventSink = std::function<Status(const Event&)>;
 Status StageImport(const RunImport& import, int64_t now_ms,
                    const EventSink& sink);
 

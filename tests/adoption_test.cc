@@ -274,8 +274,12 @@ TEST_F(AdoptionTest, AFinishedShellWhoseBackgroundChildHoldsStdoutIsAdopted) {
 }
 
 TEST_F(AdoptionTest, ASecondLiveWorkerAdopts) {
-  const std::string wf =
-      Workflow(OneStep("echo start >> log; sleep 1.5; echo []", ""));
+  // The step ends only once the test says so: after the second worker
+  // joined and the first was killed, however slowly they start (a
+  // sanitizer build on a loaded machine takes seconds).
+  const std::string wf = Workflow(OneStep(
+      "echo start >> log; while [ ! -e go ]; do sleep 0.05; done; echo []",
+      ""));
   WizqProcess a(Run(wf));
   ASSERT_TRUE(WaitForLine("start"));
   WizqProcess b(Run(wf));  // joins the live run; nothing to claim yet
@@ -283,6 +287,7 @@ TEST_F(AdoptionTest, ASecondLiveWorkerAdopts) {
                             std::chrono::seconds(20)));
   a.Kill(SIGKILL);
   a.Wait();
+  test::WriteAll(dir_.Join("go"), "");
   const WizqResult& r = b.Wait();
   ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
   EXPECT_EQ(Count("start"), 1);

@@ -264,7 +264,13 @@ echo '[]'
   const WizqResult f =
       RunWizq({"wizq", "agent", "fail", "--dir", dir_.path(), "--task", "1",
                "--lease", p["lease"].get<std::string>()});
-  EXPECT_TRUE(f.exited && f.code == 0) << f.Describe();
+  // Within the 1 s lease as a rule; on a slow machine (a sanitizer build)
+  // the lease may lapse first: attempt 2 is then put back, charged, all
+  // the same.
+  EXPECT_TRUE(
+      f.exited &&
+      (f.code == 0 || (f.code == 3 && test::Contains(f.err, "lease lost"))))
+      << f.Describe();
   WizqProcess serve(
       {"wizq", "agent", "serve", "--dir", dir_.path(), "--", agent});
   const WizqResult& r = run.Wait(test::seconds(60));

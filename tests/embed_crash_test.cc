@@ -133,6 +133,11 @@ Verdict Check(const std::string& ledger, const std::set<std::string>& keys,
   return r;
 }
 
+uint64_t LedgerBytes(const std::string& ledger) {
+  std::ifstream in(ledger, std::ios::ate | std::ios::binary);
+  return in ? static_cast<uint64_t>(in.tellg()) : 0;
+}
+
 TEST(EmbedCrashTest, KillNineCyclesWithTwoWorkers) {
   const std::string dir = TempDir();
   const std::string ledger = dir + "/ledger";
@@ -142,9 +147,15 @@ TEST(EmbedCrashTest, KillNineCyclesWithTwoWorkers) {
   for (int cycle = 0; cycle < kCycles; cycle++) {
     const int workers = cycle % 3 == 2 ? 2 : 1;
     std::vector<pid_t> pids;
+    const uint64_t before = LedgerBytes(ledger);
     for (int w = 0; w < workers; w++)
       pids.push_back(Spawn(dir, ledger, "torture"));
-    usleep(std::uniform_int_distribution<>(20, 150)(rng) * 1000);
+    // Once a handler has started (however slowly the process came up: a
+    // sanitizer build takes a while), at a random moment of what follows.
+    for (int i = 0; i < 500 && LedgerBytes(ledger) == before; i++) {
+      usleep(10 * 1000);
+    }
+    usleep(std::uniform_int_distribution<>(0, 120)(rng) * 1000);
     for (pid_t p : pids) {
       killed_at[p] = Ns();
       kill(p, SIGKILL);

@@ -181,7 +181,15 @@ TEST(TortureCheckerTest, MatchesReRunsToTheKillOfTheirWorker) {
   for (int attempt = 0; attempt < 10; attempt++) {
     ScratchDir dir;
     test::WizqProcess p(FanoutRun(dir.path()));
-    std::this_thread::sleep_for(test::milliseconds(400 + 50 * attempt));
+    // Once the fan-out's tasks run (however slowly wizq came up: a
+    // sanitizer build takes a while), a little later each time.
+    test::WaitFor(
+        [&] {
+          return test::CountOf(test::ReadAll(dir.path() + "/ledger"),
+                               "start ") >= 2;
+        },
+        test::seconds(30));
+    std::this_thread::sleep_for(test::milliseconds(50 * attempt));
     p.Kill(SIGKILL);
     const WizqResult& killed = p.Wait();
     if (killed.exited) continue;  // finished first

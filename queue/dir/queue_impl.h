@@ -40,6 +40,23 @@ class DirQueue : public Queue {
     event.EncodeTo(writer_->BeginEvent(E::kName, NowMs()));
     return ApplyStaged(E::kName);
   }
+  // Stage() of whichever event `event` holds, and the same as the sink of
+  // the rules every store shares (queue/txn_rules.h, queue/import.h).
+  Status StageAny(const Event& event) {
+    return std::visit(
+        [this](const auto& e) -> Status {
+          if constexpr (std::is_same_v<std::decay_t<decltype(e)>,
+                                       UnknownEvent>) {
+            return Status::InvalidArgument("an unknown event is not staged");
+          } else {
+            return Stage(e);
+          }
+        },
+        event);
+  }
+  EventSink Sink() {
+    return [this](const Event& e) { return StageAny(e); };
+  }
   // Puts back the in_progress tasks whose holder is lost (staged, not
   // committed): pending if attempts remain, else failed with worker_lost.
   // REQUIRES: lock held, state caught up, a writer.

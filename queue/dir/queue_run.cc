@@ -17,18 +17,7 @@ Status StageImportHere(DirQueue* q, const RunImport& import) {
   if (q->state().total() != 0) {
     return Status::InvalidArgument("an import needs a run without tasks");
   }
-  return StageImport(import, q->NowMs(), [q](const Event& event) {
-    return std::visit(
-        [q](const auto& e) -> Status {
-          if constexpr (std::is_same_v<std::decay_t<decltype(e)>,
-                                       UnknownEvent>) {
-            return Status::InvalidArgument("an import stages no unknown event");
-          } else {
-            return q->Stage(e);
-          }
-        },
-        event);
-  });
+  return StageImport(import, q->NowMs(), q->Sink());
 }
 
 }  // namespace

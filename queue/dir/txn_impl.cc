@@ -5,6 +5,7 @@
 #include <random>
 
 #include "queue/dir/queue_impl.h"
+#include "queue/txn_rules.h"
 
 namespace wizq {
 
@@ -12,45 +13,23 @@ const QueueState& TxnImpl::state() const { return q_->state(); }
 int64_t TxnImpl::now_ms() const { return q_->NowMs(); }
 
 Status TxnImpl::Submit(const NewTask& task, int64_t* id, bool* deduplicated) {
-  std::string key;
-  int generation = 1;
+  int hook_generation = 0;
+  bool hook_stale = false;
   if (task.origin == Origin::kFinally) {
-    // The owner's first hook, or the one after its stale hook; a hook that
-    // is not stale has the key of the hook it has, and is deduplicated.
     const Task* owner = state().Find(task.finally_for);
     if (owner != nullptr && owner->finally_task != 0) {
-      generation = state().Find(owner->finally_task)->generation +
-                   (owner->hook_stale ? 1 : 0);
+      hook_generation = state().Find(owner->finally_task)->generation;
+      hook_stale = owner->hook_stale;
     }
-    key = FinallyDedupKey(task.finally_for, generation);
-  } else {
-    Status s = DedupKey(task.type, task.inputs, &key);
-    if (!s.ok()) return s.Annotate("inputs of a " + task.type + " task");
   }
+  std::string key;
+  int generation = 1;
+  WIZQ_RETURN_IF_ERROR(
+      SubmitKey(task, hook_generation, hook_stale, &key, &generation));
   const int64_t existing = state().FindByDedupKey(key);
   *deduplicated = existing != 0;
-  if (existing != 0) {
-    *id = existing;
-    TaskDeduplicated e;
-    e.type = task.type;
-    e.dedup_key = key;
-    e.existing_id = existing;
-    e.parent_id = task.parent_id;
-    return q_->Stage(e);
-  }
-  *id = state().next_task_id();
-  TaskSubmitted e;
-  e.id = *id;
-  e.type = task.type;
-  e.inputs = task.inputs;
-  e.parent_id = task.parent_id;
-  e.origin = OriginName(task.origin);
-  e.dedup_key = key;
-  e.max_attempts = task.max_attempts;
-  e.has_finally = task.has_finally;
-  e.finally_for = task.finally_for;
-  e.generation = generation;
-  return q_->Stage(e);
+  *id = existing != 0 ? existing : state().next_task_id();
+  return StageSubmit(task, key, generation, existing, *id, q_->Sink());
 }
 
 // Not before its retry time, nor a hook before its owner's subtree settled.
@@ -170,35 +149,18 @@ Status TxnImpl::Fail(int64_t id, std::string_view reason,
                      int64_t retry_delay_ms, bool* will_retry) {
   const Task* t = nullptr;
   WIZQ_RETURN_IF_ERROR(RequireHeld(id, &t));
-  TaskFailed e;
-  e.id = id;
-  e.worker = Actor();
-  e.reason = reason;
-  e.message = message;
-  e.attempt = t->attempts;
-  e.will_retry = retryable && t->attempts < t->max_attempts;
-  if (e.will_retry) e.retry_at = now_ms() + retry_delay_ms;
-  if (will_retry) *will_retry = e.will_retry;
-  return q_->Stage(e);
+  Failure f;
+  f.reason = std::string(reason);
+  f.message = std::string(message);
+  f.retryable = retryable;
+  f.retry_delay_ms = retry_delay_ms;
+  return StageFail(*t, Actor(), f, now_ms(), will_retry, q_->Sink());
 }
 
 Status TxnImpl::Release(int64_t id, std::string_view reason) {
   const Task* t = nullptr;
   WIZQ_RETURN_IF_ERROR(RequireHeld(id, &t));
-  TaskReset e;
-  e.id = id;
-  e.worker = Actor();
-  e.reason = reason;
-  const std::string agent =
-      t->agent.empty() ? std::string("its agent") : "agent " + t->agent;
-  const std::string message =
-      leased_.count(id) != 0
-          ? agent + " gave the task back; the attempt does not count"
-          : "stopped before it finished; the attempt does not count";
-  e.message = message;
-  e.attempt = t->attempts;
-  e.refund = true;
-  return q_->Stage(e);
+  return StageRelease(*t, Actor(), reason, leased_.count(id) != 0, q_->Sink());
 }
 
 Status TxnImpl::FinishRun(RunStatus status, int64_t duration_ms) {

@@ -7,11 +7,10 @@
 //    liveness lock is gone, judged with what this host can see of the
 //    attempt (LocalAttempts);
 //  - a leased attempt past its step's timeout fails with reason timeout.
-#include <cstdio>
-
 #include "queue/claim_holder.h"
 #include "queue/pg/pg_conn.h"
 #include "queue/pg/pg_store.h"
+#include "queue/txn_rules.h"
 
 namespace wizq {
 
@@ -75,94 +74,17 @@ Status PgStore::Reclaim(PgWork* w, Reclaimed* out) {
   return Status::OK();
 }
 
-// As DirQueue::PutBack: a lost attempt that started counts (pending again
-// if attempts remain, else failed); one that never started does not; one
-// that still runs or finished on its own on this host is adopted.
+// The shared rules (queue/txn_rules.h), with what this host can tell
+// of the attempt (StoreOptions::local).
 Status PgStore::PutBack(PgWork* w, PgTask* row, Reclaimed* out) {
-  const Task& t = row->t;
-  const auto& started = options_.local.started;
-  const auto& adoptable_fn = options_.local.adoptable;
-  const bool leased = !t.lease_token.empty();
-  const std::string worker = t.claimed_by;
-  const int attempt = t.attempts;
-  const bool ran = leased || t.started ||
-                   (SharesWorkspace(t.claim_host) && (!started || started(t)));
-  const bool adoptable = !leased && ran && OnThisHost(t.claim_host) &&
-                         adoptable_fn && adoptable_fn(t);
-  const bool again = !ran || adoptable || t.attempts < t.max_attempts;
-  const std::string of = " (attempt " + std::to_string(attempt) + " of " +
-                         std::to_string(t.max_attempts) + ")";
-  std::string message;
-  if (leased) {
-    message =
-        "the lease of " +
-        (t.agent.empty() ? std::string("its agent") : "agent " + t.agent) +
-        " lapsed without a heartbeat" + of;
-  } else if (adoptable) {
-    message = "worker " + worker +
-              " died while the task was in progress; its attempt " +
-              std::to_string(attempt) +
-              " still runs or finished on its own and is adopted, not "
-              "charged again";
-  } else if (ran) {
-    message = "worker " + worker +
-              (OnThisHost(t.claim_host)
-                   ? " died while the task was in progress"
-                   : " on another host stopped renewing its claim while the "
-                     "task was in progress") +
-              of;
-  } else {
-    message = "worker " + worker +
-              " died after claiming the task but before starting it; the "
-              "attempt does not count";
-  }
-  auto fill = [&](auto* e) {
-    e->id = t.id;
-    e->worker = worker;
-    e->reason = kReasonWorkerLost;
-    e->message = message;
-    e->attempt = attempt;
-  };
-  if (again) {
-    out->reset.push_back(t.id);
-    if (adoptable) out->adopt.push_back(t.id);
-    TaskReset e;
-    fill(&e);
-    if (leased) e.reason = kReasonLeaseExpired;
-    e.refund = !ran || adoptable;
-    e.never_started = !ran;
-    return w->Stage(e);
-  }
-  out->lost.push_back(t.id);
-  TaskFailed e;
-  fill(&e);
-  e.will_retry = false;
-  return w->Stage(e);
+  LostClaimPlace place;
+  place.on_this_host = OnThisHost(row->t.claim_host);
+  place.shares_workspace = SharesWorkspace(row->t.claim_host);
+  return StagePutBack(row->t, place, options_.local, out, w->Sink());
 }
 
-// As DirQueue::TimeOut: a leased attempt past its time limit fails with
-// reason timeout at once; retried if its step allows and attempts remain.
 Status PgStore::TimeOut(PgWork* w, PgTask* row, Reclaimed* out) {
-  const Task& t = row->t;
-  char limit[32];
-  std::snprintf(limit, sizeof(limit), "%gs", t.timeout_ms / 1000.0);
-  TaskFailed e;
-  e.id = t.id;
-  const std::string worker = t.claimed_by;
-  e.worker = worker;
-  e.reason = kReasonTimeout;
-  const std::string message =
-      std::string("timed out after ") + limit + " (the step's timeout) while " +
-      (t.agent.empty() ? std::string("its agent") : "agent " + t.agent) +
-      " held it (attempt " + std::to_string(t.attempts) + " of " +
-      std::to_string(t.max_attempts) + ")";
-  e.message = message;
-  e.attempt = t.attempts;
-  e.will_retry = t.retry_on_timeout && t.attempts < t.max_attempts;
-  if (e.will_retry) e.retry_at = w->now_ms();
-  (e.will_retry ? out->reset : out->lost).push_back(t.id);
-  out->timed_out.push_back(t.id);
-  return w->Stage(e);
+  return StageTimeOut(row->t, w->now_ms(), out, w->Sink());
 }
 
 }  // namespace wizq

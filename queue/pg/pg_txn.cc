@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "queue/pg/pg_conn.h"
+#include "queue/txn_rules.h"
 
 namespace wizq {
 
@@ -38,49 +39,27 @@ std::string_view PgStoreTxn::Actor() const {
 
 Status PgStoreTxn::Submit(const NewTask& task, int64_t* id,
                           bool* deduplicated) {
-  std::string key;
-  int generation = 1;
+  int hook_generation = 0;
+  bool hook_stale = false;
   if (task.origin == Origin::kFinally) {
-    // The owner's first hook, or the one after its stale hook.
     PgTask* owner = nullptr;
     WIZQ_RETURN_IF_ERROR(w_->Find(task.finally_for, &owner));
     if (owner != nullptr && owner->t.finally_task != 0) {
       PgTask* hook = nullptr;
       WIZQ_RETURN_IF_ERROR(w_->Find(owner->t.finally_task, &hook));
-      if (hook != nullptr) {
-        generation = hook->t.generation + (owner->t.hook_stale ? 1 : 0);
-      }
+      if (hook != nullptr) hook_generation = hook->t.generation;
+      hook_stale = owner->t.hook_stale;
     }
-    key = FinallyDedupKey(task.finally_for, generation);
-  } else {
-    Status s = DedupKey(task.type, task.inputs, &key);
-    if (!s.ok()) return s.Annotate("inputs of a " + task.type + " task");
   }
+  std::string key;
+  int generation = 1;
+  WIZQ_RETURN_IF_ERROR(
+      SubmitKey(task, hook_generation, hook_stale, &key, &generation));
   int64_t existing = 0;
   WIZQ_RETURN_IF_ERROR(w_->FindByDedupKey(key, &existing));
   *deduplicated = existing != 0;
-  if (existing != 0) {
-    *id = existing;
-    TaskDeduplicated e;
-    e.type = task.type;
-    e.dedup_key = key;
-    e.existing_id = existing;
-    e.parent_id = task.parent_id;
-    return w_->Stage(e);
-  }
-  *id = w_->run().next_task;
-  TaskSubmitted e;
-  e.id = *id;
-  e.type = task.type;
-  e.inputs = task.inputs;
-  e.parent_id = task.parent_id;
-  e.origin = OriginName(task.origin);
-  e.dedup_key = key;
-  e.max_attempts = task.max_attempts;
-  e.has_finally = task.has_finally;
-  e.finally_for = task.finally_for;
-  e.generation = generation;
-  return w_->Stage(e);
+  *id = existing != 0 ? existing : w_->run().next_task;
+  return StageSubmit(task, key, generation, existing, *id, w_->Sink());
 }
 
 // Held by this worker in the attempt and with the token it claimed, or by
@@ -167,37 +146,16 @@ Status PgStoreTxn::Fail(int64_t id, const Failure& f, bool* will_retry) {
   }
   PgTask* t = nullptr;
   WIZQ_RETURN_IF_ERROR(RequireHeld(id, &t));
-  TaskFailed e;
-  e.id = id;
-  e.worker = Actor();
-  e.reason = f.reason;
-  e.message = f.message;
-  e.attempt = t->t.attempts;
-  e.will_retry = f.retryable && t->t.attempts < t->t.max_attempts;
-  if (e.will_retry) e.retry_at = now_ms() + f.retry_delay_ms;
-  if (will_retry) *will_retry = e.will_retry;
   End(id);
-  return w_->Stage(e);
+  return StageFail(t->t, Actor(), f, now_ms(), will_retry, w_->Sink());
 }
 
 Status PgStoreTxn::Release(int64_t id, std::string_view reason) {
   PgTask* t = nullptr;
   WIZQ_RETURN_IF_ERROR(RequireHeld(id, &t));
-  TaskReset e;
-  e.id = id;
-  e.worker = Actor();
-  e.reason = reason;
-  const std::string agent =
-      t->t.agent.empty() ? std::string("its agent") : "agent " + t->t.agent;
-  const std::string message =
-      acting_.count(id) != 0
-          ? agent + " gave the task back; the attempt does not count"
-          : "stopped before it finished; the attempt does not count";
-  e.message = message;
-  e.attempt = t->t.attempts;
-  e.refund = true;
   End(id);
-  return w_->Stage(e);
+  return StageRelease(t->t, Actor(), reason, acting_.count(id) != 0,
+                      w_->Sink());
 }
 
 Status PgStoreTxn::MarkStarted(const std::vector<int64_t>& ids) {

@@ -143,6 +143,10 @@ class PgWork {
         },
         event);
   }
+  // StageAny as the sink of the shared rules (queue/txn_rules.h).
+  EventSink Sink() {
+    return [this](const Event& e) { return StageAny(e); };
+  }
 
  private:
   // queue/pg/pg_apply.cc: one rule per event kind.

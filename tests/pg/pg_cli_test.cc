@@ -348,5 +348,101 @@ TEST_F(PgCliTest, BadStoreArgumentsAndThePasswordWarning) {
   EXPECT_TRUE(Contains(r.err, "the run there is p")) << r.Describe();
 }
 
+// SPEC §14: the password never reaches stdout, stderr, `--json`, a report,
+// an export, the local workspace or a task's environment — given by URL,
+// by keyword string or by PGPASSWORD; with every command run once
+// successfully, with a wrong password, against an unreachable server and
+// against a newer schema.
+TEST_F(PgCliTest, ThePasswordShowsNowhereWhateverEachCommandMeets) {
+  constexpr char kWrong[] = "Cli-Nope-Pw-71";
+  ASSERT_OK(CreatePasswordRole(admin_.get(), "pwcli", kPassword));
+  const std::string wf = Write("gate.json", kGate);
+  const std::string dir = Dir("m1");
+  const std::string report = root_ + "/r.html", audit = root_ + "/a.jsonl";
+  const std::vector<std::vector<std::string>> commands = {
+      {"run", wf, "--dir", dir, "--run-id", "pw", "--json"},
+      {"status", "--run-id", "pw"},
+      {"status", "--run-id", "pw", "--json"},
+      {"log", "--run-id", "pw", "--json"},
+      {"log", "--table", "--run-id", "pw"},
+      {"report", "--run-id", "pw", "-o", report},
+      {"export", "--format", "barnum", "--run-id", "pw"},
+      {"export", "--format", "audit", "--run-id", "pw", "-o", audit},
+      {"answer", "--run-id", "pw", "2=yes"},
+      {"agent", "take", "--run-id", "pw"},
+      {"prune", "--dir", dir, "--run-id", "pw"},
+      {"runs", "--archived", "--json"},
+  };
+  const std::string key = "host=" + cluster_->dir() +
+                          " port=" + std::to_string(cluster_->port()) +
+                          " dbname=postgres user=pwcli password=";
+  struct Way {
+    const char* name;
+    std::string store;       // --store ("" : WIZQ_STORE)
+    std::string env_store;   // WIZQ_STORE
+    std::string pgpassword;  // PGPASSWORD
+  };
+  const std::vector<Way> ways = {
+      {"url", cluster_->Url("pwcli", kPassword), "", ""},
+      {"keywords", key + kPassword, "", ""},
+      {"pgpassword", "", cluster_->Url("pwcli"), kPassword},
+      {"wrong url", cluster_->Url("pwcli", kWrong), "", ""},
+      {"wrong pgpassword", "", cluster_->Url("pwcli"), kWrong},
+      // Port 1 of this machine's loopback: refused at once.
+      {"unreachable",
+       "postgresql://pwcli:" + std::string(kPassword) +
+           "@127.0.0.1:1/postgres?connect_timeout=2",
+       "", ""},
+  };
+  auto check = [&](const std::string& what, const std::string& text) {
+    for (const char* pw : {kPassword, kWrong}) {
+      EXPECT_FALSE(Contains(text, pw)) << what << " holds " << pw << ":\n"
+                                       << text;
+    }
+  };
+  auto sweep = [&](const Way& way, const std::string& label) {
+    for (std::vector<std::string> args : commands) {
+      if (!way.store.empty()) args.insert(args.end(), {"--store", way.store});
+      const WizqResult r = Wizq(args, Opts({{"WIZQ_STORE", way.env_store},
+                                            {"PGPASSWORD", way.pgpassword}}));
+      const std::string what = label + " / " + way.name + " / wizq " + args[0];
+      check(what, r.out + r.err);
+      EXPECT_FALSE(r.timed_out) << what;
+    }
+  };
+  for (const Way& way : ways) sweep(way, "fresh");
+  // The files written on the way, and a task's environment (the gate's
+  // Root wrote none: the fan-out's does).
+  for (const std::string& f : {report, audit}) {
+    std::ifstream in(f);
+    std::stringstream text;
+    text << in.rdbuf();
+    check(f, text.str());
+  }
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    check(e.path().string(), text.str());
+  }
+  // A newer schema: every command refuses it, and says so without the
+  // password.
+  ASSERT_OK(admin_->Exec("INSERT INTO " + schema_ +
+                         ".schema_version (version, applied_by) VALUES (99, "
+                         "'wizq 9.0.0')"));
+  for (const Way& way : {ways[0], ways[1], ways[2]}) {
+    for (std::vector<std::string> args : commands) {
+      if (!way.store.empty()) args.insert(args.end(), {"--store", way.store});
+      const WizqResult r = Wizq(args, Opts({{"WIZQ_STORE", way.env_store},
+                                            {"PGPASSWORD", way.pgpassword}}));
+      const std::string what =
+          std::string("newer / ") + way.name + " / wizq " + args[0];
+      check(what, r.out + r.err);
+      EXPECT_NE(r.code, 0) << what << r.Describe();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace wizq::test
