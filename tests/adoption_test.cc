@@ -88,8 +88,9 @@ class AdoptionTest : public ::testing::Test {
 };
 
 // Reference 002's five steps; each appends its name to the log when it
-// starts, and the third takes a while.
-std::string FiveSteps(int max_retries) {
+// starts, and the third takes a while (`build_body`).
+std::string FiveSteps(int max_retries,
+                      const std::string& build_body = "sleep 1.5; ") {
   auto step = [](const std::string& name, const std::string& next,
                  const std::string& body) {
     return "{\"name\":\"" + name +
@@ -103,13 +104,19 @@ std::string FiveSteps(int max_retries) {
   return "{\"entrypoint\":\"gather\",\"options\":{\"max_retries\":" +
          std::to_string(max_retries) + "},\"steps\":[" +
          step("gather", "plan", "") + "," + step("plan", "build", "") + "," +
-         step("build", "verify", "sleep 1.5; ") + "," +
+         step("build", "verify", build_body) + "," +
          step("verify", "ship", "") + "," + step("ship", "", "") + "]}";
 }
 
 TEST_F(AdoptionTest, OnlyWizqKilledDuringStepThreeEveryStepRunsOnce) {
-  // max_retries 0: nothing may be charged twice for the crash.
-  const std::string wf = Workflow(FiveSteps(0));
+  // max_retries 0: nothing may be charged twice for the crash. The build
+  // step ends only once the resume waits for it (however slowly wizq
+  // starts: a sanitizer build on a loaded machine takes seconds), or after
+  // 30 s.
+  const std::string wf = Workflow(
+      FiveSteps(0,
+                "i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; "
+                "i=$((i+1)); done; "));
   {
     WizqProcess p(Run(wf));
     ASSERT_TRUE(KillWhen(&p, "build"));
@@ -117,7 +124,12 @@ TEST_F(AdoptionTest, OnlyWizqKilledDuringStepThreeEveryStepRunsOnce) {
   // Not --quiet: the resume says what it waits for.
   std::vector<std::string> resume = Run(wf);
   resume.pop_back();
-  const WizqResult r = test::RunWizq(resume);
+  WizqProcess again(resume);
+  EXPECT_TRUE(test::WaitFor(
+      [&] { return test::Contains(again.Stderr(), "waiting for its earlier"); },
+      std::chrono::seconds(30)));
+  test::WriteAll(dir_.Join("go"), "");
+  const WizqResult& r = again.Wait();
   ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
   EXPECT_TRUE(
       test::Contains(r.err,

@@ -62,7 +62,8 @@ const std::string kInstaller =
 
 TEST_F(CompletionTest, CommandsAndSubcommands) {
   EXPECT_EQ(Complete({"ru"}),
-            "words\nrun\tRun, resume or join a workflow run\n");
+            "words\nrun\tRun, resume or join a workflow run\nruns\tList the "
+            "runs in a store: status, counts, live workers\n");
   const std::string all = Complete({""});
   for (const char* c : {"run\t", "answer\t", "status\t", "agent\t",
                         "crashtest\t", "completion\t"}) {
@@ -216,7 +217,8 @@ TEST_F(CompletionTest, GivesUpAfter200Milliseconds) {
   EXPECT_LT(elapsed, test::seconds(5));
   // Commands and options do not read the run: they still complete.
   EXPECT_EQ(Complete({"answer", "--dir", "run", "--d"}),
-            "words\n--dir\tInstall directory (default: .)\n");
+            "words\n--dir\tInstall directory; with --store, the machine's "
+            "local working directory (default: .)\n");
 }
 
 TEST_F(CompletionTest, CompletionCommandPrintsTheScripts) {

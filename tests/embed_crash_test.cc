@@ -133,6 +133,18 @@ Verdict Check(const std::string& ledger, const std::set<std::string>& keys,
   return r;
 }
 
+// Whether every process of `pids` has exited (a zombie, not yet reaped):
+// the run finished, and no handler will write again.
+bool AllExited(const std::vector<pid_t>& pids) {
+  for (pid_t p : pids) {
+    std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+    std::string pid, comm, state;
+    stat >> pid >> comm >> state;
+    if (state != "Z") return false;
+  }
+  return true;
+}
+
 uint64_t LedgerBytes(const std::string& ledger) {
   std::ifstream in(ledger, std::ios::ate | std::ios::binary);
   return in ? static_cast<uint64_t>(in.tellg()) : 0;
@@ -152,7 +164,8 @@ TEST(EmbedCrashTest, KillNineCyclesWithTwoWorkers) {
       pids.push_back(Spawn(dir, ledger, "torture"));
     // Once a handler has started (however slowly the process came up: a
     // sanitizer build takes a while), at a random moment of what follows.
-    for (int i = 0; i < 500 && LedgerBytes(ledger) == before; i++) {
+    for (int i = 0;
+         i < 500 && LedgerBytes(ledger) == before && !AllExited(pids); i++) {
       usleep(10 * 1000);
     }
     usleep(std::uniform_int_distribution<>(0, 120)(rng) * 1000);

@@ -255,6 +255,14 @@ std::vector<ManText> Texts() {
          "  '{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"tools/list\"}' "
          "|\n"
          "  wizq mcp --dir . > replies.ndjson\n"}}},
+      {"runs",
+       "Lists the runs of a store, one line each: run id, status, task "
+       "counts, live workers and start time; --archived adds the archived "
+       "runs, --json prints them as an array. On PostgreSQL (--store or "
+       "WIZQ_STORE, SPEC 14) every run of the schema; on the directory "
+       "store, the run in DIR and its archive.",
+       {{"Run the installer example, then list its runs:",
+         kInstalled + "$ wizq runs --dir install --archived\n"}}},
       {"db",
        "Creates and upgrades the tables of the PostgreSQL store (SPEC 14) in "
        "their schema (wizq unless --schema says otherwise), in a database "
