@@ -366,6 +366,21 @@ using Event =
 // event's text fields are views: they stay valid only during the call.
 using EventSink = std::function<Status(const Event&)>;
 
+// Calls `stage` with the event `event` holds (a store's Stage template);
+// an UnknownEvent is never staged (InvalidArgument).
+template <typename F>
+Status StageEvent(const Event& event, F&& stage) {
+  return std::visit(
+      [&](const auto& e) -> Status {
+        if constexpr (std::is_same_v<std::decay_t<decltype(e)>, UnknownEvent>) {
+          return Status::InvalidArgument("an unknown event is not staged");
+        } else {
+          return stage(e);
+        }
+      },
+      event);
+}
+
 // Two events of a kind are equal when they encode to the same bytes (the
 // bytes are the format): one rule for every kind, so that a new kind needs
 // no comparison of its own.

@@ -43,16 +43,7 @@ class DirQueue : public Queue {
   // Stage() of whichever event `event` holds, and the same as the sink of
   // the rules every store shares (queue/txn_rules.h, queue/import.h).
   Status StageAny(const Event& event) {
-    return std::visit(
-        [this](const auto& e) -> Status {
-          if constexpr (std::is_same_v<std::decay_t<decltype(e)>,
-                                       UnknownEvent>) {
-            return Status::InvalidArgument("an unknown event is not staged");
-          } else {
-            return Stage(e);
-          }
-        },
-        event);
+    return StageEvent(event, [this](const auto& e) { return Stage(e); });
   }
   EventSink Sink() {
     return [this](const Event& e) { return StageAny(e); };

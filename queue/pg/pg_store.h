@@ -39,6 +39,11 @@ class PgStore : public Store {
  public:
   static Status Open(const StoreOptions& options, std::unique_ptr<Store>* out,
                      OpenReport* report);
+  // A session to o.location whose schema is this wizq's: created or
+  // upgraded when absent or older (`create`), else NotFound when absent
+  // and refused when older or newer.
+  static Status Connect(const StoreOptions& o, const char* application,
+                        bool create, std::unique_ptr<PgConn>* conn);
   // Store::ListAll on a database: every run_id's runs.
   static Status ListAll(const StoreOptions& options, bool archived,
                         std::vector<RunSummary>* runs);

@@ -17,31 +17,35 @@
 
 namespace wizq {
 
+Status PgStore::Connect(const StoreOptions& o, const char* application,
+                        bool create, std::unique_ptr<PgConn>* conn) {
+  const std::string schema =
+      o.schema.empty() ? std::string(kPgDefaultSchema) : o.schema;
+  WIZQ_RETURN_IF_ERROR(ValidatePgSchemaName(schema));
+  PgConnOptions co;
+  co.application_name = application;
+  WIZQ_RETURN_IF_ERROR(PgConn::Open(o.location, co, conn));
+  PgSchema s(conn->get(), schema);
+  if (create) return s.Open();
+  int version = 0;
+  WIZQ_RETURN_IF_ERROR(s.ReadVersion(&version));
+  if (version == 0) {
+    return Status::NotFound("no wizq run in the store " +
+                            RedactPgLocation(o.location) + " (schema \"" +
+                            schema + "\" does not exist)");
+  }
+  return s.Check();
+}
+
 Status PgStore::Open(const StoreOptions& o, std::unique_ptr<Store>* out,
                      OpenReport* report) {
   OpenReport local;
   if (report == nullptr) report = &local;
   *report = OpenReport();
-  const std::string schema =
-      o.schema.empty() ? std::string(kPgDefaultSchema) : o.schema;
-  WIZQ_RETURN_IF_ERROR(ValidatePgSchemaName(schema));
-  PgConnOptions co;
-  co.application_name = "wizq";
   std::unique_ptr<PgConn> conn;
-  WIZQ_RETURN_IF_ERROR(PgConn::Open(o.location, co, &conn));
-  PgSchema s(conn.get(), schema);
-  if (o.mode == OpenMode::kReadOnly || o.mode == OpenMode::kAttach) {
-    int version = 0;
-    WIZQ_RETURN_IF_ERROR(s.ReadVersion(&version));
-    if (version == 0) {
-      return Status::NotFound("no wizq run in the store " +
-                              RedactPgLocation(o.location) + " (schema \"" +
-                              schema + "\" does not exist)");
-    }
-    WIZQ_RETURN_IF_ERROR(s.Check());
-  } else {
-    WIZQ_RETURN_IF_ERROR(s.Open());
-  }
+  const bool looks =
+      o.mode == OpenMode::kReadOnly || o.mode == OpenMode::kAttach;
+  WIZQ_RETURN_IF_ERROR(Connect(o, "wizq", !looks, &conn));
   std::unique_ptr<PgStore> store(new PgStore(o, std::move(conn)));
   if (o.mode != OpenMode::kReadOnly) {
     HostId host = o.host;

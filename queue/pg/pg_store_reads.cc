@@ -278,22 +278,10 @@ Status PgStore::OpenRun(const RunRef& ref, std::unique_ptr<Store>* out) {
 Status PgStore::ListAll(const StoreOptions& o, bool archived,
                         std::vector<RunSummary>* runs) {
   runs->clear();
+  std::unique_ptr<PgConn> conn;
+  WIZQ_RETURN_IF_ERROR(Connect(o, "wizq runs", false, &conn));
   const std::string schema =
       o.schema.empty() ? std::string(kPgDefaultSchema) : o.schema;
-  WIZQ_RETURN_IF_ERROR(ValidatePgSchemaName(schema));
-  PgConnOptions co;
-  co.application_name = "wizq runs";
-  std::unique_ptr<PgConn> conn;
-  WIZQ_RETURN_IF_ERROR(PgConn::Open(o.location, co, &conn));
-  PgSchema s(conn.get(), schema);
-  int version = 0;
-  WIZQ_RETURN_IF_ERROR(s.ReadVersion(&version));
-  if (version == 0) {
-    return Status::NotFound("no wizq run in the store " +
-                            RedactPgLocation(o.location) + " (schema \"" +
-                            schema + "\" does not exist)");
-  }
-  WIZQ_RETURN_IF_ERROR(s.Check());
   PgResult r;
   WIZQ_RETURN_IF_ERROR(conn->Exec(
       PgSchemaSql(

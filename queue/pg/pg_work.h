@@ -132,16 +132,7 @@ class PgWork {
 
   // Stage() of whichever event `event` holds (an import's, queue/import.h).
   Status StageAny(const Event& event) {
-    return std::visit(
-        [this](const auto& e) -> Status {
-          if constexpr (std::is_same_v<std::decay_t<decltype(e)>,
-                                       UnknownEvent>) {
-            return Status::InvalidArgument("an unknown event is not staged");
-          } else {
-            return Stage(e);
-          }
-        },
-        event);
+    return StageEvent(event, [this](const auto& e) { return Stage(e); });
   }
   // StageAny as the sink of the shared rules (queue/txn_rules.h).
   EventSink Sink() {
