@@ -318,6 +318,24 @@ TEST_F(PgCliTest, ARunIdGivenAgainGetsAWorkspaceOfItsOwn) {
   EXPECT_EQ(Json::parse(r.out).size(), 2u) << r.out;
 }
 
+// SPEC §11 on PostgreSQL: a fresh run's "previous run" is the archived
+// run of that name in the store.
+TEST_F(PgCliTest, AFreshRunReusesTheArchivedRunOfItsName) {
+  const std::string wf = Write("fanout.json", kFanout);
+  const std::vector<std::string> run = {
+      "run", wf, "--dir", Dir("m1"), "--input", R"({"n":3})", "--run-id", "re"};
+  WizqResult r = Wizq(run);
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  ASSERT_EQ(Ledger().size(), 4u);
+  std::vector<std::string> fresh = run;
+  fresh.push_back("--fresh");
+  fresh[3] = Dir("m2");  // another machine's directory: the store decides
+  r = Wizq(fresh);
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "4 reused, 0 ran")) << r.Describe();
+  EXPECT_EQ(Ledger().size(), 4u);  // nothing ran again
+}
+
 TEST_F(PgCliTest, BadStoreArgumentsAndThePasswordWarning) {
   WizqResult r = Wizq({"status", "--store", "/not/a/database"});
   EXPECT_EQ(r.code, 2) << r.Describe();
