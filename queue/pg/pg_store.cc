@@ -15,8 +15,7 @@ namespace wizq {
 
 PgStore::PgStore(const StoreOptions& options, std::unique_ptr<PgConn> conn)
     : options_(options), conn_(std::move(conn)) {
-  schema_ =
-      options.schema.empty() ? std::string(kPgDefaultSchema) : options.schema;
+  schema_ = SchemaOf(options);
   quoted_ = conn_->QuoteIdentifier(schema_);
   if (options.worker_lease_ms > 0) worker_lease_ms_ = options.worker_lease_ms;
 }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "queue/pg/pg_conn.h"
+#include "queue/pg/pg_migrate.h"  // kPgDefaultSchema
 #include "queue/pg/pg_work.h"
 #include "queue/store.h"
 
@@ -39,6 +40,10 @@ class PgStore : public Store {
  public:
   static Status Open(const StoreOptions& options, std::unique_ptr<Store>* out,
                      OpenReport* report);
+  // The schema that holds the store's tables: o.schema, or wizq's default.
+  static std::string SchemaOf(const StoreOptions& o) {
+    return o.schema.empty() ? std::string(kPgDefaultSchema) : o.schema;
+  }
   // A session to o.location whose schema is this wizq's: created or
   // upgraded when absent or older (`create`), else NotFound when absent
   // and refused when older or newer.

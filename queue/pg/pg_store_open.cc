@@ -19,8 +19,7 @@ namespace wizq {
 
 Status PgStore::Connect(const StoreOptions& o, const char* application,
                         bool create, std::unique_ptr<PgConn>* conn) {
-  const std::string schema =
-      o.schema.empty() ? std::string(kPgDefaultSchema) : o.schema;
+  const std::string schema = SchemaOf(o);
   WIZQ_RETURN_IF_ERROR(ValidatePgSchemaName(schema));
   PgConnOptions co;
   co.application_name = application;

@@ -280,8 +280,7 @@ Status PgStore::ListAll(const StoreOptions& o, bool archived,
   runs->clear();
   std::unique_ptr<PgConn> conn;
   WIZQ_RETURN_IF_ERROR(Connect(o, "wizq runs", false, &conn));
-  const std::string schema =
-      o.schema.empty() ? std::string(kPgDefaultSchema) : o.schema;
+  const std::string schema = SchemaOf(o);
   PgResult r;
   WIZQ_RETURN_IF_ERROR(conn->Exec(
       PgSchemaSql(
