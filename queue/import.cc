@@ -6,6 +6,7 @@
 
 #include "queue/run_info.h"
 #include "queue/store.h"  // DedupKey
+#include "queue/txn_rules.h"
 #include "util/canonical_json.h"
 
 namespace wizq {
@@ -64,8 +65,9 @@ Status CheckTask(const RunImport& import, size_t i) {
 // The submission of task `id`, with its dedup key (none when another task
 // of the import already has that key: the source did not deduplicate). A
 // hook is its owner's next generation (`hooks`: per owner, so far).
-Status StageSubmit(const EventSink& q, const NewTask& t, int64_t id,
-                   std::set<std::string>* keys, std::map<int64_t, int>* hooks) {
+Status StageImported(const EventSink& q, const NewTask& t, int64_t id,
+                     std::set<std::string>* keys,
+                     std::map<int64_t, int>* hooks) {
   std::string key;
   int generation = 1;
   if (t.origin == Origin::kFinally) {
@@ -75,18 +77,7 @@ Status StageSubmit(const EventSink& q, const NewTask& t, int64_t id,
     WIZQ_RETURN_IF_ERROR(DedupKey(t.type, t.inputs, &key));
   }
   if (!keys->insert(key).second) key.clear();
-  TaskSubmitted e;
-  e.id = id;
-  e.type = t.type;
-  e.inputs = t.inputs;
-  e.parent_id = t.parent_id;
-  e.origin = OriginName(t.origin);
-  e.dedup_key = key;
-  e.max_attempts = t.max_attempts;
-  e.has_finally = t.has_finally;
-  e.finally_for = t.finally_for;
-  e.generation = generation;
-  return q(e);
+  return StageSubmit(t, key, generation, /*existing=*/0, id, q);  // txn_rules
 }
 
 // The attempts task `id` already had.
@@ -147,7 +138,7 @@ Status StageImport(const RunImport& import, int64_t now_ms,
   std::set<std::string> keys;
   std::map<int64_t, int> hooks;
   for (size_t i = 0; i < import.tasks.size(); i++) {
-    WIZQ_RETURN_IF_ERROR(StageSubmit(
+    WIZQ_RETURN_IF_ERROR(StageImported(
         q, import.tasks[i].task, static_cast<int64_t>(i) + 1, &keys, &hooks));
   }
   // Then what ran, in the order the source finished it.
