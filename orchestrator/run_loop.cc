@@ -13,6 +13,7 @@
 #include "fs/env.h"
 #include "orchestrator/reuse.h"
 #include "orchestrator/run.h"
+#include "orchestrator/run_admit.h"
 #include "tasks/exec/attempt_files.h"
 #include "tasks/workflow/def_hash.h"
 #include "tasks/workflow/response.h"
@@ -40,7 +41,8 @@ RunLoop::~RunLoop() {
 
 int64_t RunLoop::ElapsedMs() const { return MonotonicMs() - start_ms_; }
 
-Status RunLoop::Open(bool* finished, int* exit_code) {
+// How this worker opens its run (Store::Open).
+StoreOptions RunLoop::OpenOptions() {
   StoreOptions so;
   so.env = config_.env;
   so.location = config_.location;
@@ -84,6 +86,27 @@ Status RunLoop::Open(bool* finished, int* exit_code) {
   so.local.end_orphan = [this](const Task& t) {
     return executor_->ReapOrphans(t.id);
   };
+  if (!config_.location.empty()) AdmitOnlyTheSameDefinition(&so);
+  return so;
+}
+
+// On a store that workers on several machines share, the run records its
+// step files, and a worker that differs from it is refused (run_admit.h).
+void RunLoop::AdmitOnlyTheSameDefinition(StoreOptions* so) {
+  WorkerDefinition w;
+  w.workflow_json = workflow_->frozen_json();
+  w.workflow_path = config_.workflow_path;
+  w.base_dir = workflow_->base_dir();
+  w.input = config_.input;
+  w.def_files = DefFilesJson(*workflow_, config_.env);
+  so->def_files = w.def_files;
+  so->admit = [w = std::move(w)](const RunInfo& run) {
+    return AdmitWorker(run, w);
+  };
+}
+
+Status RunLoop::Open(bool* finished, int* exit_code) {
+  const StoreOptions so = OpenOptions();
   OpenReport report;
   WIZQ_RETURN_IF_ERROR(Store::Open(so, &store_, &report));
   RunInfo run;

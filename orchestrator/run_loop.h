@@ -160,6 +160,8 @@ class RunLoop {
   static int64_t MonotonicMs();
 
   Status Open(bool* finished, int* exit_code);
+  StoreOptions OpenOptions();
+  void AdmitOnlyTheSameDefinition(StoreOptions* so);
   Status UseFrozenWorkflow(const RunInfo& run);
   static Status ReadProgress(StoreReads& r, Progress* p);
   void ChooseJobs();

@@ -52,6 +52,11 @@ struct RunInfo {
   bool no_reuse = false;
   std::vector<std::string> from;
   int64_t adopted = 0;  // task_adopted events so far
+  // The step files the run was started with, a JSON object of path ->
+  // hash (DefHasher::Files), recorded by a store that workers on several
+  // machines share (PostgreSQL); "" where not recorded (the directory
+  // store).
+  std::string def_files;
 };
 
 }  // namespace wizq

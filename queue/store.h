@@ -93,6 +93,7 @@ struct StoreOptions {
   std::string install_dir;  // absolute and canonical
   std::string run_id;
   std::string workflow_json;           // frozen into a fresh run
+  std::string def_files;               // RunInfo::def_files of a fresh run
   std::string entry_input = "null";    // recorded with a fresh run
   std::vector<NewTask> initial_tasks;  // submitted with a fresh run
   // A fresh run starts as this import instead (queue/import.h); then
@@ -118,6 +119,13 @@ struct StoreOptions {
   // answer`) leaves them to the next `wizq run` of their host.
   bool reclaim_worker_claims = true;
   LocalAttempts local;
+  // A store that workers on several machines share (PostgreSQL) asks it
+  // before this process resumes or joins a current run, with nothing
+  // written yet: a non-OK status refuses the run with it (SPEC §14: a
+  // worker whose workflow or step files differ from the run's). Unset:
+  // every worker is admitted, and a resumed run keeps its frozen workflow.
+  // Not asked under OpenMode::kFresh, which archives the run instead.
+  std::function<Status(const RunInfo& run)> admit;
   // This machine (queue/host.h); empty: HostId::Current(install_dir).
   HostId host;
   // The PostgreSQL store: the schema that holds its tables ("": wizq), and

@@ -41,6 +41,7 @@ CREATE TABLE {schema}.runs (
   format         int NOT NULL,
   install_dir    text NOT NULL,
   workflow       text NOT NULL,          -- the frozen workflow, JSON text
+  def_files      text NOT NULL DEFAULT '',  -- RunInfo::def_files
   input          text NOT NULL,          -- the entry input, JSON text
   wizq_version   text NOT NULL,
   status         smallint NOT NULL DEFAULT 0,  -- RunStatus

@@ -161,7 +161,8 @@ void PgTaskFromRow(const PgResult& r, int i, PgTask* out) {
 }
 
 const char kPgRunColumns[] =
-    "r.run, r.run_id, r.format, r.install_dir, r.workflow, r.input, "
+    "r.run, r.run_id, r.format, r.install_dir, r.workflow, r.def_files, "
+    "r.input, "
     "r.wizq_version, r.status, r.started_ms, r.finished_ms, r.resumes, "
     "r.previous_run, r.no_reuse, r.from_steps, r.next_seq, r.next_task, "
     "r.n_pending, r.n_in_progress, r.n_done, r.n_failed, r.n_settled, "
@@ -176,6 +177,7 @@ void PgRunFromRow(const PgResult& r, int i, PgRun* out) {
   info.run_id = r.Get(i, "run_id");
   info.install_dir = r.Get(i, "install_dir");
   info.workflow = r.Get(i, "workflow");
+  info.def_files = r.Get(i, "def_files");
   info.entry_input = r.Get(i, "input");
   info.wizq_version = r.Get(i, "wizq_version");
   info.status = static_cast<RunStatus>(r.GetInt(i, "status"));

@@ -124,12 +124,13 @@ Status PgStore::OpenByMode(OpenReport* report) {
   }
   if (info.format_version < kRunFormatVersion) {
     reason = "older format version " + std::to_string(info.format_version);
-  } else if (info.workflow != options_.workflow_json) {
-    reason = "a different workflow under the same run id";
-  } else if (info.entry_input != options_.entry_input) {
-    reason = "a different input under the same run id";
   } else if (mode == OpenMode::kFresh) {
     reason = "--fresh";
+  } else if (options_.admit) {
+    // A worker whose workflow, input or step files differ is refused
+    // before it writes anything (Open rolls back): the run is other
+    // workers' too.
+    WIZQ_RETURN_IF_ERROR(options_.admit(info));
   }
   if (reason.empty()) return ResumeRun(&run, report);
   WIZQ_RETURN_IF_ERROR(ArchiveRun(run, reason));
@@ -155,13 +156,14 @@ Status PgStore::StartFresh(const PgRun* archived, const std::string& reason,
   const int64_t now = r.GetInt(0, "now");
   WIZQ_RETURN_IF_ERROR(conn_->Exec(
       Sql(std::string("INSERT INTO {s}.runs AS r (run_id, format, "
-                      "install_dir, workflow, input, wizq_version, "
-                      "started_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) "
+                      "install_dir, workflow, def_files, input, "
+                      "wizq_version, started_ms) VALUES ($1, $2, $3, $4, "
+                      "$5, $6, $7, $8) "
                       "RETURNING ") +
           kPgRunColumns),
       {options_.run_id, kRunFormatVersion, options_.install_dir,
-       options_.workflow_json, options_.entry_input, options_.wizq_version,
-       now},
+       options_.workflow_json, options_.def_files, options_.entry_input,
+       options_.wizq_version, now},
       &r));
   PgRun run;
   PgRunFromRow(r, 0, &run);

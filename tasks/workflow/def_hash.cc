@@ -302,11 +302,22 @@ std::string DefHasher::DirectoryListing(const std::string& step) const {
   return wizq::DirectoryListing(it->second.scripts);
 }
 
-std::string DefHasher::Hash(const std::string& step, std::string* why) const {
-  auto it = steps_.find(step);
-  if (it == steps_.end() || wf_.base_dir().empty()) {
+std::map<std::string, std::string> DefHasher::Files() const {
+  std::map<std::string, std::string> all;
+  for (const auto& [name, def] : steps_) {
+    std::map<std::string, std::string> files;
+    if (Defined(name, nullptr) && CollectFiles(def, &files).ok()) {
+      all.insert(files.begin(), files.end());
+    }
+  }
+  return all;
+}
+
+// Whether `step` can have a def_hash at all (its files aside).
+bool DefHasher::Defined(const std::string& step, std::string* why) const {
+  if (steps_.count(step) == 0 || wf_.base_dir().empty()) {
     if (why) *why = "step '" + step + "' cannot be hashed";
-    return "";
+    return false;
   }
   // A Function's code is the embedding program's, not the workflow's:
   // nothing here can tell whether it changed, so its tasks run live.
@@ -315,15 +326,21 @@ std::string DefHasher::Hash(const std::string& step, std::string* why) const {
               (def->finally_hook &&
                def->finally_hook->kind == Action::Kind::kFunction))) {
     if (why) *why = "a Function's code is not part of the workflow";
-    return "";
+    return false;
   }
+  return true;
+}
+
+std::string DefHasher::Hash(const std::string& step, std::string* why) const {
+  if (!Defined(step, why)) return "";
+  const StepDef& def = steps_.at(step);
   std::map<std::string, std::string> files;
-  Status s = CollectFiles(it->second, &files);
+  Status s = CollectFiles(def, &files);
   if (!s.ok()) {
     if (why) *why = s.message();
     return "";
   }
-  std::string text = "wizq-def-1\n" + it->second.canonical + "\n";
+  std::string text = "wizq-def-1\n" + def.canonical + "\n";
   for (const auto& [rel, h] : files) text += "file " + rel + "\n" + h + "\n";
   return Hash128Hex(text);
 }

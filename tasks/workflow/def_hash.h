@@ -72,12 +72,20 @@ class DefHasher {
   // text: what a named script file does in turn is not read.
   std::string DirectoryListing(const std::string& step) const;
 
+  // The files the workflow's hashable steps are defined by (item 3 above,
+  // over every step but Functions' and those that cannot be hashed), each
+  // with the XXH3-128 of its bytes now: what a run on a store that several
+  // machines share records, so that a worker whose copy differs is refused
+  // (SPEC §14). Keyed by path relative to the workflow's directory.
+  std::map<std::string, std::string> Files() const;
+
  private:
   struct StepDef {
     std::string canonical;         // item 2
     std::string scripts;           // the action's and hook's scripts
     std::string reuse_files_json;  // the effective reuse_files, JSON array
   };
+  bool Defined(const std::string& step, std::string* why) const;
   Status CollectFiles(const StepDef& def,
                       std::map<std::string, std::string>* files) const;
 

@@ -295,8 +295,8 @@ TEST_F(PgCliTest, ARunIdGivenAgainGetsAWorkspaceOfItsOwn) {
   WizqResult r = Wizq(
       {"run", wf, "--dir", dir, "--input", R"({"n":1})", "--run-id", "again"});
   ASSERT_EQ(r.code, 0) << r.Describe();
-  r = Wizq(
-      {"run", wf, "--dir", dir, "--input", R"({"n":2})", "--run-id", "again"});
+  r = Wizq({"run", wf, "--dir", dir, "--input", R"({"n":2})", "--run-id",
+            "again", "--fresh"});
   ASSERT_EQ(r.code, 0) << r.Describe();
   EXPECT_TRUE(Contains(r.err, "archived the previous run")) << r.Describe();
   // The previous run's files are set aside under its start time.
@@ -334,6 +334,69 @@ TEST_F(PgCliTest, AFreshRunReusesTheArchivedRunOfItsName) {
   ASSERT_EQ(r.code, 0) << r.Describe();
   EXPECT_TRUE(Contains(r.err, "4 reused, 0 ran")) << r.Describe();
   EXPECT_EQ(Ledger().size(), 4u);  // nothing ran again
+}
+
+// SPEC §14: a worker whose workflow, input or step files differ from the
+// run's is refused (exit 3) naming the difference, and writes nothing; the
+// run is the other workers' too. --fresh starts it again instead.
+TEST_F(PgCliTest, AWorkerWhoseDefinitionDiffersIsRefused) {
+  // Root runs ./work.sh (a step file the def_hash covers), then a gate.
+  const std::string wf = std::string(kGate).replace(
+      std::string(kGate).find("echo '[{"), 0, "sh ./work.sh; ");
+  auto machine = [&](const std::string& name, const std::string& script,
+                     const std::string& text) {
+    const std::string dir = Dir(name);
+    std::ofstream(dir + "/work.sh") << script;
+    std::ofstream(dir + "/wf.json") << text;
+    return dir;
+  };
+  const std::string a = machine("a", "true\n", wf);
+  const std::vector<std::string> run = {"run", a + "/wf.json", "--dir",
+                                        a,     "--run-id",     "def"};
+  WizqResult r = Wizq(run);
+  ASSERT_EQ(r.code, 4) << r.Describe();  // paused at the gate: current
+  const auto events = [&] {
+    return CountOf(Wizq({"log", "--json", "--run-id", "def"}).out, "\n");
+  };
+  const int before = events();
+  auto join = [&](const std::string& dir, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"run", dir + "/wf.json", "--dir",
+                                     dir,   "--run-id",       "def"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Wizq(args);
+  };
+  const std::string b = machine("b", "true # edited\n", wf);
+  r = join(b, {});
+  EXPECT_EQ(r.code, 3) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "step file 'work.sh' in " + b +
+                                  " differs from the copy run def was "
+                                  "started with"))
+      << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "--fresh")) << r.Describe();
+  const std::string c = machine("c", "true\n", wf);
+  fs::remove(c + "/work.sh");
+  r = join(c, {});
+  EXPECT_EQ(r.code, 3) << r.Describe();
+  EXPECT_TRUE(Contains(r.err,
+                       "'work.sh', which run def was started with, "
+                       "is missing"))
+      << r.Describe();
+  std::string edited = wf;
+  edited.replace(edited.find("Go on?"), 6, "Really?");
+  const std::string d = machine("d", "true\n", edited);
+  r = join(d, {});
+  EXPECT_EQ(r.code, 3) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "its step 'Confirm' differs")) << r.Describe();
+  r = join(a, {"--input", "{\"x\":1}"});
+  EXPECT_EQ(r.code, 3) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "--input")) << r.Describe();
+  EXPECT_EQ(events(), before);  // the refused wrote nothing
+  // The same definition on another machine joins; --fresh starts again.
+  r = join(machine("e", "true\n", wf), {});
+  EXPECT_EQ(r.code, 4) << r.Describe();
+  r = join(d, {"--fresh"});
+  EXPECT_EQ(r.code, 4) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "it was archived (--fresh)")) << r.Describe();
 }
 
 TEST_F(PgCliTest, BadStoreArgumentsAndThePasswordWarning) {
