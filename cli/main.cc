@@ -61,6 +61,7 @@ struct RunArgs {
   std::string input_file;
   std::string resume_from;  // --resume-from: a Barnum state log
   RunPlace place;           // --store, --schema (its dir and run id unused)
+  int lease_seconds = 0;    // --lease
   bool json = false;
   bool quiet = false;
   std::vector<std::string> argv;  // the command line, for the pause lines
@@ -95,6 +96,16 @@ int DoRun(RunArgs& a) {
   a.options.wizq_version = WIZQ_VERSION;
   a.options.store = a.place.store;
   a.options.schema = a.place.schema;
+  if (a.lease_seconds > 0 && !a.place.database()) {
+    JsonError e;
+    e.message =
+        "--lease applies to a store that several machines share: give "
+        "--store (or set WIZQ_STORE), or leave --lease out";
+    e.field = "--lease";
+    ReportRunError(e, a.json);
+    return kExitInvalid;
+  }
+  a.options.worker_lease_ms = int64_t{a.lease_seconds} * 1000;
   ProgressOptions po;
   po.quiet = a.quiet;
   po.json = a.json;
@@ -230,6 +241,12 @@ void Commands::AddRunCommand(int argc, char** argv) {
   run_cmd->add_option("--run-id", run.options.run_id,
                       "Run id (default: derived from workflow and input)");
   AddStoreOptions(run_cmd, &run.place);
+  run_cmd
+      ->add_option("--lease", run.lease_seconds,
+                   "With --store: seconds this worker's claims hold without "
+                   "a renewal (default 30); its attempts end a fifth of it "
+                   "before, when cut off")
+      ->check(IntegerIn(2, 86400));
   run_cmd->add_flag("--fresh", run.options.fresh,
                     "Archive an existing run and start over");
   run_cmd->add_flag("--json", run.json, "NDJSON events on stdout");

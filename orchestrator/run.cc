@@ -171,6 +171,7 @@ static Status MakeConfig(const RunOptions& options, const RunExtras& extras,
       LocalWorkspace(config->install_dir, config->location, config->run_id);
   config->input = input;
   config->jobs = options.jobs;
+  config->worker_lease_ms = options.worker_lease_ms;
   // --from picks what a new run reuses: it starts one.
   config->fresh = options.fresh || !options.from.empty();
   config->wizq_version = options.wizq_version;

@@ -48,6 +48,9 @@ struct RunOptions {
   // (--store, WIZQ_STORE) in `schema` ("": wizq).
   std::string store;
   std::string schema;
+  // With `store`: how long this worker's claims hold on the store's clock
+  // without a renewal (0: 30 s; StoreOptions::worker_lease_ms).
+  int64_t worker_lease_ms = 0;
   std::string input_json;  // empty: {}
   std::string run_id;      // empty: derived from workflow + input
   int jobs = 0;            // 0: the workflow's max_concurrency

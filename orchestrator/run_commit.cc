@@ -69,7 +69,7 @@ Status RunLoop::Harvest(bool block) {
         running_.count(id) != 0 ||
         std::any_of(outcomes_.begin(), outcomes_.end(),
                     [id = id](const Outcome& o) { return o.id == id; });
-    if (pending) began_.emplace_back(id, attempt);
+    if (pending) NoteBegan(id, attempt);
   }
   ReapLostOrphans(r.lost);
   // Back off after a commit that found nothing to claim, also while tasks
@@ -99,7 +99,13 @@ void RunLoop::MaybeLaunchCommit() {
   }
   if (run_status_ != RunStatus::kRunning) want.slots = want.ahead = 0;
   const bool poll_due = MonotonicMs() >= next_poll_ms_;
-  if (outcomes_.empty() && (want.slots + want.ahead <= 0 || !poll_due)) {
+  // On a store that several machines share, "this attempt started" is what
+  // makes another host charge it (SPEC §14): told soon, not only with the
+  // next result, which a long task may be far from.
+  const bool mark_due = !began_.empty() && !config_.location.empty() &&
+                        MonotonicMs() - began_since_ms_ >= kMarkStartedMs;
+  if (outcomes_.empty() && !mark_due &&
+      (want.slots + want.ahead <= 0 || !poll_due)) {
     return;
   }
   // max_concurrency is enforced when a task starts (StartReady), so that

@@ -167,9 +167,14 @@ Status RunLoop::StartTask(const Task& task) {
 void RunLoop::Began(int64_t id) {
   auto it = running_.find(id);
   if (it == running_.end() || queued_.erase(id) == 0) return;
-  began_.emplace_back(id, it->second.attempts);  // for MarkStarted
+  NoteBegan(id, it->second.attempts);  // for MarkStarted
   CrashPoint("run.after_spawn");
   observer_->OnTaskStarted(it->second, it->second.attempts, CurrentProgress());
+}
+
+void RunLoop::NoteBegan(int64_t id, int attempt) {
+  if (began_.empty()) began_since_ms_ = MonotonicMs();
+  began_.emplace_back(id, attempt);
 }
 
 std::set<std::string> RunLoop::FastSteps() const {

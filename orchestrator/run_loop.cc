@@ -47,6 +47,7 @@ StoreOptions RunLoop::OpenOptions() {
   so.env = config_.env;
   so.location = config_.location;
   so.schema = config_.schema;
+  so.worker_lease_ms = config_.worker_lease_ms;
   so.install_dir = config_.install_dir;
   so.run_id = config_.run_id;
   so.workflow_json = workflow_->frozen_json();
@@ -206,6 +207,8 @@ Status RunLoop::Run(int* exit_code) {
   }
   while (true) {
     if (StopRequested()) return Interrupt(exit_code);
+    // Moves on with every renewal; the spawner enforces it on its own.
+    executor_->SetLocalDeadline(store_->LocalDeadlineMs());
     WIZQ_RETURN_IF_ERROR(Harvest(/*block=*/false));
     if (run_status_ != RunStatus::kRunning && running_.empty() &&
         ready_.empty() && outcomes_.empty() && !inflight_.valid()) {

@@ -127,6 +127,7 @@ class RunLoop {
     std::string run_id, install_dir, input, wizq_version, workflow_path;
     std::string location, schema;  // RunOptions::store, schema
     std::string workspace;         // LocalWorkspace of the run
+    int64_t worker_lease_ms = 0;   // RunOptions::worker_lease_ms
     int jobs = 0;
     bool fresh = false;
     Env* env = nullptr;
@@ -157,6 +158,9 @@ class RunLoop {
   // The loop's clock, and how long it sleeps between polls when idle.
   static constexpr int kIdlePollMinMs = 5;
   static constexpr int kIdlePollMaxMs = 100;
+  // How long an attempt's start may wait for a commit to carry it, on a
+  // store that several machines share (MaybeLaunchCommit).
+  static constexpr int kMarkStartedMs = 100;
   static int64_t MonotonicMs();
 
   Status Open(bool* finished, int* exit_code);
@@ -199,6 +203,7 @@ class RunLoop {
   // The attempt of task `id` that the executor started began (its process
   // runs): tells the observer.
   void Began(int64_t id);
+  void NoteBegan(int64_t id, int attempt);  // into began_
   Outcome Judge(const Task& task, const AttemptResult& result) const;
   Outcome JudgeAttempt(const Task& task, const AttemptResult& result) const;
   Outcome JudgeResponse(const Task& task, const AttemptResult& result) const;
@@ -285,6 +290,7 @@ class RunLoop {
   std::vector<Outcome> outcomes_;  // results not yet committed
   // Attempts (task id, attempt) begun, not recorded as started yet.
   std::vector<std::pair<int64_t, int>> began_;
+  int64_t began_since_ms_ = 0;  // when began_ last stopped being empty
   // Tasks whose attempt ended here and that the executor declines by id
   // since (Executor::CanRunTask false while its step runs here): never in
   // a claim while that lasts. Commit thread only.

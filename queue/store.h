@@ -343,6 +343,13 @@ class Store : public StoreReads {
   // Transact.
   virtual Status WhileCurrent(const std::function<Status()>& fn) = 0;
 
+  // The local deadline (SPEC §14), in CLOCK_MONOTONIC ms: until then every
+  // claim this worker holds is sure to hold on the store's clock (its last
+  // renewal that reached the store, plus the lease, less a margin); past
+  // it, another host may be given them, so their attempts must have ended
+  // (Executor::SetLocalDeadline). 0: claims never lapse by time (the
+  // directory store, where only a worker's death frees them).
+  virtual int64_t LocalDeadlineMs() const { return 0; }
   virtual const std::string& worker_id() const = 0;
   // How the location is shown to people (a database password removed).
   virtual std::string DisplayLocation() const = 0;

@@ -10,6 +10,7 @@
 // claims lapsed, the run was not archived. Otherwise the worker is gone
 // for good: it claims nothing more and its claims lapse (its completions
 // still land while their fence holds).
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,26 @@
 #include "queue/pg/pg_txn.h"
 
 namespace wizq {
+namespace {
+
+int64_t MonoMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+}  // namespace
+
+// A claim holds until the store's now() at its last renewal (or its
+// claim) plus the lease; that now() is no earlier than when the renewal
+// began here. The margin covers killing what runs and clocks that tick at
+// slightly different rates; with renewals every third of the lease, an
+// outage of the store up to about half the lease ends nothing.
+int64_t PgStore::LocalDeadlineMs() const {
+  const int64_t proof = proof_mono_ms_.load();
+  if (worker_id_.empty() || proof == 0) return 0;
+  return proof + worker_lease_ms_ - worker_lease_ms_ / 5;
+}
 
 // Renewed every third of the lease; while the liveness session is lost
 // (the claims' clock runs), it is sought again every second.
@@ -47,10 +68,12 @@ Status PgStore::RenewClaims() {
   if (live_gone_) return Status::IOError("the liveness session was lost");
   Status s;
   if (!live_->lost()) {
+    const int64_t began = MonoMs();
     PgTxn txn(live_.get());
     s = txn.Begin();
     if (s.ok()) s = Renew(live_.get());
     if (s.ok()) s = txn.Commit();
+    if (s.ok()) proof_mono_ms_ = began;
   }
   if (!live_->lost()) return s;
   live_lost_ = true;
@@ -80,6 +103,7 @@ Status PgStore::Renew(PgConn* c) {
 // Takes the lost liveness back by the rule above, or marks it gone. An
 // IOError while the server is unreachable: tried again next period.
 Status PgStore::Relive() {
+  const int64_t began = MonoMs();
   PgConnOptions o;
   o.application_name = "wizq worker";
   std::unique_ptr<PgConn> c;
@@ -109,6 +133,7 @@ Status PgStore::Relive() {
   WIZQ_RETURN_IF_ERROR(txn.Commit());
   live_ = std::move(c);
   live_lost_ = false;
+  proof_mono_ms_ = began;
   return Status::OK();
 }
 

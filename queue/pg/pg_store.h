@@ -70,6 +70,7 @@ class PgStore : public Store {
   Status WhileCurrent(const std::function<Status()>& fn) override;
   const std::string& worker_id() const override { return worker_id_; }
   std::string DisplayLocation() const override;
+  int64_t LocalDeadlineMs() const override;
 
   // --- For PgStoreTxn (queue/pg/pg_txn.cc).
   // A claim this worker made: its attempt and fencing token.
@@ -147,6 +148,9 @@ class PgStore : public Store {
   // next seq and the server's start time. Guarded by live_mu_.
   int64_t live_seq_ = 0;
   std::string server_up_;
+  // CLOCK_MONOTONIC ms when the last proof of life that renewed every
+  // claim of this worker began (LocalDeadlineMs).
+  std::atomic<int64_t> proof_mono_ms_{0};
   std::thread renewer_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

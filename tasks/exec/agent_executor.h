@@ -43,6 +43,9 @@ class AgentExecutor : public Executor {
     runner_.set_wake_fd(fd);
     return true;
   }
+  void SetLocalDeadline(int64_t mono_ms) override {
+    runner_.set_local_deadline(mono_ms);
+  }
 
  private:
   Env* const env_;

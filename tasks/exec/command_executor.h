@@ -53,6 +53,9 @@ class CommandExecutor : public Executor {
   bool Queues(const Action& action) const override { return CanRun(action); }
   void SetQueueSlots(int slots) override { runner_.set_max_running(slots); }
   void CancelQueued() override { runner_.CancelWaiting(); }
+  void SetLocalDeadline(int64_t mono_ms) override {
+    runner_.set_local_deadline(mono_ms);
+  }
   // A shell the spawner started; an adopted attempt at its Start.
   void TakeBegun(std::vector<int64_t>* task_ids) override;
   bool SetWakeFd(int fd) override {

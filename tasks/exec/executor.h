@@ -210,6 +210,11 @@ class Executor {
   // slots that attempts of other executors do not hold). Loop thread.
   // Default: ignored.
   virtual void SetQueueSlots(int slots) { (void)slots; }
+  // The local deadline (CLOCK_MONOTONIC ms; 0: none): when the store's
+  // claims of this worker may lapse (Store::LocalDeadlineMs). An executor
+  // whose attempts are processes ends them by then, even when wizq is
+  // frozen (tasks/proc/spawner.h). Loop thread. Default: ignored.
+  virtual void SetLocalDeadline(int64_t mono_ms) { (void)mono_ms; }
   // Gives back the queued attempts that have not started: Wait reports
   // each with AttemptResult::never_started. Loop thread. Default: none.
   virtual void CancelQueued() {}

@@ -28,6 +28,10 @@ void ExecutorSet::SetQueueSlots(int slots) {
   for (Executor* m : members_) m->SetQueueSlots(slots);
 }
 
+void ExecutorSet::SetLocalDeadline(int64_t mono_ms) {
+  for (Executor* m : members_) m->SetLocalDeadline(mono_ms);
+}
+
 void ExecutorSet::CancelQueued() {
   for (Executor* m : members_) m->CancelQueued();
 }

@@ -49,6 +49,7 @@ class ExecutorSet : public Executor {
   bool Queues(const Action& action) const override;
   void SetQueueSlots(int slots) override;
   void CancelQueued() override;
+  void SetLocalDeadline(int64_t mono_ms) override;
   void TakeBegun(std::vector<int64_t>* task_ids) override;
   // Always true: members that take the descriptor wake on it in their own
   // Wait; while others are waited for, the set polls it between slices.

@@ -337,6 +337,7 @@ Status CommandRunner::ReadSpawnEvents() {
         c->end.ended = true;
         c->end.end = static_cast<AttemptRecord::End>(ev.end);
         c->end.value = ev.value;
+        c->past_deadline = ev.past_deadline != 0;
         if (NeverStarted(*c) && ev.value != ECANCELED) {
           spawn_error_ = Status::IOErrorFromErrno(
               "cannot start", "/bin/sh -c (the spawner)", ev.value);
@@ -438,6 +439,11 @@ CommandResult CommandRunner::Reap(const Child& c) {
     return result;
   }
   internal::DescribeEnd(c.end, c.timed_out, c.timeout_seconds, &result);
+  if (c.past_deadline && result.outcome == CommandResult::Outcome::kSignaled) {
+    result.error =
+        "killed at this worker's local deadline: its claim could not be "
+        "renewed on the store in time (another worker may take the task)";
+  }
   ReadStdout(env_, c.stdout_path, c.max_stdout_bytes, &result);
   return result;
 }

@@ -184,6 +184,14 @@ class CommandRunner {
   void set_report_begun(bool on) { report_begun_ = on; }
   void TakeBegun(std::vector<uint64_t>* tokens);
 
+  // The local deadline (tasks/proc/spawner.h; SPEC §14), in CLOCK_MONOTONIC
+  // ms (0: none): past it, the spawner kills every command that runs, even
+  // when wizq is frozen or gone, and starts none until a later one comes.
+  // Such a command fails as killed "at this worker's local deadline".
+  void set_local_deadline(int64_t mono_ms) {
+    spawner_.SetDeadline(mono_ms * 1'000'000);
+  }
+
   // Wait also returns (without reading it) when `fd` is readable; -1: none.
   void set_wake_fd(int fd) { wake_fd_ = fd; }
 

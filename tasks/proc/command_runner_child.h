@@ -41,6 +41,7 @@ struct CommandRunner::Child {
   double timeout_seconds = 0;
   double grace_seconds = 0;
   bool timed_out = false;
+  bool past_deadline = false;  // the spawner killed it at the local deadline
   // Adoption (CommandRunner::Adopt).
   bool adopted = false;
   bool lost = false;         // died without an exit record

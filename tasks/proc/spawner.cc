@@ -114,6 +114,7 @@ void Spawner::AddReleases(SpawnRequest* req) {
       std::min<size_t>(releases_.size(), SpawnRequest::kMaxRelease);
   for (size_t i = 0; i < n; i++) req->release[i] = releases_[i];
   req->nrelease = static_cast<uint32_t>(n);
+  req->deadline_ns = deadline_ns_;
   releases_.erase(releases_.begin(),
                   releases_.begin() + static_cast<ptrdiff_t>(n));
 }
@@ -133,6 +134,12 @@ void Spawner::Cancel(uint64_t serial) {
 }
 
 void Spawner::SetLimit(uint32_t limit) { Tell(SpawnRequest::kLimit, 0, limit); }
+
+void Spawner::SetDeadline(int64_t deadline_ns) {
+  if (deadline_ns == deadline_ns_) return;
+  deadline_ns_ = deadline_ns;
+  Tell(SpawnRequest::kDeadline, 0, 0);
+}
 
 void Spawner::Tell(uint32_t kind, uint64_t serial, uint32_t limit) {
   if (sock_ < 0) return;

@@ -24,10 +24,21 @@
 //                              message carries such a list too)
 //                    kCancel   drop the attempt if it has not started
 //                    kLimit    how many shells may run at once
+//                    kDeadline the local deadline moved (below)
 //   spawner -> wizq  kStarted  the shell runs: its pid (= its group)
 //                    kEnded    how it ended (exit, signal, or spawn errno,
 //                              ECANCELED for a cancelled one); the
 //                              journal's end line is written by then
+//
+// The local deadline (SPEC §14): on a store that several machines share, a
+// worker's claims lapse on the store's clock unless it renews them, and
+// another host may then run the task. Every message carries wizq's
+// deadline, a CLOCK_MONOTONIC time (0: none): past it the spawner kills
+// the process group of every shell that runs (its kEnded says
+// past_deadline) and starts nothing more until a later deadline comes, so
+// a worker cut off from the store — or frozen itself, or dead — ends its
+// attempts before their claims can be given to another host. The spawner
+// keeps enforcing it after wizq is gone.
 //
 // Attempts beyond the limit wait in the spawner, first come first: when a
 // shell ends, the spawner starts the next one at once, without a round
@@ -68,7 +79,13 @@ namespace wizq::internal {
 
 // Messages (both directions are fixed-size structs).
 struct SpawnRequest {
-  enum Kind : uint32_t { kSpawn = 1, kRelease = 2, kCancel = 3, kLimit = 4 };
+  enum Kind : uint32_t {
+    kSpawn = 1,
+    kRelease = 2,
+    kCancel = 3,
+    kLimit = 4,
+    kDeadline = 5
+  };
   uint32_t kind = kSpawn;
   int32_t attempt = 0;
   uint64_t serial = 0;  // wizq's name for the attempt, echoed in events
@@ -82,6 +99,7 @@ struct SpawnRequest {
   static constexpr uint32_t kMaxRelease = 16;
   uint32_t nrelease = 0;
   uint64_t release[kMaxRelease] = {};
+  int64_t deadline_ns = 0;  // any message: the local deadline (0: none)
 };
 struct SpawnEvent {
   enum Kind : uint32_t { kStarted = 1, kEnded = 2 };
@@ -91,6 +109,7 @@ struct SpawnEvent {
   int32_t end = 0;    // kEnded: AttemptRecord::End (0 exit, 1 signal, 2 spawn)
   int32_t value = 0;  // exit code, signal number or errno
   int64_t at_ns = 0;  // when it happened, CLOCK_MONOTONIC
+  int32_t past_deadline = 0;  // kEnded: killed at the local deadline
 };
 
 // What an attempt is started with. The descriptors stay wizq's: the
@@ -128,6 +147,9 @@ class Spawner {
   void Cancel(uint64_t serial);
   // Changes the limit of shells at once.
   void SetLimit(uint32_t limit);
+  // Moves the local deadline (CLOCK_MONOTONIC ns; 0: none), told now when
+  // a spawner runs, else with the first spawn.
+  void SetDeadline(int64_t deadline_ns);
   // The leader of attempt `serial` (ended) may be reaped: told with the
   // next request, or now when many wait. Best effort.
   void Release(uint64_t serial);
@@ -155,8 +177,9 @@ class Spawner {
 
   int sock_ = -1;
   pid_t pid_ = -1;
-  // Moves up to kMaxRelease of releases_ into `req`.
+  // Moves up to kMaxRelease of releases_ into `req`, and the deadline.
   void AddReleases(SpawnRequest* req);
+  int64_t deadline_ns_ = 0;
 
   std::deque<SpawnEvent> pending_;  // read while sending
   std::vector<uint64_t> releases_;  // not told yet

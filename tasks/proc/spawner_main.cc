@@ -73,9 +73,14 @@ void Flush(State* st) {
   st->urgent = false;
 }
 
+bool PastDeadline(const State& st, int64_t now_ns) {
+  return st.deadline_ns != 0 && now_ns >= st.deadline_ns;
+}
+
 void SendEnded(State* st, const Slot& s, int end, int value) {
   SpawnEvent ev;
   ev.kind = SpawnEvent::kEnded;
+  ev.past_deadline = s.past_deadline ? 1 : 0;
   ev.pid = s.pid;
   ev.serial = s.req.serial;
   ev.end = end;
@@ -87,6 +92,7 @@ namespace {
 
 void Handle(State* st, const SpawnRequest& req, const char* payload,
             size_t payload_size, const int* fds, int nfds) {
+  st->deadline_ns = req.deadline_ns;
   for (uint32_t i = 0; i < req.nrelease && i < SpawnRequest::kMaxRelease; i++) {
     Slot* s = Find(st, req.release[i]);
     if (s != nullptr && s->state == Slot::kEnded) Reap(s);
@@ -116,6 +122,8 @@ void Handle(State* st, const SpawnRequest& req, const char* payload,
       break;
     case SpawnRequest::kLimit:
       st->limit = req.limit;
+      break;
+    case SpawnRequest::kDeadline:  // taken above, as from any message
       break;
   }
 }
@@ -278,9 +286,27 @@ bool FlushDue(const State& st, int64_t now) {
   return queued <= st.limit;
 }
 
-// The poll timeout: until the held events are due, or the fallback's.
-int PollTimeout(const State& st, bool fallback) {
+// Past the local deadline, every running shell's group is killed, once.
+void EnforceDeadline(State* st) {
+  if (!PastDeadline(*st, MonoNs())) return;
+  for (size_t i = 0; i < st->nslots; i++) {
+    Slot* s = &st->slots[i];
+    if (s->state != Slot::kRunning || s->past_deadline) continue;
+    s->past_deadline = true;
+    kill(-s->pid, SIGKILL);
+  }
+}
+
+// The poll timeout: until the held events are due, the local deadline
+// (while a shell runs), or the fallback's.
+int PollTimeout(const State& st, bool fallback, bool running) {
   int ms = fallback ? kFallbackPollMs : -1;
+  if (running && st.deadline_ns != 0) {
+    const int64_t left = std::max<int64_t>(
+        0, (st.deadline_ns - MonoNs() + 999'999) / 1'000'000);
+    const int cap = static_cast<int>(std::min<int64_t>(left, INT32_MAX));
+    ms = ms < 0 ? cap : std::min(ms, cap);
+  }
   if (st.nevents > 0) {
     const int64_t due = st.oldest_ns + int64_t{kSpawnerHoldMs} * 1'000'000;
     const int64_t left =
@@ -307,17 +333,18 @@ void SpawnerMain(int sock, pid_t parent) {
     nfds_t n = 0;
     if (st.connected) fds[n++] = {kSock, POLLIN, 0};
     const nfds_t first = n;
-    bool waiting = false;
+    bool waiting = false, unkilled = false;
     for (size_t i = 0; i < st.nslots; i++) {
       const Slot& s = st.slots[i];
       if (s.state != Slot::kRunning) continue;
       waiting = true;
+      unkilled = unkilled || !s.past_deadline;
       if (s.pidfd < 0) continue;
       slot_of[n] = static_cast<uint32_t>(i);
       fds[n++] = {s.pidfd, POLLIN, 0};
     }
     const bool fallback = waiting && !st.use_pidfd;
-    const int r = poll(fds, n, PollTimeout(st, fallback));
+    const int r = poll(fds, n, PollTimeout(st, fallback, unkilled));
     if (r < 0 && errno != EINTR) _exit(1);
     if (r > 0 || fallback) CheckChildren(&st, fds, slot_of, first, n);
     // wizq first: once it is gone, what it sent is taken (a request for a
@@ -334,6 +361,7 @@ void SpawnerMain(int sock, pid_t parent) {
       Disconnect(&st);
     }
     if (r > 0 || fallback) CheckChildren(&st, fds, slot_of, first, n);
+    EnforceDeadline(&st);
     if (st.connected) StartQueued(&st, /*orphan_ok=*/false);
     if (FlushDue(st, MonoNs())) Flush(&st);
   }

@@ -233,6 +233,7 @@ void Launch(State* st, Slot* s) {
 // Starts queued attempts, first come first, while the limit allows.
 void StartQueued(State* st, bool orphan_ok) {
   if (!orphan_ok && Orphaned(*st)) return;
+  if (PastDeadline(*st, MonoNs())) return;  // until a later deadline comes
   for (;;) {
     uint32_t running = 0;
     Slot* first = nullptr;

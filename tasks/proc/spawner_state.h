@@ -119,6 +119,7 @@ struct Slot {
   int journal = -1;
   SpawnRequest req;
   volatile int spawn_errno = 0;  // set by the vfork child if exec fails
+  bool past_deadline = false;    // killed at the local deadline
   char key[256];
 };
 
@@ -133,6 +134,7 @@ struct State {
   rlimit nofile = {};         // RLIMIT_NOFILE as wizq had it (the shells')
   bool use_pidfd = true;
   uint32_t limit = SpawnRequest::kNoLimit;  // shells at once
+  int64_t deadline_ns = 0;  // the local deadline (spawner.h); 0: none
   uint64_t seq = 0;
   Buffer ptrs, slots_mem, recv;
   Slot* slots = nullptr;
@@ -143,6 +145,8 @@ struct State {
 
 bool Orphaned(const State& st);
 int64_t MonoNs();
+// Whether the local deadline has passed (spawner.h): nothing may run.
+bool PastDeadline(const State& st, int64_t now_ns);
 // Held until Flush; sent at once when it cannot be held.
 void Send(State* st, SpawnEvent ev);
 void SendEnded(State* st, const Slot& s, int end, int value);

@@ -1,0 +1,174 @@
+// SPEC §14 "Across machines", issue 23 item 3, through the real binary: a
+// worker cut off from the store ends its attempts at its local deadline —
+// enforced by its spawner, so also while wizq itself is frozen (SIGSTOP) —
+// before its claim lapses and another worker is given the task; the task
+// then never runs twice at once, and the frozen worker's late result, once
+// it wakes, is dropped and said so.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/integration_util.h"
+#include "tests/pg/pg_test_util.h"
+
+namespace wizq::test {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// One task. Attempt 1 starts a long sleep and records its pids; a later
+// attempt ends at once. Each appends "<attempt> start|end <ns since the
+// epoch>" to $LEDGER.
+constexpr char kLong[] = R"({
+  "entrypoint": "Long",
+  "options": { "max_retries": 1 },
+  "steps": [
+    { "name": "Long",
+      "action": { "kind": "Command", "script": "echo \"$WIZQ_ATTEMPT start $(date +%s%N)\" >> \"$LEDGER\"; if [ \"$WIZQ_ATTEMPT\" = 1 ]; then sleep 60 & echo $! > \"$LEDGER.sleep\"; echo $$ > \"$LEDGER.shell\"; wait; fi; echo \"$WIZQ_ATTEMPT end $(date +%s%N)\" >> \"$LEDGER\"; echo '[]'" },
+      "next": [] }
+  ]
+})";
+
+int64_t WallNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool ProcessGone(pid_t pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return true;
+  return stat[paren + 2] == 'Z' || stat[paren + 2] == 'X';
+}
+
+pid_t WaitForPid(const std::string& path, double seconds) {
+  const auto start = Clock::now();
+  while (std::chrono::duration<double>(Clock::now() - start).count() <
+         seconds) {
+    std::ifstream in(path);
+    std::string line;
+    if (std::getline(in, line) && !line.empty() && in.eof() == false) {
+      return std::stoi(line);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+class PgFenceTest : public PgTest {
+ protected:
+  void SetUp() override {
+    PgTest::SetUp();
+    char tmpl[] = "/tmp/wizq-pgfence-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    ledger_ = root_ + "/ledger";
+    wf_ = root_ + "/long.json";
+    std::ofstream(wf_) << kLong;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  std::vector<std::string> Worker(const std::string& machine) {
+    fs::create_directories(root_ + "/" + machine);
+    return {"wizq",     "run",     wf_,          "--dir", root_ + "/" + machine,
+            "--run-id", "fence",   "--lease",    "3",     "--schema",
+            schema_};
+  }
+  SpawnOptions Opts() {
+    SpawnOptions o;
+    o.env = {{"WIZQ_STORE", cluster_->Location()}, {"LEDGER", ledger_}};
+    return o;
+  }
+  // Milliseconds the task's claim still holds on the store's clock.
+  int64_t ClaimLeftMs() {
+    PgResult r;
+    EXPECT_TRUE(admin_
+                    ->Exec("SELECT claim_until_ms - (extract(epoch FROM "
+                           "clock_timestamp()) * 1000)::bigint AS left_ms "
+                           "FROM " +
+                               schema_ + ".tasks WHERE task_id = 1",
+                           {}, &r)
+                    .ok());
+    return r.rows() == 1 ? r.GetInt(0, "left_ms") : -1;
+  }
+
+  std::string root_, ledger_, wf_;
+};
+
+TEST_F(PgFenceTest, AFrozenWorkersAttemptEndsBeforeItsClaimCanBeGivenAway) {
+  WizqProcess first(Worker("m1"), Opts());
+  const pid_t shell = WaitForPid(ledger_ + ".shell", 20);
+  const pid_t sleeper = WaitForPid(ledger_ + ".sleep", 5);
+  ASSERT_GT(shell, 0) << "attempt 1 never started";
+  ASSERT_GT(sleeper, 0);
+  // Its start is a fact of the store soon (so that another host charges
+  // it), not only with its result.
+  bool started = false;
+  for (int i = 0; i < 200 && !started; i++) {
+    PgResult r;
+    ASSERT_TRUE(admin_
+                    ->Exec("SELECT started FROM " + schema_ +
+                               ".tasks WHERE task_id = 1",
+                           {}, &r)
+                    .ok());
+    started = r.rows() == 1 && r.GetBool(0, "started");
+    if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(started) << "attempt 1's start never reached the store";
+  // Frozen: wizq renews nothing from here on, and tells its spawner
+  // nothing. Its liveness session stays open (a frozen process, not a
+  // dead one), so another worker must wait for the claim to lapse.
+  ASSERT_EQ(kill(first.pid(), SIGSTOP), 0);
+  WizqProcess second(Worker("m2"), Opts());
+  const auto frozen = Clock::now();
+  while (!(ProcessGone(shell) && ProcessGone(sleeper)) &&
+         Clock::now() - frozen < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const int64_t gone_ns = WallNs();
+  const int64_t left_ms = ClaimLeftMs();
+  ASSERT_TRUE(ProcessGone(shell)) << "attempt 1 still runs";
+  EXPECT_TRUE(ProcessGone(sleeper));
+  // It ended while the claim still held: nobody could have the task yet.
+  EXPECT_GT(left_ms, 0);
+  const WizqResult r2 = second.Wait();
+  EXPECT_EQ(r2.code, 0) << r2.Describe();
+  // Attempt 2 began after attempt 1 was gone: never twice at once.
+  std::ifstream in(ledger_);
+  int64_t second_start = 0;
+  int starts = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string attempt, what;
+    int64_t ns = 0;
+    f >> attempt >> what >> ns;
+    if (what == "start") starts++;
+    if (attempt == "2" && what == "start") second_start = ns;
+    EXPECT_FALSE(attempt == "1" && what == "end") << line;
+  }
+  EXPECT_EQ(starts, 2);
+  EXPECT_GT(second_start, gone_ns);
+  // The frozen worker wakes: its attempt's end is fenced off and said so.
+  ASSERT_EQ(kill(first.pid(), SIGCONT), 0);
+  const WizqResult r1 = first.Wait();
+  EXPECT_TRUE(Contains(r1.err, "its result is dropped")) << r1.Describe();
+  WizqResult log = WizqProcess({"wizq", "log", "--json", "--run-id", "fence",
+                                "--schema", schema_},
+                               Opts())
+                       .Wait();
+  EXPECT_EQ(CountOf(log.out, "\"event\":\"task_completed\""), 1) << log.out;
+}
+
+}  // namespace
+}  // namespace wizq::test
