@@ -16,7 +16,7 @@ DEB_PACKAGES = cmake make g++ pkg-config git \
   zlib1g-dev libxxhash-dev libjemalloc-dev libgtest-dev libgmock-dev \
   libsqlite3-dev libpq-dev
 DEB_TEST_PACKAGES = parallel jq tmux clang libclang-rt-14-dev \
-  nodejs npm chromium postgresql faketime iproute2 procps \
+  nodejs npm chromium postgresql openssl faketime iproute2 procps \
   debhelper dpkg-dev lintian debootstrap man-db bash-completion zsh fish
 
 .PHONY: all build bin deps test-deps configure test deb-test asan tsan bench demo fuzz torture format clean deb

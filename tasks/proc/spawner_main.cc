@@ -302,8 +302,8 @@ void EnforceDeadline(State* st) {
 int PollTimeout(const State& st, bool fallback, bool running) {
   int ms = fallback ? kFallbackPollMs : -1;
   if (running && st.deadline_ns != 0) {
-    const int64_t left = std::max<int64_t>(
-        0, (st.deadline_ns - MonoNs() + 999'999) / 1'000'000);
+    const int64_t left =
+        std::max<int64_t>(0, (st.deadline_ns - MonoNs() + 999'999) / 1'000'000);
     const int cap = static_cast<int>(std::min<int64_t>(left, INT32_MAX));
     ms = ms < 0 ? cap : std::min(ms, cap);
   }

@@ -81,8 +81,8 @@ class PgFenceTest : public PgTest {
   }
   std::vector<std::string> Worker(const std::string& machine) {
     fs::create_directories(root_ + "/" + machine);
-    return {"wizq",     "run",     wf_,          "--dir", root_ + "/" + machine,
-            "--run-id", "fence",   "--lease",    "3",     "--schema",
+    return {"wizq",     "run",   wf_,       "--dir", root_ + "/" + machine,
+            "--run-id", "fence", "--lease", "3",     "--schema",
             schema_};
   }
   SpawnOptions Opts() {
@@ -130,6 +130,19 @@ TEST_F(PgFenceTest, AFrozenWorkersAttemptEndsBeforeItsClaimCanBeGivenAway) {
   // nothing. Its liveness session stays open (a frozen process, not a
   // dead one), so another worker must wait for the claim to lapse.
   ASSERT_EQ(kill(first.pid(), SIGSTOP), 0);
+  // Every session says whose it is (application_name), the worker's
+  // liveness session among them.
+  PgResult apps;
+  ASSERT_TRUE(admin_
+                  ->Exec("SELECT count(*) FILTER (WHERE application_name = "
+                         "'wizq worker') AS workers, count(*) FILTER (WHERE "
+                         "application_name NOT LIKE 'wizq%') AS others FROM "
+                         "pg_stat_activity WHERE backend_type = 'client "
+                         "backend'",
+                         {}, &apps)
+                  .ok());
+  EXPECT_EQ(apps.GetInt(0, "workers"), 1);
+  EXPECT_EQ(apps.GetInt(0, "others"), 0);
   WizqProcess second(Worker("m2"), Opts());
   const auto frozen = Clock::now();
   while (!(ProcessGone(shell) && ProcessGone(sleeper)) &&

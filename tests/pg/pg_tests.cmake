@@ -22,7 +22,7 @@ function(wizq_pg_test name)
 endfunction()
 
 wizq_pg_test(pg_cluster_test pg_cluster_test.cc)
-wizq_pg_test(pg_conn_test pg_conn_test.cc pg_credentials_test.cc)
+wizq_pg_test(pg_conn_test pg_conn_test.cc pg_credentials_test.cc pg_ssl_test.cc)
 wizq_pg_test(pg_migrate_test pg_migrate_test.cc pg_db_cli_test.cc)
 add_dependencies(pg_migrate_test wizq_cli)
 wizq_pg_test(pg_store_test pg_store_test.cc)
