@@ -35,6 +35,16 @@ constexpr char kLong[] = R"({
   ]
 })";
 
+// One task that runs 7 s: three and a half leases of 2 s.
+constexpr char kSlow[] = R"({
+  "entrypoint": "Slow",
+  "steps": [
+    { "name": "Slow",
+      "action": { "kind": "Command", "script": "echo \"$WIZQ_ATTEMPT start\" >> \"$LEDGER\"; sleep 7; echo '[]'" },
+      "next": [] }
+  ]
+})";
+
 int64_t WallNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -79,10 +89,11 @@ class PgFenceTest : public PgTest {
     std::error_code ec;
     fs::remove_all(root_, ec);
   }
-  std::vector<std::string> Worker(const std::string& machine) {
+  std::vector<std::string> Worker(const std::string& machine,
+                                  const std::string& lease = "3") {
     fs::create_directories(root_ + "/" + machine);
     return {"wizq",     "run",   wf_,       "--dir", root_ + "/" + machine,
-            "--run-id", "fence", "--lease", "3",     "--schema",
+            "--run-id", "fence", "--lease", lease,   "--schema",
             schema_};
   }
   SpawnOptions Opts() {
@@ -181,6 +192,28 @@ TEST_F(PgFenceTest, AFrozenWorkersAttemptEndsBeforeItsClaimCanBeGivenAway) {
                                Opts())
                        .Wait();
   EXPECT_EQ(CountOf(log.out, "\"event\":\"task_completed\""), 1) << log.out;
+}
+
+// The other side of the lease: a worker that renews keeps a task that runs
+// far longer than its lease, while another worker waits to take over
+// whatever lapses; nothing is rescued, nothing runs twice.
+TEST_F(PgFenceTest, ARenewedClaimOutlivesItsLease) {
+  std::ofstream(wf_, std::ios::trunc) << kSlow;
+  WizqProcess a(Worker("m1", "2"), Opts());
+  WizqProcess b(Worker("m2", "2"), Opts());
+  const WizqResult ra = a.Wait(), rb = b.Wait();
+  EXPECT_EQ(ra.code, 0) << ra.Describe();
+  EXPECT_EQ(rb.code, 0) << rb.Describe();
+  std::ifstream in(ledger_);
+  std::string all((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(all, "1 start\n");
+  const WizqResult log = WizqProcess({"wizq", "log", "--json", "--run-id",
+                                      "fence", "--schema", schema_},
+                                     Opts())
+                             .Wait();
+  EXPECT_EQ(CountOf(log.out, "\"event\":\"task_completed\""), 1);
+  EXPECT_EQ(CountOf(log.out, "\"event\":\"task_reset\""), 0) << log.out;
+  EXPECT_EQ(CountOf(log.out, "\"event\":\"task_failed\""), 0) << log.out;
 }
 
 }  // namespace
