@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -41,6 +42,20 @@ constexpr char kSlow[] = R"({
   "steps": [
     { "name": "Slow",
       "action": { "kind": "Command", "script": "echo \"$WIZQ_ATTEMPT start\" >> \"$LEDGER\"; sleep 7; echo '[]'" },
+      "next": [] }
+  ]
+})";
+
+// Root spawns 12 Work tasks; Work 0 runs 4 s (two leases of 2 s), the
+// others 0.1 s. Each appends "<id> <attempt> <machine> <its wall clock, s>".
+constexpr char kSkewed[] = R"({
+  "entrypoint": "Root",
+  "steps": [
+    { "name": "Root",
+      "action": { "kind": "Command", "script": "jq -nc '[range(12) | {kind: \"Work\", value: {i: .}}]'" },
+      "next": ["Work"] },
+    { "name": "Work",
+      "action": { "kind": "Command", "script": "i=$(jq .value.i); echo \"$WIZQ_TASK_ID $WIZQ_ATTEMPT $(basename \"$WIZQ_INSTALL_DIR\") $(date +%s)\" >> \"$LEDGER\"; if [ \"$i\" = 0 ]; then sleep 4; fi; sleep 0.1; echo '[]'" },
       "next": [] }
   ]
 })";
@@ -214,6 +229,62 @@ TEST_F(PgFenceTest, ARenewedClaimOutlivesItsLease) {
   EXPECT_EQ(CountOf(log.out, "\"event\":\"task_completed\""), 1);
   EXPECT_EQ(CountOf(log.out, "\"event\":\"task_reset\""), 0) << log.out;
   EXPECT_EQ(CountOf(log.out, "\"event\":\"task_failed\""), 0) << log.out;
+}
+
+// Wall clocks of workers an hour apart (libfaketime, the monotonic clock
+// left true) change nothing: leases, retries and rescue go by the
+// server's clock. Each task runs once, none is put back, though one worker
+// thinks it is two hours later than the other.
+TEST_F(PgFenceTest, WorkersWhoseWallClocksAreHoursApartChangeNothing) {
+  const std::string lib = [] {
+    for (const auto& e : fs::directory_iterator("/usr/lib")) {
+      const fs::path p = e.path() / "faketime/libfaketime.so.1";
+      if (fs::exists(p)) return p.string();
+    }
+    return std::string();
+  }();
+  ASSERT_FALSE(lib.empty()) << "no libfaketime: make test installs faketime";
+  const std::string gate =
+      std::string(WIZQ_BUILD_DIR) + "/libwizq_faketime_gate.so";
+  ASSERT_TRUE(fs::exists(gate)) << gate;
+  std::ofstream(wf_, std::ios::trunc) << kSkewed;
+  auto skewed = [&](const std::string& offset) {
+    SpawnOptions o = Opts();
+    o.env.push_back({"LD_PRELOAD", gate + " " + lib});
+    o.env.push_back({"FAKETIME", offset});
+    o.env.push_back({"DONT_FAKE_MONOTONIC", "1"});
+    return o;
+  };
+  const int64_t now_s = WallNs() / 1'000'000'000;
+  WizqProcess ahead(Worker("ahead", "2"), skewed("+3600"));
+  WizqProcess behind(Worker("behind", "2"), skewed("-3600"));
+  const WizqResult ra = ahead.Wait(), rb = behind.Wait();
+  EXPECT_EQ(ra.code, 0) << ra.Describe();
+  EXPECT_EQ(rb.code, 0) << rb.Describe();
+  std::ifstream in(ledger_);
+  std::map<std::string, int> runs;
+  int skew_seen = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string id, attempt, machine;
+    int64_t clock_s = 0;
+    f >> id >> attempt >> machine >> clock_s;
+    runs[id]++;
+    EXPECT_EQ(attempt, "1") << line;
+    // The tasks see their worker's clock: the skew is real.
+    const int64_t off = clock_s - now_s;
+    if (machine == "ahead" && off > 3000) skew_seen++;
+    if (machine == "behind" && off < -3000) skew_seen++;
+  }
+  EXPECT_EQ(runs.size(), 12u);
+  for (const auto& [id, n] : runs) EXPECT_EQ(n, 1) << "task " << id;
+  EXPECT_EQ(skew_seen, 12);
+  const WizqResult log = WizqProcess({"wizq", "log", "--json", "--run-id",
+                                      "fence", "--schema", schema_},
+                                     Opts())
+                             .Wait();
+  EXPECT_EQ(CountOf(log.out, "\"event\":\"task_completed\""), 13);
+  EXPECT_EQ(CountOf(log.out, "\"event\":\"task_reset\""), 0) << log.out;
 }
 
 }  // namespace
