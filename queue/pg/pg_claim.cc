@@ -11,15 +11,17 @@ namespace {
 // Pending, ready (its retry time has come), of a step this worker takes
 // (its own task, or a hook of a hook step; a Prompt step nobody here can
 // ask only when answered), within the id bound, not declined, and not a
-// hook whose owner's subtree is open again (QueueState::HookWaits).
+// hook whose owner's subtree is open again (QueueState::HookWaits), and
+// not held for another host's adoption (PgStore::PutBack: claim_until_ms of
+// a pending task is that reservation; 0 otherwise).
 constexpr char kClaimable[] =
     " FROM {s}.tasks t WHERE t.run = $1 AND t.state = 0 AND t.retry_at_ms "
     "<= $2 AND t.task_id > $3 AND ((t.origin <> 3 AND t.step = "
     "ANY($4::text[]) AND (t.answer IS NOT NULL OR NOT t.step = "
     "ANY($5::text[]))) OR (t.origin = 3 AND t.step = ANY($6::text[]))) AND "
     "($7::bigint = 0 OR t.task_id < $7::bigint) AND NOT t.task_id = "
-    "ANY($8::bigint[]) AND "
-    "NOT (t.origin = 3 AND EXISTS (SELECT 1 FROM {s}.tasks o WHERE o.run = "
+    "ANY($8::bigint[]) AND (t.claim_until_ms < $2 OR t.claim_host = $10) "
+    "AND NOT (t.origin = 3 AND EXISTS (SELECT 1 FROM {s}.tasks o WHERE o.run = "
     "t.run AND o.task_id = t.finally_for AND o.open_children > 0)) ORDER BY "
     "t.task_id LIMIT $9 FOR UPDATE OF t SKIP LOCKED";
 
@@ -70,7 +72,7 @@ Status PgStoreTxn::ClaimBatch(const ClaimFilter& f, int64_t limit,
       w_->Sql(std::string("SELECT ") + kPgTaskColumns + kClaimable),
       {w_->run().run, now_ms(), *after, PgArray(steps),
        PgArray({f.answered_only.begin(), f.answered_only.end()}),
-       PgArray(hooks), f.below_id, PgIntArray(skip), limit},
+       PgArray(hooks), f.below_id, PgIntArray(skip), limit, store_->host_key()},
       &r));
   *more = r.rows() == limit;
   for (int i = 0; i < r.rows(); i++) {

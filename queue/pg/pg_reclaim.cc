@@ -76,11 +76,25 @@ Status PgStore::Reclaim(PgWork* w, Reclaimed* out) {
 
 // The shared rules (queue/txn_rules.h), with what this host can tell
 // of the attempt (StoreOptions::local).
+//
+// An attempt put back to be adopted (it still runs, or finished, here) is
+// held for this host for a lease: a worker of another host that claimed
+// it would run it again beside the orphan. By the time the reservation
+// lapses the orphan is gone: its spawner ended it at its dead worker's
+// local deadline, which came before the put-back's time plus a lease.
 Status PgStore::PutBack(PgWork* w, PgTask* row, Reclaimed* out) {
   LostClaimPlace place;
   place.on_this_host = OnThisHost(row->t.claim_host);
   place.shares_workspace = SharesWorkspace(row->t.claim_host);
-  return StagePutBack(row->t, place, options_.local, out, w->Sink());
+  const size_t adopting = out->adopt.size();
+  WIZQ_RETURN_IF_ERROR(
+      StagePutBack(row->t, place, options_.local, out, w->Sink()));
+  if (out->adopt.size() > adopting) {
+    row->t.claim_host = host_key_;
+    row->claim_until_ms = w->now_ms() + worker_lease_ms_;
+    row->dirty = true;
+  }
+  return Status::OK();
 }
 
 Status PgStore::TimeOut(PgWork* w, PgTask* row, Reclaimed* out) {
