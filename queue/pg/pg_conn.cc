@@ -238,10 +238,23 @@ Status PgConn::Run(const char* what, const std::vector<PgParam>& params,
   return Status::OK();
 }
 
+// A statement with parameters is prepared on this session the first time
+// its text is run, and run by name after that: the store runs a few dozen
+// texts over and over, and parsing and planning each anew cost more than
+// the rest of a transaction (docs/BENCHMARKS.md, "PostgreSQL store"). At
+// most kMaxPrepared texts (a text built with a value in it would
+// otherwise grow the cache); beyond, statements run unprepared.
 Status PgConn::Exec(std::string_view sql, const std::vector<PgParam>& params,
                     PgResult* result) {
   const std::string text(sql);
   const int n = static_cast<int>(params.size());
+  auto it = prepared_.find(text);
+  if (it == prepared_.end() && n > 0 && prepared_.size() < kMaxPrepared) {
+    const std::string name = "wizq_" + std::to_string(prepared_.size());
+    WIZQ_RETURN_IF_ERROR(Prepare(name, text));
+    it = prepared_.emplace(text, name).first;
+  }
+  if (it != prepared_.end()) return ExecPrepared(it->second, params, result);
   return Run("PostgreSQL", params, result,
              [&](const char* const* v, const int* len, const int* fmt) {
                return PQexecParams(conn_, text.c_str(), n, nullptr, v, len, fmt,

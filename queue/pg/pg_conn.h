@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "queue/pg/pg_result.h"
@@ -155,6 +156,9 @@ class PgConn {
   int backend_pid_ = 0;
   bool lost_ = false;
   PgError last_error_;
+  // Exec's prepared statements: text -> name (wizq_<n>).
+  static constexpr size_t kMaxPrepared = 256;
+  std::unordered_map<std::string, std::string> prepared_;
 };
 
 // Rolls back the open transaction of `conn` when it goes out of scope
