@@ -113,8 +113,9 @@ double Baseline(const PgCluster& db, int workers, int64_t tasks, int batch) {
     auto c = std::make_shared<std::unique_ptr<PgConn>>();
     Check("connect", PgConn::Open(db.Location(), PgConnOptions(), c.get()));
     PgConn* conn = c->get();
-    Check("prepare", conn->Prepare("done", "UPDATE bare.q SET state = 2 "
-                                           "WHERE id = ANY($1::bigint[])"));
+    Check("prepare", conn->Prepare("done",
+                                   "UPDATE bare.q SET state = 2 "
+                                   "WHERE id = ANY($1::bigint[])"));
     Check("prepare",
           conn->Prepare("claim",
                         "UPDATE bare.q SET state = 1 WHERE id IN (SELECT id "
@@ -244,11 +245,11 @@ int Main(int argc, char** argv) {
     Check("settings", c->Exec("SELECT current_setting('fsync') AS f, "
                               "current_setting('synchronous_commit') AS s",
                               {}, &r));
-    std::printf("PostgreSQL 15: fsync=%s synchronous_commit=%s; %lld no-op "
-                "tasks, batch %d\n",
-                std::string(r.Get(0, "f")).c_str(),
-                std::string(r.Get(0, "s")).c_str(),
-                static_cast<long long>(tasks), batch);
+    std::printf(
+        "PostgreSQL 15: fsync=%s synchronous_commit=%s; %lld no-op "
+        "tasks, batch %d\n",
+        std::string(r.Get(0, "f")).c_str(), std::string(r.Get(0, "s")).c_str(),
+        static_cast<long long>(tasks), batch);
   }
   std::printf("%8s %14s %14s %8s %14s %8s\n", "workers", "baseline us",
               "wizq-pg us", "ratio", "wizq-dir us", "ratio");
@@ -264,14 +265,16 @@ int Main(int argc, char** argv) {
   }
   const double one = Wizq(db.Location(), "one", 1, 16, tasks, 1) * us;
   const double base1 = Baseline(db, 16, tasks, 1) * us;
-  std::printf("unbatched, 16 workers: baseline %.1f us, wizq-pg %.1f us "
-              "(ratio %.2f); one run's ceiling %.0f tasks/s\n",
-              base1, one, one / base1, 1e6 / one);
+  std::printf(
+      "unbatched, 16 workers: baseline %.1f us, wizq-pg %.1f us "
+      "(ratio %.2f); one run's ceiling %.0f tasks/s\n",
+      base1, one, one / base1, 1e6 / one);
   const double many = Wizq(db.Location(), "many", 16, 1, tasks, batch) * us;
   const double single = Wizq(db.Location(), "single", 1, 16, tasks, batch) * us;
-  std::printf("16 runs at once (1 worker each): %.1f us/task; one run of 16 "
-              "workers: %.1f us/task (ratio %.2f)\n",
-              many, single, many / single);
+  std::printf(
+      "16 runs at once (1 worker each): %.1f us/task; one run of 16 "
+      "workers: %.1f us/task (ratio %.2f)\n",
+      many, single, many / single);
   std::printf("%s\n", MachineLine("/tmp").c_str());
   return 0;
 }
