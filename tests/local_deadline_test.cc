@@ -133,6 +133,18 @@ TEST_F(LocalDeadlineTest, AMovedDeadlineEndsNothingAndNothingStartsPastOne) {
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].first, 3u);
   EXPECT_TRUE((access(second.c_str(), F_OK) == 0));
+
+  // The slots of the attempts ended at the deadline are used again: a new
+  // attempt in one is ended at the next deadline too.
+  for (int task = 4; task <= 5; task++) {
+    runner_.set_local_deadline(MonoMs() + 300);
+    ASSERT_TRUE(runner_.Start(Spec("sleep 60", task), task).ok());
+    done = WaitAll(1);
+    ASSERT_EQ(done.size(), 1u) << "task " << task << " was not ended";
+    EXPECT_EQ(done[0].second.outcome, Outcome::kSignaled);
+    EXPECT_NE(done[0].second.error.find("local deadline"), std::string::npos)
+        << done[0].second.error;
+  }
 }
 
 }  // namespace

@@ -46,6 +46,7 @@ void Free(Slot* s) {
   FreeSlotFds(s);
   s->state = Slot::kFree;
   s->pid = 0;
+  s->past_deadline = false;  // the slot's next attempt is a new one
 }
 
 void Reap(Slot* s) {
