@@ -1,7 +1,8 @@
 // PgStore: opening a run by OpenMode (SPEC §5 on PostgreSQL, §14): start
-// a fresh run, resume or join the current run of the run_id, archive a
-// different or --fresh one (its row kept, archived_at set), attach, or
-// look only; the worker's registration and liveness lock.
+// a fresh run, resume or join the current run of the run_id (unless
+// StoreOptions::admit refuses this worker), archive an older-format or
+// --fresh one (its row kept, archived_at set), attach, or look only; the
+// worker's registration and liveness lock.
 #include <time.h>
 #include <unistd.h>
 
