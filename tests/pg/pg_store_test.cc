@@ -418,6 +418,54 @@ TEST_F(PgStoreTest, ADroppedTransactionSessionRerunsNothing) {
 // Anchors §7.7 row 13: transitions of one run from several sessions, some
 // rolled back, leave a dense seq 1..n that a tailer never sees out of
 // order.
+// Anchors §7.7: notifications lost. The waiting store's listener session is
+// ended over and over while another store commits: the wait still returns
+// that commit, by its backstop read, well before its timeout.
+TEST_F(PgStoreTest, AWaitSeesACommitWhoseNotificationWasLost) {
+  auto waiter = OpenOk(Options({MakeNew("Root", "{}")}));
+  auto writer = OpenOk(Options());
+  ASSERT_NE(waiter, nullptr);
+  ASSERT_NE(writer, nullptr);
+  const int64_t after = Events(waiter.get()).back().seq;
+  std::atomic<bool> stop{false};
+  std::atomic<int> ended{0};
+  std::thread killer([&] {
+    auto c = Connect();
+    while (c != nullptr && !stop.load()) {
+      PgResult r;
+      EXPECT_OK(
+          c->Exec("SELECT count(pg_terminate_backend(pid)) AS n FROM "
+                  "pg_stat_activity WHERE application_name = 'wizq listener'",
+                  {}, &r));
+      ended += static_cast<int>(r.GetInt(0, "n"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  int64_t seq = 0;
+  Status waited;
+  std::chrono::steady_clock::time_point woke;
+  std::thread wait([&] {
+    waited = waiter->WaitForChange(after, 10000, &seq);
+    woke = std::chrono::steady_clock::now();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_OK(writer->Transact([&](StoreTxn& txn) {
+    int64_t id = 0;
+    bool dup = false;
+    return txn.Submit(MakeNew("S", "{}"), &id, &dup);
+  }));
+  const auto committed = std::chrono::steady_clock::now();
+  wait.join();
+  stop = true;
+  killer.join();
+  EXPECT_OK(waited);
+  EXPECT_GT(seq, after);
+  EXPECT_LT(std::chrono::duration<double>(woke - committed).count(), 3.0);
+  EXPECT_GT(ended.load(), 0) << "no listener session was ended";
+  EXPECT_OK(writer->Close());
+  EXPECT_OK(waiter->Close());
+}
+
 TEST_F(PgStoreTest, SeqIsDenseUnderConcurrentTransactionsWithRollbacks) {
   ASSERT_OK(OpenOk(Options({MakeNew("Root", "{}")}))->Close());
   std::atomic<bool> done{false};
