@@ -4,100 +4,16 @@
 // worker's transaction session dropped (what comes back, what re-runs),
 // and the event seq under concurrent transactions (anchors §7.7: rows 1,
 // 3, 5, 11 and 13).
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <random>
 #include <thread>
 
-#include "fs/env.h"
-#include "queue/store.h"
-#include "tests/pg/pg_test_util.h"
-#include "tests/test_util.h"
-
-extern char** environ;
+#include "tests/pg/pg_store_fixture.h"
 
 namespace wizq::test {
 namespace {
-
-NewTask MakeNew(const std::string& type, const std::string& inputs) {
-  NewTask t;
-  t.type = type;
-  t.inputs = inputs;
-  t.origin = Origin::kInitial;
-  t.max_attempts = 3;
-  return t;
-}
-
-class PgStoreTest : public PgTest {
- protected:
-  StoreOptions Options(std::vector<NewTask> roots = {}) {
-    StoreOptions o;
-    o.location = cluster_->Location();
-    o.schema = schema_;
-    o.install_dir = dir_.path();
-    o.env = Env::Posix();
-    o.run_id = "r1";
-    o.workflow_json = "{}";
-    o.wizq_version = "test";
-    o.initial_tasks = std::move(roots);
-    return o;
-  }
-  std::unique_ptr<Store> OpenOk(const StoreOptions& o) {
-    std::unique_ptr<Store> s;
-    const Status st = Store::Open(o, &s, nullptr);
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    return s;
-  }
-  std::vector<EventRecord> Events(Store* s) {
-    std::vector<EventRecord> events;
-    EXPECT_OK(s->ReadEvents(0, SIZE_MAX, &events));
-    return events;
-  }
-
-  // Starts store_tool with `args` (after the run's location), its stdout
-  // into `out`; returns its pid.
-  pid_t Tool(std::vector<std::string> args, const std::string& out) {
-    const StoreOptions o = Options();
-    const std::string tool = BuildDir() + "/store_tool";
-    std::vector<std::string> all = {tool,     "--location",  o.location,
-                                    "--dir",  o.install_dir, "--run-id",
-                                    o.run_id, "--schema",    o.schema};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    pid_t pid = 0;
-    EXPECT_EQ(
-        posix_spawn(&pid, tool.c_str(), &fa, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    return pid;
-  }
-  static int Reap(pid_t pid) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
-  ScratchDir dir_;
-};
-
-HostId Host(const std::string& boot) {
-  HostId h;
-  h.boot_id = boot;
-  h.pid_ns = 4026531836;
-  h.workspace_dev = 2049;
-  h.workspace_ino = 7;
-  return h;
-}
 
 // Anchors §7.7 row 11: concurrent claims from two processes (SKIP LOCKED,
 // one run) never hand one task to both.
@@ -210,31 +126,6 @@ TEST_F(PgStoreTest, AStaleCompleteAfterTheLeaseLapsedIsRefused) {
   const Status claim =
       a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &none); });
   EXPECT_FALSE(claim.ok());
-}
-
-// Counts the events of `kind` ("task_claimed") among `events`.
-int CountKind(const std::vector<EventRecord>& events, const std::string& kind) {
-  int n = 0;
-  for (const EventRecord& e : events) {
-    n += e.line.find("\"event\":\"" + kind + "\"") != std::string::npos;
-  }
-  return n;
-}
-
-// Whether worker `id` shows alive in `s`, waiting up to `wait_ms` for it.
-bool AliveWithin(Store* s, const std::string& id, int wait_ms) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-  do {
-    std::vector<WorkerInfo> workers;
-    if (s->Workers(&workers).ok()) {
-      for (const WorkerInfo& w : workers) {
-        if (w.id == id && w.alive) return true;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  } while (std::chrono::steady_clock::now() < deadline);
-  return false;
 }
 
 // Anchors §7.7 row 3, SPEC §14: PostgreSQL stopped -m immediate for 5 s
@@ -413,138 +304,6 @@ TEST_F(PgStoreTest, ADroppedTransactionSessionRerunsNothing) {
   EXPECT_EQ(CountKind(events, "task_claimed"), 2);
   EXPECT_EQ(CountKind(events, "task_reset"), 0);
   EXPECT_TRUE(AliveWithin(a.get(), a->worker_id(), 0));
-}
-
-// Anchors §7.7 row 13: transitions of one run from several sessions, some
-// rolled back, leave a dense seq 1..n that a tailer never sees out of
-// order.
-// Anchors §7.7: notifications lost. The waiting store's listener session is
-// ended over and over while another store commits: the wait still returns
-// that commit, by its backstop read, well before its timeout.
-// Anchors §7.7 row 1: the rescuer against the completion. A holder whose
-// lease is about to lapse completes while a worker on another host tries
-// to take the task over, at once, many times at random offsets around the
-// lapse: exactly one of them wins each time — a completed task nobody
-// took over, or a take-over whose holder's completion was refused.
-TEST_F(PgStoreTest, ARescuerAndALateCompletionNeverBothWin) {
-  std::mt19937 rng(std::random_device{}());
-  int completed = 0, rescued = 0;
-  for (int round = 0; round < 16; round++) {
-    StoreOptions oa = Options({MakeNew("S", "{}")});
-    oa.run_id = "race" + std::to_string(round);
-    oa.host = Host("boot-a");
-    oa.worker_lease_ms = 300;
-    auto a = OpenOk(oa);
-    ASSERT_NE(a, nullptr);
-    ClaimFilter f;
-    f.steps = {"S"};
-    std::vector<wizq::Task> got;
-    ASSERT_OK(a->Transact([&](StoreTxn& txn) {
-      WIZQ_RETURN_IF_ERROR(txn.Claim(f, &got));
-      return txn.MarkStarted({1});
-    }));
-    ASSERT_EQ(got.size(), 1u);
-    // Both act at a random moment between well before and well after the
-    // lease lapses (300 ms after the claim).
-    const auto at = std::chrono::steady_clock::now() +
-                    std::chrono::milliseconds(
-                        std::uniform_int_distribution<int>(200, 500)(rng));
-    PgResult r;  // its renewals stop: the lease runs out
-    ASSERT_OK(admin_->Exec(
-        "SELECT backend_pid FROM " + schema_ + ".workers WHERE worker_id = $1",
-        {a->worker_id()}, &r));
-    ASSERT_OK(cluster_->TerminateBackend(
-        static_cast<int>(r.GetInt(0, "backend_pid"))));
-    StoreOptions ob = oa;
-    ob.initial_tasks.clear();
-    ob.host = Host("boot-b");
-    auto b = OpenOk(ob);
-    ASSERT_NE(b, nullptr);
-    std::this_thread::sleep_until(at);
-    // Either may come first, by up to 10 ms.
-    const int skew = std::uniform_int_distribution<int>(-10, 10)(rng);
-    auto pause = [](int ms) {
-      if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    };
-    Status done, took;
-    std::vector<wizq::Task> taken;
-    std::thread completer([&] {
-      pause(skew);
-      done = a->Transact([&](StoreTxn& txn) {
-        return txn.Complete(1, Completion(), nullptr);
-      });
-    });
-    std::thread rescuer([&] {
-      pause(-skew);
-      took = b->Transact([&](StoreTxn& txn) { return txn.Claim(f, &taken); });
-    });
-    completer.join();
-    rescuer.join();
-    ASSERT_OK(took);
-    wizq::Task t;
-    ASSERT_OK(b->GetTask(1, &t));
-    const int completions = CountKind(Events(b.get()), "task_completed");
-    if (done.ok()) {
-      completed++;
-      EXPECT_TRUE(taken.empty()) << "round " << round;
-      EXPECT_EQ(t.state, TaskState::kDone);
-      EXPECT_EQ(completions, 1);
-    } else {
-      rescued++;
-      EXPECT_TRUE(done.IsConflict()) << done.ToString();
-      ASSERT_EQ(taken.size(), 1u) << "round " << round;
-      EXPECT_EQ(t.state, TaskState::kInProgress);
-      EXPECT_EQ(t.claimed_by, b->worker_id());
-      EXPECT_EQ(completions, 0);
-    }
-  }
-  std::printf("completed first %d times, rescued first %d times\n", completed,
-              rescued);
-}
-
-TEST_F(PgStoreTest, AWaitSeesACommitWhoseNotificationWasLost) {
-  auto waiter = OpenOk(Options({MakeNew("Root", "{}")}));
-  auto writer = OpenOk(Options());
-  ASSERT_NE(waiter, nullptr);
-  ASSERT_NE(writer, nullptr);
-  const int64_t after = Events(waiter.get()).back().seq;
-  std::atomic<bool> stop{false};
-  std::atomic<int> ended{0};
-  std::thread killer([&] {
-    auto c = Connect();
-    while (c != nullptr && !stop.load()) {
-      PgResult r;
-      EXPECT_OK(
-          c->Exec("SELECT count(pg_terminate_backend(pid)) AS n FROM "
-                  "pg_stat_activity WHERE application_name = 'wizq listener'",
-                  {}, &r));
-      ended += static_cast<int>(r.GetInt(0, "n"));
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  });
-  int64_t seq = 0;
-  Status waited;
-  std::chrono::steady_clock::time_point woke;
-  std::thread wait([&] {
-    waited = waiter->WaitForChange(after, 10000, &seq);
-    woke = std::chrono::steady_clock::now();
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  ASSERT_OK(writer->Transact([&](StoreTxn& txn) {
-    int64_t id = 0;
-    bool dup = false;
-    return txn.Submit(MakeNew("S", "{}"), &id, &dup);
-  }));
-  const auto committed = std::chrono::steady_clock::now();
-  wait.join();
-  stop = true;
-  killer.join();
-  EXPECT_OK(waited);
-  EXPECT_GT(seq, after);
-  EXPECT_LT(std::chrono::duration<double>(woke - committed).count(), 3.0);
-  EXPECT_GT(ended.load(), 0) << "no listener session was ended";
-  EXPECT_OK(writer->Close());
-  EXPECT_OK(waiter->Close());
 }
 
 TEST_F(PgStoreTest, SeqIsDenseUnderConcurrentTransactionsWithRollbacks) {
