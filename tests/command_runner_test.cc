@@ -33,14 +33,7 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// A process that no longer exists, or a zombie nobody has reaped yet.
-bool ProcessGone(pid_t pid) {
-  if (kill(pid, 0) != 0) return errno == ESRCH;
-  std::string stat = test::ReadAll("/proc/" + std::to_string(pid) + "/stat");
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat.size()) return true;
-  return stat[paren + 2] == 'Z' || stat[paren + 2] == 'X';
-}
+using test::ProcessGone;
 
 bool WaitGone(pid_t pid, double seconds) {
   const auto start = Clock::now();

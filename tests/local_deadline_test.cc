@@ -31,15 +31,7 @@ int64_t MonoMs() {
   return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
 }
 
-// Gone, or a zombie that nobody reaped yet.
-bool ProcessGone(pid_t pid) {
-  if (kill(pid, 0) != 0) return errno == ESRCH;
-  const std::string stat =
-      test::ReadAll("/proc/" + std::to_string(pid) + "/stat");
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat.size()) return true;
-  return stat[paren + 2] == 'Z' || stat[paren + 2] == 'X';
-}
+using test::ProcessGone;
 
 pid_t WaitForPid(const std::string& path) {
   const auto start = Clock::now();

@@ -330,23 +330,6 @@ std::map<std::string, int64_t> JournalStarts(const std::string& dir) {
   return out;
 }
 
-// ThreadSanitizer intercepts vfork as fork: the spawner then goes on (and
-// tells the start) before the child wrote its journal line, which the
-// order checked below relies on.
-bool VforkIsFork() {
-#if defined(__SANITIZE_THREAD__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-  return true;
-#else
-  return false;
-#endif
-#else
-  return false;
-#endif
-}
-
 // Every task_started (--json) comes when its shell runs, not before: its
 // time is not earlier than the journal's start line; a task_queued, if
 // any, comes first. Returns how many task_queued there were.
@@ -368,7 +351,9 @@ int CheckStartsAreReal(const std::string& dir, const std::string& ndjson) {
       ADD_FAILURE() << "attempt " << key << " has no start in the journal";
       continue;
     }
-    if (VforkIsFork()) continue;
+    // Under ThreadSanitizer vfork is a fork: the spawner tells the start
+    // before the child wrote its journal line.
+    if (test::UnderThreadSanitizer()) continue;
     EXPECT_GE(e["ts"].get<int64_t>(), it->second)
         << "attempt " << key << " was reported started "
         << it->second - e["ts"].get<int64_t>() << " ms before its shell ran";

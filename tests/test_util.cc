@@ -1,5 +1,7 @@
 #include "tests/test_util.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -80,6 +82,14 @@ std::vector<long> AttemptGroups(const std::string& install_dir) {
     if (pid > 1) pids.push_back(pid);
   }
   return pids;
+}
+
+bool ProcessGone(long pid) {
+  if (kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
+  const std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return true;
+  return stat[paren + 2] == 'Z' || stat[paren + 2] == 'X';
 }
 
 }  // namespace wizq::test

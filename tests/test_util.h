@@ -35,6 +35,25 @@ std::string SourceDir();
 // per-attempt supervisor in runs of older wizq versions), and those the
 // previous layout's `pgid` files name: what a test kills for a power cut.
 std::vector<long> AttemptGroups(const std::string& install_dir);
+// Whether process `pid` no longer runs: gone, or a zombie nobody reaped yet
+// (a spawner keeps its shells' zombies until wizq releases them).
+bool ProcessGone(long pid);
+
+// A ThreadSanitizer build: it intercepts vfork as fork, so a spawned
+// child may run after its parent went on.
+inline bool UnderThreadSanitizer() {
+#if defined(__SANITIZE_THREAD__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
 
 }  // namespace wizq::test
 

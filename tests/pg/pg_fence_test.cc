@@ -16,6 +16,7 @@
 
 #include "tests/integration_util.h"
 #include "tests/pg/pg_test_util.h"
+#include "tests/test_util.h"
 
 namespace wizq::test {
 namespace {
@@ -66,15 +67,6 @@ int64_t WallNs() {
       .count();
 }
 
-bool ProcessGone(pid_t pid) {
-  if (kill(pid, 0) != 0) return errno == ESRCH;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), {});
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat.size()) return true;
-  return stat[paren + 2] == 'Z' || stat[paren + 2] == 'X';
-}
-
 pid_t WaitForPid(const std::string& path, double seconds) {
   const auto start = Clock::now();
   while (std::chrono::duration<double>(Clock::now() - start).count() <
@@ -115,6 +107,13 @@ class PgFenceTest : public PgTest {
     SpawnOptions o;
     o.env = {{"WIZQ_STORE", cluster_->Location()}, {"LEDGER", ledger_}};
     return o;
+  }
+  // The run's events, as `wizq log --json` prints them.
+  WizqResult Log() {
+    return WizqProcess({"wizq", "log", "--json", "--run-id", "fence",
+                        "--schema", schema_},
+                       Opts())
+        .Wait();
   }
   // Milliseconds the task's claim still holds on the store's clock.
   int64_t ClaimLeftMs() {
@@ -202,10 +201,7 @@ TEST_F(PgFenceTest, AFrozenWorkersAttemptEndsBeforeItsClaimCanBeGivenAway) {
   ASSERT_EQ(kill(first.pid(), SIGCONT), 0);
   const WizqResult r1 = first.Wait();
   EXPECT_TRUE(Contains(r1.err, "its result is dropped")) << r1.Describe();
-  WizqResult log = WizqProcess({"wizq", "log", "--json", "--run-id", "fence",
-                                "--schema", schema_},
-                               Opts())
-                       .Wait();
+  const WizqResult log = Log();
   EXPECT_EQ(CountOf(log.out, "\"event\":\"task_completed\""), 1) << log.out;
 }
 
@@ -222,10 +218,7 @@ TEST_F(PgFenceTest, ARenewedClaimOutlivesItsLease) {
   std::ifstream in(ledger_);
   std::string all((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(all, "1 start\n");
-  const WizqResult log = WizqProcess({"wizq", "log", "--json", "--run-id",
-                                      "fence", "--schema", schema_},
-                                     Opts())
-                             .Wait();
+  const WizqResult log = Log();
   EXPECT_EQ(CountOf(log.out, "\"event\":\"task_completed\""), 1);
   EXPECT_EQ(CountOf(log.out, "\"event\":\"task_reset\""), 0) << log.out;
   EXPECT_EQ(CountOf(log.out, "\"event\":\"task_failed\""), 0) << log.out;
@@ -282,10 +275,7 @@ TEST_F(PgFenceTest, WorkersWhoseWallClocksAreHoursApartChangeNothing) {
   EXPECT_EQ(runs.size(), 12u);
   for (const auto& [id, n] : runs) EXPECT_EQ(n, 1) << "task " << id;
   EXPECT_EQ(skew_seen, 12);
-  const WizqResult log = WizqProcess({"wizq", "log", "--json", "--run-id",
-                                      "fence", "--schema", schema_},
-                                     Opts())
-                             .Wait();
+  const WizqResult log = Log();
   EXPECT_EQ(CountOf(log.out, "\"event\":\"task_completed\""), 13);
   EXPECT_EQ(CountOf(log.out, "\"event\":\"task_reset\""), 0) << log.out;
 }

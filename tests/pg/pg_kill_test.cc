@@ -121,11 +121,21 @@ class PgKillTest : public PgTest {
     std::error_code ec;
     fs::remove_all(root_, ec);
   }
+  SpawnOptions Env() const {
+    SpawnOptions o;
+    o.env = {{"WIZQ_STORE", cluster_->Location()}, {"LEDGER", ledger_}};
+    return o;
+  }
+  // `wizq ARGS... --run-id kill --schema S` on the store, to its end.
+  WizqResult Wizq(std::vector<std::string> args) {
+    args.insert(args.begin(), "wizq");
+    args.insert(args.end(), {"--run-id", "kill", "--schema", schema_});
+    return WizqProcess(args, Env()).Wait();
+  }
   std::unique_ptr<WizqProcess> Start(const std::string& machine) {
     const std::string dir = root_ + "/" + machine;
     fs::create_directories(dir);
-    SpawnOptions o;
-    o.env = {{"WIZQ_STORE", cluster_->Location()}, {"LEDGER", ledger_}};
+    SpawnOptions o = Env();
     o.new_session = true;
     return std::make_unique<WizqProcess>(
         std::vector<std::string>{"wizq", "run", root_ + "/wf.json", "--dir",
@@ -201,29 +211,13 @@ TEST_F(PgKillTest, WorkersKilledAtRandomLoseDuplicateAndOverlapNothing) {
     const WizqResult& r = p->Wait();
     EXPECT_EQ(r.code, 0) << r.Describe();
   }
-  const WizqResult st =
-      WizqProcess(
-          {"wizq", "status", "--json", "--run-id", "kill", "--schema", schema_},
-          [&] {
-            SpawnOptions o;
-            o.env = {{"WIZQ_STORE", cluster_->Location()}};
-            return o;
-          }())
-          .Wait();
+  const WizqResult st = Wizq({"status", "--json"});
   ASSERT_EQ(st.code, 0) << st.Describe();
   const Json status = Json::parse(st.out);
   EXPECT_EQ(status["status"], "completed") << st.out;
   // How often each task completed (its task_completed events), and the
   // attempt it completed with (status: a done task's attempts).
-  const WizqResult log =
-      WizqProcess(
-          {"wizq", "log", "--json", "--run-id", "kill", "--schema", schema_},
-          [&] {
-            SpawnOptions o;
-            o.env = {{"WIZQ_STORE", cluster_->Location()}};
-            return o;
-          }())
-          .Wait();
+  const WizqResult log = Wizq({"log", "--json"});
   std::map<int64_t, int> completed_attempt, completions;
   std::istringstream lines(log.out);
   for (std::string l; std::getline(lines, l);) {

@@ -87,6 +87,18 @@ class PgStoreTest : public PgTest {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
+  // Claims by `f` on `s` and marks what it claimed started, in one
+  // transaction (a worker whose attempts began).
+  static Status ClaimStarted(Store* s, const ClaimFilter& f,
+                             std::vector<wizq::Task>* got) {
+    return s->Transact([&](StoreTxn& txn) {
+      WIZQ_RETURN_IF_ERROR(txn.Claim(f, got));
+      std::vector<int64_t> ids;
+      for (const wizq::Task& t : *got) ids.push_back(t.id);
+      return ids.empty() ? Status::OK() : txn.MarkStarted(ids);
+    });
+  }
+
   ScratchDir dir_;
 };
 

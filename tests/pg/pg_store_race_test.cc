@@ -32,10 +32,7 @@ TEST_F(PgStoreTest, ARescuerAndALateCompletionNeverBothWin) {
     ClaimFilter f;
     f.steps = {"S"};
     std::vector<wizq::Task> got;
-    ASSERT_OK(a->Transact([&](StoreTxn& txn) {
-      WIZQ_RETURN_IF_ERROR(txn.Claim(f, &got));
-      return txn.MarkStarted({1});
-    }));
+    ASSERT_OK(ClaimStarted(a.get(), f, &got));
     ASSERT_EQ(got.size(), 1u);
     // Both act at a random moment between well before and well after the
     // lease lapses (300 ms after the claim).

@@ -87,10 +87,7 @@ TEST_F(PgStoreTest, AStaleCompleteAfterTheLeaseLapsedIsRefused) {
   std::vector<wizq::Task> got;
   ClaimFilter f;
   f.steps = {"S"};
-  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
-    WIZQ_RETURN_IF_ERROR(txn.Claim(f, &got));
-    return txn.MarkStarted({1});
-  }));
+  ASSERT_OK(ClaimStarted(a.get(), f, &got));
   ASSERT_EQ(got.size(), 1u);
   PgResult r;
   ASSERT_OK(admin_->Exec(
@@ -202,10 +199,7 @@ TEST_F(PgStoreTest, AfterARestartAWorkerDeclaredDeadStaysGone) {
   ClaimFilter f;
   f.steps = {"S"};
   std::vector<wizq::Task> got;
-  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
-    WIZQ_RETURN_IF_ERROR(txn.Claim(f, &got));
-    return txn.MarkStarted({1});
-  }));
+  ASSERT_OK(ClaimStarted(a.get(), f, &got));
   ASSERT_EQ(got.size(), 1u);
   ASSERT_OK(cluster_->Stop(PgCluster::StopMode::kImmediate));
   ASSERT_OK(cluster_->Start());
@@ -278,10 +272,7 @@ TEST_F(PgStoreTest, ADroppedTransactionSessionRerunsNothing) {
   ClaimFilter f;
   f.steps = {"S"};
   std::vector<wizq::Task> got;
-  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
-    WIZQ_RETURN_IF_ERROR(txn.Claim(f, &got));
-    return txn.MarkStarted({1});
-  }));
+  ASSERT_OK(ClaimStarted(a.get(), f, &got));
   ASSERT_EQ(got.size(), 1u);
   wizq::Task t;
   ASSERT_OK(a->GetTask(1, &t));
