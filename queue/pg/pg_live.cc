@@ -20,15 +20,11 @@
 #include "queue/pg/pg_txn.h"
 
 namespace wizq {
-namespace {
-
-int64_t MonoMs() {
+int64_t PgStore::MonoMs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
 }
-
-}  // namespace
 
 // A claim holds until the store's now() at its last renewal (or its
 // claim) plus the lease; that now() is no earlier than when the renewal

@@ -108,6 +108,7 @@ class PgStore : public Store {
   Status EnsureConn();
 
   // queue/pg/pg_live.cc
+  static int64_t MonoMs();  // CLOCK_MONOTONIC, as the local deadline's
   void RenewLoop();
   Status RenewClaims();
   Status Renew(PgConn* c);

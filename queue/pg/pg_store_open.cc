@@ -3,7 +3,6 @@
 // StoreOptions::admit refuses this worker), archive an older-format or
 // --fresh one (its row kept, archived_at set), attach, or look only; the
 // worker's registration and liveness lock.
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -347,10 +346,7 @@ Status PgStore::StageRetries(PgWork* w, OpenReport* report) {
 // of its own (taken before its row is visible, so that a row without a
 // held lock is a dead worker), then the renewals of its claims.
 Status PgStore::Register(int64_t run) {
-  // Its claims are all later than this: the first proof of life.
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  proof_mono_ms_ = int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
+  proof_mono_ms_ = MonoMs();  // its claims all come later: a proof of life
   PgConnOptions o;
   o.application_name = "wizq worker";
   WIZQ_RETURN_IF_ERROR(PgConn::Open(options_.location, o, &live_));
