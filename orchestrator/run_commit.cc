@@ -32,7 +32,7 @@ Status RunLoop::Harvest(bool block) {
   if (r.status.ok() && !r.claimed.empty()) CrashPoint("run.after_claim_commit");
   if (r.status.ok() && !r.finished.empty())
     CrashPoint("run.after_result_commit");
-  if (r.status.ok() && r.answers_bound > 0)
+  if (r.status.ok() && r.answers.count > 0)
     CrashPoint("gate.after_answer_commit");
   const double took = static_cast<double>(MonotonicMs() - commit_started_ms_);
   commit_ms_ = commit_ms_ == 0 ? took : 0.8 * commit_ms_ + 0.2 * took;
@@ -161,6 +161,7 @@ CommitResult RunLoop::Commit(std::vector<Outcome> outcomes,
     r.run_status = run.status;
     return ReadProgress(txn, &r.progress);
   });
+  if (r.status.ok()) ForgetFlagAnswers(r.answers);
   return r;
 }
 
@@ -200,7 +201,7 @@ Status RunLoop::CommitInTxn(StoreTxn& txn, const std::vector<Outcome>& outcomes,
   }
   WIZQ_RETURN_IF_ERROR(SubmitDueHooks(txn, *workflow_));
   WIZQ_RETURN_IF_ERROR(ReuseInTxn(txn, r));
-  WIZQ_RETURN_IF_ERROR(BindFlagAnswers(txn, &r->answers_bound, &r->notes));
+  WIZQ_RETURN_IF_ERROR(BindFlagAnswers(txn, &r->answers, &r->notes));
   WIZQ_RETURN_IF_ERROR(SettleRun(txn, *workflow_, ElapsedMs(),
                                  [] { CrashPoint("run.before_finish"); }));
   RunInfo run;

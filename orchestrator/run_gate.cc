@@ -36,9 +36,10 @@ Status RunLoop::CommitGate(StoreTxn& txn, const Outcome& o, bool* handled,
 
 // --answer flags: an answer by id is recorded as soon as its task waits; an
 // answer by step name binds to the first task of that step that waits.
-Status RunLoop::BindFlagAnswers(StoreTxn& txn, int* bound,
+Status RunLoop::BindFlagAnswers(StoreTxn& txn, BoundAnswers* bound,
                                 std::vector<std::string>* notes) {
-  for (FlagAnswer& a : config_.answers) {
+  for (size_t i = 0; i < config_.answers.size(); i++) {
+    const FlagAnswer& a = config_.answers[i];
     if (a.id == 0 && a.step.empty()) continue;  // recorded already
     int64_t id = a.id;
     if (id == 0) {
@@ -62,15 +63,23 @@ Status RunLoop::BindFlagAnswers(StoreTxn& txn, int* bound,
       WIZQ_RETURN_IF_ERROR(txn.Answer(id, a.answer_json, "flag"));
       notes->push_back("task " + std::to_string(id) + " " + t.type +
                        " answered " + a.answer_json + " (--answer)");
-      (*bound)++;
+      bound->count++;
     } else {
       notes->push_back("--answer " + a.arg + " is not used: task " +
                        std::to_string(id) + " no longer waits for an answer");
     }
-    a.id = 0;
-    a.step.clear();
+    bound->used.push_back(i);
   }
   return Status::OK();
+}
+
+// Once the transaction that bound them committed (a store may run it
+// again: nothing is forgotten before).
+void RunLoop::ForgetFlagAnswers(const BoundAnswers& bound) {
+  for (size_t i : bound.used) {
+    config_.answers[i].id = 0;
+    config_.answers[i].step.clear();
+  }
 }
 
 // A task that waits for an answer no one here can give.
@@ -122,10 +131,11 @@ Status RunLoop::MaybePause(bool* paused) {
   if (waiting.empty()) return Status::OK();
   CrashPoint("gate.before_pause");
   std::vector<std::string> notes;
-  int bound = 0;
+  BoundAnswers bound;
   RunStatus status = RunStatus::kRunning;
   Status s = store_->Transact([&](StoreTxn& txn) {
     notes.clear();
+    bound = BoundAnswers();
     WIZQ_RETURN_IF_ERROR(BindFlagAnswers(txn, &bound, &notes));
     RunInfo run;
     WIZQ_RETURN_IF_ERROR(txn.GetRun(&run));
@@ -149,6 +159,7 @@ Status RunLoop::MaybePause(bool* paused) {
   });
   for (const std::string& n : notes) observer_->OnNote(n);
   WIZQ_RETURN_IF_ERROR(s);
+  ForgetFlagAnswers(bound);
   *paused = status == RunStatus::kPaused;
   if (*paused) {
     run_status_ = RunStatus::kPaused;

@@ -103,6 +103,13 @@ struct ClaimWant {
 };
 
 // What one commit did, for the main thread.
+// The --answer flags one transaction dealt with: how many it recorded, and
+// the indexes (in RunLoop::Config::answers) of all it used or found moot.
+struct BoundAnswers {
+  int count = 0;
+  std::vector<size_t> used;
+};
+
 struct CommitResult {
   Status status;
   std::vector<Task> claimed;     // copies, in claim order
@@ -115,7 +122,7 @@ struct CommitResult {
   std::map<int64_t, int> reused_spawned;  // children each one submitted
   RunStatus run_status = RunStatus::kRunning;
   Progress progress;
-  int answers_bound = 0;  // --answer flags recorded by this commit
+  BoundAnswers answers;  // --answer flags this commit recorded or dropped
   // Of ClaimWant::started: attempts their executor does not take as
   // started yet (Executor::AttemptStarted), asked again at the next commit.
   std::vector<std::pair<int64_t, int>> unstarted;
@@ -253,8 +260,9 @@ class RunLoop {
   // The human gate (run_gate.cc).
   Status CommitGate(StoreTxn& txn, const Outcome& o, bool* handled,
                     std::vector<std::string>* notes);
-  Status BindFlagAnswers(StoreTxn& txn, int* bound,
+  Status BindFlagAnswers(StoreTxn& txn, BoundAnswers* bound,
                          std::vector<std::string>* notes);
+  void ForgetFlagAnswers(const BoundAnswers& bound);
   bool WaitsHere(const Task& t) const;
   Status Waiting(StoreReads& r, std::vector<Task>* waiting) const;
   // A pending finally hook over a subtree that has not settled (again): it

@@ -318,7 +318,11 @@ class Store : public StoreReads {
 
   // Runs `fn` as one durable batch (see the top of this file). If `fn`
   // fails, nothing it staged is kept (nor the reclaim) and its status is
-  // returned. After an I/O error every later call fails.
+  // returned. After an I/O error every later call fails. `fn` may run more
+  // than once: a store whose try was lost with nothing kept (the
+  // PostgreSQL store: a session lost before or during COMMIT, the COMMIT
+  // read back as absent) runs it again, so `fn` first resets whatever it
+  // writes outside the transaction.
   virtual Status Transact(const std::function<Status(StoreTxn&)>& fn) = 0;
 
   // --- Reads of the committed state (no lock): StoreReads, and these.

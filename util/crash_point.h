@@ -47,22 +47,34 @@ inline constexpr const char* kCrashPoints[] = {
     "gate.before_pause",         // only unanswered gates left, not paused
     "gate.after_pause",          // run_paused durable, worker still listed
     "answer.after_commit",       // `wizq answer` recorded, worker not left
+    // The PostgreSQL store's COMMIT (SPEC §14), swept on a run on the
+    // store by tests/pg/pg_crash_test.cc, with the run.* points.
+    "pg.before_commit",     // a transaction's statements done, no COMMIT
+    "pg.after_commit_sent", // COMMIT sent to the server, its answer not read
+    "pg.after_commit_ack",  // COMMIT acknowledged, the caller not yet told
 };
+
+namespace internal {
+inline bool HasPrefix(const char* name, const char* prefix) {
+  while (*prefix != '\0' && *name == *prefix) {
+    name++;
+    prefix++;
+  }
+  return *prefix == '\0';
+}
+}  // namespace internal
 
 // The points of the human gate: the sweep of tests/crash_point_test.cc
 // leaves them to the gate's own tests.
 inline bool IsGateCrashPoint(const char* name) {
-  const char* prefixes[] = {"prompt.", "gate.", "answer."};
-  for (const char* p : prefixes) {
-    const char* a = name;
-    const char* b = p;
-    while (*b != '\0' && *a == *b) {
-      a++;
-      b++;
-    }
-    if (*b == '\0') return true;
-  }
-  return false;
+  return internal::HasPrefix(name, "prompt.") ||
+         internal::HasPrefix(name, "gate.") ||
+         internal::HasPrefix(name, "answer.");
+}
+
+// The points only a run on the PostgreSQL store passes.
+inline bool IsPgCrashPoint(const char* name) {
+  return internal::HasPrefix(name, "pg.");
 }
 
 namespace internal {

@@ -41,7 +41,11 @@ Status PgStoreTxn::Claim(const ClaimFilter& f, std::vector<Task>* claimed) {
   if (f.lease && f.lease_ms <= 0) {
     return Status::InvalidArgument("a lease must last at least 1 ms");
   }
+  // A worker whose liveness session is lost claims nothing until the
+  // renewer took it back (a restarted server, a dropped session), and
+  // fails once it is lost for good (another worker saw it dead).
   if (!f.lease && !store_->worker_id().empty() && !store_->live()) {
+    if (!store_->live_gone()) return Status::OK();
     return Status::IOError(
         "this worker lost its liveness session with the store: it claims "
         "nothing more (run wizq again to go on)");

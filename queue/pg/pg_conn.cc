@@ -290,10 +290,13 @@ Status PgConn::ExecPrepared(const std::string& name,
 
 Status PgConn::Begin() { return Exec("BEGIN ISOLATION LEVEL READ COMMITTED"); }
 
-Status PgConn::Commit() {
+Status PgConn::Commit(const std::function<void()>& after_send) {
   const bool lost_before = lost_;
   PgResult r;
-  const Status s = Exec("COMMIT", {}, &r);
+  const Status s = Run("PostgreSQL", {}, &r,
+                       [&](const char* const*, const int*, const int*) {
+                         return SendCommit(after_send);
+                       });
   if (!s.ok()) {
     if (lost_before || last_error_.kind != PgErrorKind::kConnectionLost) {
       return s;
@@ -314,6 +317,18 @@ Status PgConn::Commit() {
         "failed)");
   }
   return Status::OK();
+}
+
+// As PQexec("COMMIT"), with `after_send` between sending and reading.
+PGresult* PgConn::SendCommit(const std::function<void()>& after_send) {
+  if (PQsendQuery(conn_, "COMMIT") != 1) return nullptr;
+  if (after_send) after_send();
+  PGresult* last = nullptr;
+  while (PGresult* res = PQgetResult(conn_)) {
+    if (last != nullptr) PQclear(last);
+    last = res;
+  }
+  return last;
 }
 
 Status PgConn::Rollback() { return Exec("ROLLBACK"); }

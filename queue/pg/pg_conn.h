@@ -102,7 +102,9 @@ class PgConn {
   // COMMIT. Conflict if the server rolled the transaction back instead (a
   // statement in it had failed); IOError with last_error().kind ==
   // kCommitUnknown if the session was lost before COMMIT's answer came.
-  Status Commit();
+  // `after_send`, if given, is called once COMMIT was handed to the
+  // kernel, before its answer is read (a crash point).
+  Status Commit(const std::function<void()>& after_send = nullptr);
   Status Rollback();
   bool in_transaction() const;
 
@@ -140,6 +142,7 @@ class PgConn {
  private:
   PgConn(PGconn* conn, std::vector<std::string> secrets, std::string display);
   Status ApplySessionSettings(const PgConnOptions& options);
+  PGresult* SendCommit(const std::function<void()>& after_send);
   Status Run(const char* what, const std::vector<PgParam>& params,
              PgResult* result,
              const std::function<PGresult*(const char* const*, const int*,

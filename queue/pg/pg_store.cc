@@ -5,11 +5,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "queue/pg/pg_location.h"
 #include "queue/pg/pg_migrate.h"
 #include "queue/pg/pg_txn.h"
+#include "util/crash_point.h"
 
 namespace wizq {
 
@@ -103,49 +106,103 @@ Status PgStore::LockRun(int64_t run, PgRun* locked, int64_t* now_ms) {
   return Status::OK();
 }
 
+namespace {
+
+// A serialization failure, a deadlock, a lock timeout: the server rolled
+// the statement's transaction back, and the same transaction may succeed.
+bool Retryable(PgErrorKind kind) {
+  return kind == PgErrorKind::kRetryable ||
+         kind == PgErrorKind::kLockNotAvailable;
+}
+
+}  // namespace
+
 // A session lost while COMMIT was in flight leaves the outcome unknown:
-// the new session reads back the last event this transaction wrote.
-Status PgStore::Commit(PgWork* w) {
-  WIZQ_RETURN_IF_ERROR(w->Flush());
+// a new session reads back the last event this transaction wrote (the
+// server may be down for a while: sought again until `give_up_ms`). Sets
+// *again when the transaction is known not to have committed, which lets
+// Transact run it once more.
+Status PgStore::Commit(PgWork* w, int64_t give_up_ms, bool* again) {
   const int64_t last = w->run().next_seq - 1;
-  if (w->events_staged() > 0) {
-    WIZQ_RETURN_IF_ERROR(conn_->Notify(
-        schema_, std::to_string(w->run().run) + ":" + std::to_string(last)));
+  Status s = w->Flush();
+  if (s.ok() && w->events_staged() > 0) {
+    s = conn_->Notify(schema_, std::to_string(w->run().run) + ":" +
+                                   std::to_string(last));
   }
-  const Status s = conn_->Commit();
+  if (s.ok()) {
+    CrashPoint("pg.before_commit");
+    s = conn_->Commit([] { CrashPoint("pg.after_commit_sent"); });
+    if (s.ok()) CrashPoint("pg.after_commit_ack");
+  }
   if (s.ok() || conn_->last_error().kind != PgErrorKind::kCommitUnknown) {
+    *again = !s.ok() && (Retryable(conn_->last_error().kind) ||
+                         conn_->lost());  // COMMIT was not sent
     return s;
   }
-  WIZQ_RETURN_IF_ERROR(EnsureConn().Annotate(s.message()));
   if (w->events_staged() == 0) return Status::OK();  // nothing to lose
+  Status found = EnsureConn();
+  for (int64_t pause = 100; !found.ok() && MonoMs() + pause < give_up_ms;
+       pause = std::min<int64_t>(2 * pause, 1000)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause));
+    found = EnsureConn();
+  }
+  WIZQ_RETURN_IF_ERROR(found.Annotate(s.message()));
   PgResult r;
   WIZQ_RETURN_IF_ERROR(conn_->Exec(
       Sql("SELECT body FROM {s}.events WHERE run = $1 AND seq = $2"),
       {w->run().run, last}, &r));
   if (r.rows() == 1 && r.Get(0, "body") == w->last_line()) return Status::OK();
+  *again = true;
   return Status::IOError(
       "the transaction did not commit (the session with the store was lost "
       "during COMMIT; nothing of it was kept)");
 }
 
+// A try that failed because its session was lost (the server restarted,
+// the backend was ended, a connection dropped), or on a serialization
+// failure, a deadlock or a lock timeout, kept nothing: it is run again on
+// a new session, for at most a lease (a restart shorter than the lease
+// re-runs nothing, SPEC §14). `fn` resets what it writes outside the
+// transaction (queue/store.h).
 Status PgStore::Transact(const std::function<Status(StoreTxn&)>& fn) {
   std::lock_guard<std::mutex> guard(mu_);
   WIZQ_RETURN_IF_ERROR(writable_);
+  const int64_t give_up_ms = MonoMs() + worker_lease_ms_;
+  for (int64_t pause = 100;; pause = std::min<int64_t>(2 * pause, 1000)) {
+    bool again = false;
+    const Status s = TryTransact(fn, give_up_ms, &again);
+    if (s.ok() || !again || MonoMs() + pause >= give_up_ms) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause));
+  }
+}
+
+Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
+                            int64_t give_up_ms, bool* again) {
   PgRun run;
   int64_t now = 0;
   Status s = Begin(run_, &run, &now);
   if (s.IsConflict()) writable_ = s;  // archived: it stays so
+  bool committing = false;
   if (s.ok()) {
     PgWork w(conn_.get(), quoted_, &run, now);
     s = Reclaim(&w, &reclaimed_);
     PgStoreTxn txn(this, &w, &reclaimed_, quoted_);
     if (s.ok()) s = fn(txn);
     if (s.ok()) s = w.error();
-    if (s.ok()) s = Commit(&w);
+    committing = s.ok();
+    if (committing) s = Commit(&w, give_up_ms, again);
     if (s.ok()) txn.Merge(&held_);
   }
-  if (!s.ok() && conn_ != nullptr && !conn_->lost() &&
-      conn_->in_transaction()) {
+  if (s.ok()) return s;
+  const bool lost = conn_ == nullptr || conn_->lost();
+  // Commit decided for itself (a COMMIT whose outcome stayed unknown is
+  // never run again); before it, a lost session kept nothing, nor did a
+  // statement the server refused as retryable. An error of `fn`'s own is
+  // its answer.
+  if (!committing) {
+    *again = lost || Retryable(conn_->last_error().kind);
+  }
+  if (!lost && conn_->in_transaction()) {
     // The session is fine: the transaction is dropped, nothing kept.
     conn_->Rollback().IgnoreError();
   }

@@ -83,6 +83,7 @@ class PgStore : public Store {
   // Whether this worker still holds its liveness lock (a worker that lost
   // it claims nothing more).
   bool live() const { return !live_lost_.load(); }
+  bool live_gone() const { return live_gone_.load(); }
   bool HeldByMe(const PgTask& t) const;
 
  private:
@@ -104,7 +105,13 @@ class PgStore : public Store {
   Status OnSession(const std::function<Status()>& fn);
   Status Begin(int64_t run, PgRun* locked, int64_t* now_ms);
   Status LockRun(int64_t run, PgRun* locked, int64_t* now_ms);
-  Status Commit(PgWork* w);
+  Status TryTransact(const std::function<Status(StoreTxn&)>& fn,
+                     int64_t give_up_ms, bool* again);
+  Status Commit(PgWork* w, int64_t give_up_ms, bool* again);
+  Status Commit(PgWork* w) {  // opening and closing: not run again
+    bool again = false;
+    return Commit(w, MonoMs() + worker_lease_ms_, &again);
+  }
   Status EnsureConn();
 
   // queue/pg/pg_live.cc

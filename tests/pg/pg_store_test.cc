@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "queue/pg/pg_store.h"
 #include "tests/pg/pg_store_fixture.h"
 
 namespace wizq::test {
@@ -119,7 +120,16 @@ TEST_F(PgStoreTest, AStaleCompleteAfterTheLeaseLapsedIsRefused) {
   ASSERT_OK(b->GetTask(1, &t));
   EXPECT_EQ(t.state, TaskState::kInProgress);
   EXPECT_EQ(t.claimed_by, b->worker_id());
-  // And the worker that lost its liveness claims nothing more.
+  // And the worker that lost its liveness claims nothing more: once its
+  // renewer found it gone for good (another host took its task over), a
+  // claim fails.
+  auto* pa = dynamic_cast<PgStore*>(a.get());
+  ASSERT_NE(pa, nullptr);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!pa->live_gone() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(pa->live_gone());
   const Status claim =
       a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &none); });
   EXPECT_FALSE(claim.ok());

@@ -22,6 +22,12 @@ inline double SecondsSince(std::chrono::steady_clock::time_point t0) {
       .count();
 }
 
+// Set (before the first test runs) by a binary whose tests need TCP.
+inline bool& SharedPgClusterTcp() {
+  static bool tcp = false;
+  return tcp;
+}
+
 // The cluster of this test binary; *started says whether it runs.
 inline PgCluster& SharedPgCluster(Status* started) {
   struct Holder {
@@ -46,6 +52,7 @@ inline PgCluster& SharedPgCluster(Status* started) {
   static Holder holder([] {
     PgClusterOptions o;
     o.template_dir = PgTemplateDir();
+    o.tcp = SharedPgClusterTcp();
     return o;
   }());
   *started = holder.status;
