@@ -49,9 +49,9 @@ inline constexpr const char* kCrashPoints[] = {
     "answer.after_commit",       // `wizq answer` recorded, worker not left
     // The PostgreSQL store's COMMIT (SPEC §14), swept on a run on the
     // store by tests/pg/pg_crash_test.cc, with the run.* points.
-    "pg.before_commit",     // a transaction's statements done, no COMMIT
-    "pg.after_commit_sent", // COMMIT sent to the server, its answer not read
-    "pg.after_commit_ack",  // COMMIT acknowledged, the caller not yet told
+    "pg.before_commit",      // a transaction's statements done, no COMMIT
+    "pg.after_commit_sent",  // COMMIT sent to the server, its answer not read
+    "pg.after_commit_ack",   // COMMIT acknowledged, the caller not yet told
 };
 
 namespace internal {

@@ -6,7 +6,6 @@
 #include "queue/pg/pg_txn.h"
 
 namespace wizq {
-namespace {
 
 // Pending, ready (its retry time has come), of a step this worker takes
 // (its own task, or a hook of a hook step; a Prompt step nobody here can
@@ -14,7 +13,7 @@ namespace {
 // hook whose owner's subtree is open again (QueueState::HookWaits), and
 // not held for another host's adoption (PgStore::PutBack: claim_until_ms of
 // a pending task is that reservation; 0 otherwise).
-constexpr char kClaimable[] =
+const char kPgClaimable[] =
     " FROM {s}.tasks t WHERE t.run = $1 AND t.state = 0 AND t.retry_at_ms "
     "<= $2 AND t.task_id > $3 AND ((t.origin <> 3 AND t.step = "
     "ANY($4::text[]) AND (t.answer IS NOT NULL OR NOT t.step = "
@@ -24,6 +23,8 @@ constexpr char kClaimable[] =
     "AND NOT (t.origin = 3 AND EXISTS (SELECT 1 FROM {s}.tasks o WHERE o.run = "
     "t.run AND o.task_id = t.finally_for AND o.open_children > 0)) ORDER BY "
     "t.task_id LIMIT $9 FOR UPDATE OF t SKIP LOCKED";
+
+namespace {
 
 std::vector<std::string> WithRoom(const std::set<std::string>& steps,
                                   const std::map<std::string, int>& room) {
@@ -51,7 +52,7 @@ Status PgStoreTxn::Claim(const ClaimFilter& f, std::vector<Task>* claimed) {
         "nothing more (run wizq again to go on)");
   }
   std::map<std::string, int> room = f.room;
-  int64_t after = 0;
+  int64_t after = w_->run().pending_floor - 1;  // none pending below
   bool more = true;
   const size_t before = claimed->size();
   while (more) {
@@ -60,7 +61,7 @@ Status PgStoreTxn::Claim(const ClaimFilter& f, std::vector<Task>* claimed) {
     WIZQ_RETURN_IF_ERROR(w_->Flush());
     WIZQ_RETURN_IF_ERROR(ClaimBatch(f, left, &room, &after, claimed, &more));
   }
-  return Status::OK();
+  return w_->RaisePendingFloor();
 }
 
 Status PgStoreTxn::ClaimBatch(const ClaimFilter& f, int64_t limit,
@@ -73,7 +74,7 @@ Status PgStoreTxn::ClaimBatch(const ClaimFilter& f, int64_t limit,
   std::vector<int64_t> skip(f.skip_ids.begin(), f.skip_ids.end());
   PgResult r;
   WIZQ_RETURN_IF_ERROR(w_->conn()->Exec(
-      w_->Sql(std::string("SELECT ") + kPgTaskColumns + kClaimable),
+      w_->Sql(std::string("SELECT ") + kPgTaskColumns + kPgClaimable),
       {w_->run().run, now_ms(), *after, PgArray(steps),
        PgArray({f.answered_only.begin(), f.answered_only.end()}),
        PgArray(hooks), f.below_id, PgIntArray(skip), limit, store_->host_key()},

@@ -53,6 +53,10 @@ CREATE TABLE {schema}.runs (
   from_steps     text NOT NULL DEFAULT '[]',   -- JSON array of strings
   next_seq       bigint NOT NULL DEFAULT 1,
   next_task      bigint NOT NULL DEFAULT 1,
+  -- No pending task's id is below it: claims start their scan there, not
+  -- at the first of the dead index entries an old snapshot keeps.
+  pending_floor  bigint NOT NULL DEFAULT 1,
+  held_floor     bigint NOT NULL DEFAULT 1,  -- the same for in-progress
   n_pending      bigint NOT NULL DEFAULT 0,
   n_in_progress  bigint NOT NULL DEFAULT 0,
   n_done         bigint NOT NULL DEFAULT 0,
@@ -120,6 +124,10 @@ CREATE INDEX tasks_ready ON {schema}.tasks (run, task_id) WHERE state = 0;
 CREATE INDEX tasks_in_progress ON {schema}.tasks (run, task_id)
   WHERE state = 1;
 CREATE INDEX tasks_children ON {schema}.tasks (run, parent, task_id);
+-- A fan-out's statistics say most tasks share one parent: the planner
+-- then took a task's children for the whole run and scanned it for each
+-- task read (pg_plan_test). A task's children are few to the planner.
+ALTER TABLE {schema}.tasks ALTER COLUMN parent SET (n_distinct = -1);
 CREATE INDEX tasks_hooks_due ON {schema}.tasks (run, task_id) WHERE hook_due;
 
 -- The run's events, seq 1, 2, 3... in commit order (queue/events.h).

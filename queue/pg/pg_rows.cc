@@ -167,7 +167,8 @@ const char kPgRunColumns[] =
     "r.previous_run, r.no_reuse, r.from_steps, r.next_seq, r.next_task, "
     "r.n_pending, r.n_in_progress, r.n_done, r.n_failed, r.n_settled, "
     "r.n_reused, r.n_imported, r.n_adopted, r.n_leased, r.hooks_due, "
-    "r.hooks_reopened, r.archived_at IS NOT NULL AS archived";
+    "r.hooks_reopened, r.pending_floor, r.held_floor, r.archived_at IS NOT "
+    "NULL AS archived";
 
 void PgRunFromRow(const PgResult& r, int i, PgRun* out) {
   *out = PgRun();
@@ -199,6 +200,8 @@ void PgRunFromRow(const PgResult& r, int i, PgRun* out) {
   out->leased = r.GetInt(i, "n_leased");
   out->hooks_due = r.GetInt(i, "hooks_due");
   out->hooks_reopened = r.GetInt(i, "hooks_reopened");
+  out->pending_floor = r.GetInt(i, "pending_floor");
+  out->held_floor = r.GetInt(i, "held_floor");
   out->archived = r.GetBool(i, "archived");
 }
 

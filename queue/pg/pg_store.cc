@@ -126,8 +126,8 @@ Status PgStore::Commit(PgWork* w, int64_t give_up_ms, bool* again) {
   const int64_t last = w->run().next_seq - 1;
   Status s = w->Flush();
   if (s.ok() && w->events_staged() > 0) {
-    s = conn_->Notify(schema_, std::to_string(w->run().run) + ":" +
-                                   std::to_string(last));
+    s = conn_->Notify(
+        schema_, std::to_string(w->run().run) + ":" + std::to_string(last));
   }
   if (s.ok()) {
     CrashPoint("pg.before_commit");

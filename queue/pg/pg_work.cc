@@ -73,7 +73,9 @@ Status PgWork::Flush() {
   for (auto& [id, t] : cache_) {
     if (t->dirty) WIZQ_RETURN_IF_ERROR(WriteTask(t.get()));
   }
-  return changed ? WriteRun() : Status::OK();
+  if (!changed && !run_dirty_) return Status::OK();
+  run_dirty_ = false;
+  return WriteRun();
 }
 
 namespace {
@@ -177,6 +179,14 @@ Status PgWork::WriteTask(PgTask* row) {
                               "was lost): nothing was written");
     }
   }
+  if (t.state == TaskState::kPending && t.id < run_->pending_floor) {
+    run_->pending_floor = t.id;  // pending again below the floor
+    run_dirty_ = true;
+  }
+  if (t.state == TaskState::kInProgress && t.id < run_->held_floor) {
+    run_->held_floor = t.id;
+    run_dirty_ = true;
+  }
   row->stored = true;
   row->stored_state = t.state;
   row->stored_attempts = t.attempts;
@@ -194,7 +204,8 @@ Status PgWork::WriteRun() {
           "next_task = $9, n_pending = $10, n_in_progress = $11, n_done = "
           "$12, n_failed = $13, n_settled = $14, n_reused = $15, n_imported "
           "= $16, n_adopted = $17, n_leased = $18, hooks_due = $19, "
-          "hooks_reopened = $20 WHERE run = $1"),
+          "hooks_reopened = $20, pending_floor = $21, held_floor = $22 WHERE "
+          "run = $1"),
       {r.run,
        static_cast<int>(i.status),
        i.finished_ms,
@@ -214,7 +225,35 @@ Status PgWork::WriteRun() {
        i.adopted,
        r.leased,
        r.hooks_due,
-       r.hooks_reopened});
+       r.hooks_reopened,
+       r.pending_floor,
+       r.held_floor});
+}
+
+void PgWork::SetHeldFloor(int64_t id) {
+  if (id == run_->held_floor) return;
+  run_->held_floor = id;
+  run_dirty_ = true;
+}
+
+// The first pending task at or above the floor (the end of the ids if
+// none) becomes the floor: the dead index entries below it, which an old
+// snapshot keeps from vacuum, are walked over once here and never again
+// by a claim. Rows this transaction changed are written first.
+Status PgWork::RaisePendingFloor() {
+  WIZQ_RETURN_IF_ERROR(Flush());
+  PgResult r;
+  WIZQ_RETURN_IF_ERROR(conn_->Exec(
+      Sql("SELECT task_id FROM {s}.tasks WHERE run = $1 AND state = 0 AND "
+          "task_id >= $2 ORDER BY task_id LIMIT 1"),
+      {run_->run, run_->pending_floor}, &r));
+  const int64_t floor =
+      r.rows() == 1 ? r.GetInt(0, "task_id") : run_->next_task;
+  if (floor != run_->pending_floor) {
+    run_->pending_floor = floor;
+    run_dirty_ = true;
+  }
+  return Status::OK();
 }
 
 }  // namespace wizq

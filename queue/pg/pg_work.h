@@ -49,6 +49,10 @@ struct PgRun {
   int64_t by_state[4] = {0, 0, 0, 0};
   int64_t settled = 0, reused = 0, imported = 0, leased = 0;
   int64_t hooks_due = 0, hooks_reopened = 0;
+  // No pending task's id is below it (kept by PgWork::WriteTask, raised by
+  // PgWork::RaisePendingFloor).
+  int64_t pending_floor = 1;
+  int64_t held_floor = 1;  // the same for in-progress tasks (Reclaim)
   bool archived = false;
 };
 
@@ -73,6 +77,11 @@ std::string PgArray(const std::vector<std::string>& items);
 std::string PgIntArray(const std::vector<int64_t>& items);
 // The select list of a task row (table alias t), and its decoder.
 extern const char kPgTaskColumns[];
+// The FROM ... of a claim (queue/pg/pg_claim.cc), after SELECT
+// kPgTaskColumns: $1 run, $2 now (ms), $3 above this id, $4 steps, $5 of
+// them only answered, $6 hook steps, $7 below this id (0: any), $8 ids to
+// skip, $9 how many, $10 this worker's host.
+extern const char kPgClaimable[];
 void PgTaskFromRow(const PgResult& r, int row, PgTask* out);
 extern const char kPgRunColumns[];
 void PgRunFromRow(const PgResult& r, int row, PgRun* out);
@@ -110,6 +119,10 @@ class PgWork {
   PgTask* Cache(const PgTask& row);
   // Writes the staged events, the changed rows and the run's row.
   Status Flush();
+  // Flushes, then raises the run's pending_floor to its first pending task.
+  Status RaisePendingFloor();
+  // Sets the run's held_floor to `id`, the first in-progress task.
+  void SetHeldFloor(int64_t id);
 
   // Stages one event: encodes its line (seq and ts of this transaction)
   // and applies its rule to the rows, as QueueState::Apply does.
@@ -179,6 +192,7 @@ class PgWork {
   std::vector<std::string> kinds_, lines_;  // staged, not yet written
   int64_t events_ = 0;
   std::string last_line_;
+  bool run_dirty_ = false;  // the run's row changed without an event
 };
 
 }  // namespace wizq

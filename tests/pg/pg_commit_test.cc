@@ -68,8 +68,8 @@ class FaultProxy {
     return ParseJsonLines(ReadAll(LogPath()));
   }
   WizqResult Send(const std::string& command) {
-    return WizqProcess({BuildDir() + "/wizq_fault_proxy", "--control",
-                        Socket(), "--send", command})
+    return WizqProcess({BuildDir() + "/wizq_fault_proxy", "--control", Socket(),
+                        "--send", command})
         .Wait();
   }
   // The id of the proxied connection of a store's transactions (its
@@ -109,7 +109,8 @@ class PgCommitTest : public PgSweepTest {
 
   // Arms `fault` on the worker's transaction session once the ledger has
   // `lines` lines (tasks run), and waits until the proxy logged it.
-  void InjectAt(const std::string& dir, size_t lines, const std::string& fault) {
+  void InjectAt(const std::string& dir, size_t lines,
+                const std::string& fault) {
     const size_t before = proxy_.Faults().size();
     ASSERT_TRUE(WaitFor([&] { return ReadLedger(dir).size() >= lines; }, 60s));
     ASSERT_TRUE(proxy_.Arm(fault)) << proxy_.Send("list").out;
@@ -170,8 +171,8 @@ TEST_F(PgCommitTest, ADatabaseRestartShorterThanTheLeaseRerunsNothing) {
 class PgCommitStoreTest : public PgStoreTest {
  protected:
   void CompleteAndClaimUnder(const std::string& fault, int* tries) {
-    StoreOptions o = Options({MakeNew("S", "{\"i\":1}"),
-                              MakeNew("S", "{\"i\":2}")});
+    StoreOptions o =
+        Options({MakeNew("S", "{\"i\":1}"), MakeNew("S", "{\"i\":2}")});
     o.location = proxy_.Start(*cluster_);
     auto a = OpenOk(o);
     ASSERT_NE(a, nullptr);

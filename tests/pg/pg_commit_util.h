@@ -26,16 +26,25 @@ class PgSweepTest : public PgTest {
 
   // `wizq run` of the sweep workflow in `dir` on the store at `location`,
   // as run `run_id`, with `env` added.
-  std::unique_ptr<WizqProcess> Run(const std::string& dir, const std::string& location,
-                  const std::string& run_id,
-                  std::vector<std::pair<std::string, std::string>> env = {},
-                  std::vector<std::string> more = {}) {
+  std::unique_ptr<WizqProcess> Run(
+      const std::string& dir, const std::string& location,
+      const std::string& run_id,
+      std::vector<std::pair<std::string, std::string>> env = {},
+      std::vector<std::string> more = {}) {
     std::vector<std::string> args = {
-        "wizq",    "run",   SourceDir() + "/tests/data/crash/sweep.jsonc",
-        "--dir",   dir,     "--input",
+        "wizq",
+        "run",
+        SourceDir() + "/tests/data/crash/sweep.jsonc",
+        "--dir",
+        dir,
+        "--input",
         "{\"n\":" + std::to_string(kWorks) + "}",
-        "--jobs",  "3",     "--quiet",
-        "--run-id", run_id, "--schema",
+        "--jobs",
+        "3",
+        "--quiet",
+        "--run-id",
+        run_id,
+        "--schema",
         schema_};
     args.insert(args.end(), more.begin(), more.end());
     SpawnOptions o;
@@ -65,8 +74,7 @@ class PgSweepTest : public PgTest {
     int run_finished = 0;
     const std::vector<Json> events = ParseJsonLines(log.out);
     for (size_t i = 0; i < events.size(); i++) {
-      ASSERT_EQ(events[i].value("seq", int64_t{0}),
-                static_cast<int64_t>(i + 1))
+      ASSERT_EQ(events[i].value("seq", int64_t{0}), static_cast<int64_t>(i + 1))
           << "event " << i + 1 << ": " << events[i].dump();
       const std::string ev = events[i].value("event", "");
       if (ev == "task_completed") completions[events[i]["id"]]++;
@@ -118,9 +126,8 @@ class PgSweepTest : public PgTest {
     EXPECT_EQ(starts.size(), tasks);
     for (const auto& [id, n] : starts) {
       EXPECT_GE(ends[id], 1) << "task " << id << " never ended";
-      EXPECT_LE(n, 1 + crashes)
-          << "task " << id << " ran " << n << " times with " << crashes
-          << " crash(es)";
+      EXPECT_LE(n, 1 + crashes) << "task " << id << " ran " << n
+                                << " times with " << crashes << " crash(es)";
     }
     EXPECT_GT(hook_start, last_other_end)
         << "the finally hook started before every other task had ended";

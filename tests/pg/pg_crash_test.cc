@@ -48,8 +48,8 @@ class PgCrashSweep : public PgSweepTest,
       EXPECT_EQ(st.code, 2) << st.Describe();
       EXPECT_TRUE(Contains(st.err, "no wizq run " + run_id)) << st.err;
     } else {
-      EXPECT_EQ(st.code, 0) << "status right after the crash: "
-                            << st.Describe();
+      EXPECT_EQ(st.code, 0)
+          << "status right after the crash: " << st.Describe();
       EXPECT_TRUE(ParseJsonOrNull(st.out).is_object()) << st.out;
     }
     WizqResult r;

@@ -4,13 +4,14 @@
 // worker's transaction session dropped (what comes back, what re-runs),
 // and the event seq under concurrent transactions (anchors §7.7: rows 1,
 // 3, 5, 11 and 13).
+#include "queue/pg/pg_store.h"
+
 #include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <random>
 #include <thread>
 
-#include "queue/pg/pg_store.h"
 #include "tests/pg/pg_store_fixture.h"
 
 namespace wizq::test {
