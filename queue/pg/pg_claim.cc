@@ -52,6 +52,9 @@ Status PgStoreTxn::Claim(const ClaimFilter& f, std::vector<Task>* claimed) {
         "nothing more (run wizq again to go on)");
   }
   std::map<std::string, int> room = f.room;
+  // What this transaction put back (a reclaim, a retry) is written first:
+  // it may lower the floor.
+  WIZQ_RETURN_IF_ERROR(w_->Flush());
   int64_t after = w_->run().pending_floor - 1;  // none pending below
   bool more = true;
   const size_t before = claimed->size();
