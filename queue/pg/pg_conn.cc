@@ -152,12 +152,6 @@ PgConn::PgConn(PGconn* conn, std::vector<std::string> secrets,
 
 PgConn::~PgConn() { PQfinish(conn_); }
 
-// plan_cache_mode: the statements are prepared once per session (Exec),
-// and PostgreSQL's choice of a generic plan after five runs would freeze
-// a plan made while the run's tables were nearly empty — a dedup lookup
-// that filters every task of the run instead of probing its unique index,
-// found by pg_plan_test at 10^4 tasks. Each run is planned with its
-// values and the statistics of the day; the parse is still saved.
 // jit: the store's statements are short; compiling one costs more than
 // running it.
 Status PgConn::ApplySessionSettings(const PgConnOptions& o) {
@@ -166,7 +160,6 @@ Status PgConn::ApplySessionSettings(const PgConnOptions& o) {
              "false), set_config('lock_timeout', $2, false), "
              "set_config('statement_timeout', $3, false), "
              "set_config('idle_session_timeout', $4, false), "
-             "set_config('plan_cache_mode', 'force_custom_plan', false), "
              "set_config('jit', 'off', false)",
              {std::to_string(o.idle_in_transaction_timeout_ms),
               std::to_string(o.lock_timeout_ms),
@@ -265,6 +258,14 @@ Status PgConn::Exec(std::string_view sql, const std::vector<PgParam>& params,
     it = prepared_.emplace(text, name).first;
   }
   if (it != prepared_.end()) return ExecPrepared(it->second, params, result);
+  return ExecPlanned(sql, params, result);
+}
+
+Status PgConn::ExecPlanned(std::string_view sql,
+                           const std::vector<PgParam>& params,
+                           PgResult* result) {
+  const std::string text(sql);
+  const int n = static_cast<int>(params.size());
   return Run("PostgreSQL", params, result,
              [&](const char* const* v, const int* len, const int* fmt) {
                return PQexecParams(conn_, text.c_str(), n, nullptr, v, len, fmt,

@@ -7,6 +7,8 @@
 //    liveness lock is gone, judged with what this host can see of the
 //    attempt (LocalAttempts);
 //  - a leased attempt past its step's timeout fails with reason timeout.
+#include <algorithm>
+
 #include "queue/claim_holder.h"
 #include "queue/pg/pg_conn.h"
 #include "queue/pg/pg_store.h"
@@ -30,22 +32,26 @@ bool PgStore::SharesWorkspace(const std::string& claim_host) const {
 Status PgStore::Reclaim(PgWork* w, Reclaimed* out) {
   *out = Reclaimed();
   PgResult r;
-  // Every task in progress (none is below held_floor), this worker's own
-  // too: the first one is the new floor, so that the dead index entries an
-  // old snapshot keeps below it are not walked over again.
+  // The tasks other holders have in progress (none is below held_floor).
+  // The first of them, or of this worker's own claims, is the new floor,
+  // so that the dead index entries an old snapshot keeps below it are not
+  // walked over again.
   WIZQ_RETURN_IF_ERROR(conn_->Exec(
       Sql(std::string("SELECT ") + kPgTaskColumns +
-          " FROM {s}.tasks t WHERE t.run = $1 AND t.state = 1 AND t.task_id "
-          ">= $2 ORDER BY t.task_id FOR UPDATE OF t"),
-      {run_, w->run().held_floor}, &r));
-  w->SetHeldFloor(r.rows() > 0 ? r.GetInt(0, "task_id") : w->run().next_task);
+          " FROM {s}.tasks t WHERE t.run = $1 AND t.state = 1 AND "
+          "(t.lease_token IS NOT NULL OR t.claimed_by <> $2) AND t.task_id >= "
+          "$3 ORDER BY t.task_id FOR UPDATE OF t"),
+      {run_, worker_id_, w->run().held_floor}, &r));
+  int64_t floor = w->run().next_task;
+  if (r.rows() > 0) floor = r.GetInt(0, "task_id");
+  if (!held_.empty()) floor = std::min(floor, held_.begin()->first);
+  w->SetHeldFloor(floor);
   const int64_t now = w->now_ms();
   std::vector<PgTask*> rows;
   std::vector<std::string> ask;  // workers whose liveness decides
   for (int i = 0; i < r.rows(); i++) {
     PgTask row;
     PgTaskFromRow(r, i, &row);
-    if (row.t.lease_token.empty() && row.t.claimed_by == worker_id_) continue;
     rows.push_back(w->Cache(row));
     const PgTask& t = *rows.back();
     if (t.t.lease_token.empty() && t.claim_until_ms >= now &&

@@ -44,9 +44,9 @@ Status PgWork::FindByDedupKey(const std::string& key, int64_t* id) {
   }
   PgResult r;
   WIZQ_RETURN_IF_ERROR(
-      conn_->Exec(Sql("SELECT task_id FROM {s}.tasks WHERE run = $1 AND "
-                      "dedup_key = $2"),
-                  {run_->run, key}, &r));
+      conn_->ExecPlanned(Sql("SELECT task_id FROM {s}.tasks WHERE run = $1 "
+                             "AND dedup_key = $2"),
+                         {run_->run, key}, &r));
   if (r.rows() > 0) *id = r.GetInt(0, "task_id");
   return Status::OK();
 }
@@ -243,7 +243,7 @@ void PgWork::SetHeldFloor(int64_t id) {
 Status PgWork::RaisePendingFloor() {
   WIZQ_RETURN_IF_ERROR(Flush());
   PgResult r;
-  WIZQ_RETURN_IF_ERROR(conn_->Exec(
+  WIZQ_RETURN_IF_ERROR(conn_->ExecPlanned(
       Sql("SELECT task_id FROM {s}.tasks WHERE run = $1 AND state = 0 AND "
           "task_id >= $2 ORDER BY task_id LIMIT 1"),
       {run_->run, run_->pending_floor}, &r));
