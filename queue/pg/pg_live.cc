@@ -100,10 +100,9 @@ Status PgStore::Renew(PgConn* c) {
 // IOError while the server is unreachable: tried again next period.
 Status PgStore::Relive() {
   const int64_t began = MonoMs();
-  PgConnOptions o;
-  o.application_name = "wizq worker";
   std::unique_ptr<PgConn> c;
-  WIZQ_RETURN_IF_ERROR(PgConn::Open(options_.location, o, &c));
+  WIZQ_RETURN_IF_ERROR(PgConn::Open(
+      options_.location, SessionOptions(options_, "wizq worker"), &c));
   bool locked = false;
   WIZQ_RETURN_IF_ERROR(
       c->TryAdvisoryLock(kPgWorkerLockSpace, lock_key_, &locked));

@@ -54,9 +54,19 @@ bool PgStore::HeldByMe(const PgTask& t) const {
 // new one would lack: the worker's lock is on live_).
 Status PgStore::EnsureConn() {
   if (conn_ != nullptr && !conn_->lost()) return Status::OK();
-  PgConnOptions o;
-  o.application_name = "wizq";
-  return PgConn::Open(options_.location, o, &conn_);
+  return PgConn::Open(options_.location, SessionOptions(options_, "wizq"),
+                      &conn_);
+}
+
+PgConnOptions PgStore::SessionOptions(const StoreOptions& o,
+                                      const char* application) {
+  PgConnOptions c;
+  c.application_name = application;
+  const int64_t lease =
+      o.worker_lease_ms > 0 ? o.worker_lease_ms : kPgDefaultWorkerLeaseMs;
+  c.idle_in_transaction_timeout_ms =
+      static_cast<int>(std::clamp<int64_t>(lease / 3, 2000, 60000));
+  return c;
 }
 
 // A session is found lost only when a statement fails on it (a restarted

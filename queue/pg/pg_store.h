@@ -49,6 +49,13 @@ class PgStore : public Store {
   // and refused when older or newer.
   static Status Connect(const StoreOptions& o, const char* application,
                         bool create, std::unique_ptr<PgConn>* conn);
+  // The options of a session of the store for `o`, named `application`:
+  // its idle_in_transaction_session_timeout is a third of the worker's
+  // lease (2 s to 60 s). A worker frozen inside a transaction holds the
+  // run's row, which every transaction and renewal of the run locks
+  // first; the server ends that session before anyone's claims lapse.
+  static PgConnOptions SessionOptions(const StoreOptions& o,
+                                      const char* application);
   // Store::ListAll on a database: every run_id's runs.
   static Status ListAll(const StoreOptions& options, bool archived,
                         std::vector<RunSummary>* runs);

@@ -22,9 +22,8 @@ Status PgStore::Connect(const StoreOptions& o, const char* application,
                         bool create, std::unique_ptr<PgConn>* conn) {
   const std::string schema = SchemaOf(o);
   WIZQ_RETURN_IF_ERROR(ValidatePgSchemaName(schema));
-  PgConnOptions co;
-  co.application_name = application;
-  WIZQ_RETURN_IF_ERROR(PgConn::Open(o.location, co, conn));
+  WIZQ_RETURN_IF_ERROR(
+      PgConn::Open(o.location, SessionOptions(o, application), conn));
   PgSchema s(conn->get(), schema);
   if (create) return s.Open();
   int version = 0;
@@ -347,9 +346,8 @@ Status PgStore::StageRetries(PgWork* w, OpenReport* report) {
 // held lock is a dead worker), then the renewals of its claims.
 Status PgStore::Register(int64_t run) {
   proof_mono_ms_ = MonoMs();  // its claims all come later: a proof of life
-  PgConnOptions o;
-  o.application_name = "wizq worker";
-  WIZQ_RETURN_IF_ERROR(PgConn::Open(options_.location, o, &live_));
+  WIZQ_RETURN_IF_ERROR(PgConn::Open(
+      options_.location, SessionOptions(options_, "wizq worker"), &live_));
   worker_id_ = NewWorkerId();
   bool locked = false;
   for (int i = 0; i < 16 && !locked; i++) {  // a cycled key may be held

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "queue/pg/pg_store.h"
 #include "queue/pg/pg_work.h"
 #include "tests/integration_util.h"
 #include "tests/pg/pg_store_fixture.h"
@@ -168,6 +169,35 @@ TEST_F(PgStoreTest, ClaimsStayFastWhileAnOldSnapshotKeepsChurnedRowsAlive) {
   EXPECT_LT(after, 3 * before + 2)
       << "claim+complete " << before << " ms before the churn, " << after
       << " ms after";
+}
+
+// Pitfall row 8, its other half: a worker frozen inside a transaction (its
+// session idle in it, the run's row locked) stalls every transaction of
+// the run, renewals included. The server ends that session after a third
+// of the lease (PgStore::SessionOptions): another worker's transaction
+// waits about that long and succeeds, well within the lease.
+TEST_F(PgStoreTest, ASessionFrozenInATransactionIsEndedWithinTheLease) {
+  StoreOptions o = Options({MakeNew("S", "{}")});
+  o.worker_lease_ms = 9000;
+  auto a = OpenOk(o);
+  ASSERT_NE(a, nullptr);
+  std::unique_ptr<PgConn> frozen;
+  ASSERT_OK(PgConn::Open(cluster_->Location(),
+                         PgStore::SessionOptions(o, "frozen worker"), &frozen));
+  ASSERT_OK(frozen->Exec("BEGIN"));
+  ASSERT_OK(frozen->Exec("SELECT run FROM " + schema_ + ".runs FOR UPDATE"));
+  const auto t0 = Clock::now();
+  std::vector<wizq::Task> got;
+  ClaimFilter f;
+  f.steps = {"S"};
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &got); }));
+  const double waited =
+      std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_EQ(got.size(), 1u);
+  EXPECT_GT(waited, 2.0) << "it did not wait for the frozen session";
+  EXPECT_LT(waited, 6.0) << "the frozen session held the run too long";
+  EXPECT_FALSE(frozen->Exec("SELECT 1").ok()) << "the session lives on";
+  EXPECT_TRUE(frozen->lost());
 }
 
 }  // namespace
