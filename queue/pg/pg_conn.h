@@ -89,10 +89,11 @@ class PgConn {
   Status Exec(std::string_view sql, const std::vector<PgParam>& params = {},
               PgResult* result = nullptr);
   // The same, never prepared: planned on each run with its values and the
-  // statistics of the day. For statements whose best plan depends on the
-  // data (a claim, a dedup lookup): a generic plan, which PostgreSQL picks
-  // for a prepared statement after five runs, is made once — maybe while
-  // the run's tables were empty (docs/POSTGRES.md, "Plans and dead rows").
+  // statistics of the day. For cheap statements whose best plan depends on
+  // the data (the dedup lookup, the pending floor's): a generic plan, which
+  // PostgreSQL picks for a prepared statement after five runs, is made
+  // once — maybe while the run's tables were empty (docs/POSTGRES.md,
+  // "Plans and dead rows").
   Status ExecPlanned(std::string_view sql, const std::vector<PgParam>& params,
                      PgResult* result);
   // Several statements without parameters in one round trip (a schema
