@@ -38,9 +38,8 @@ class AgentCliTest : public ::testing::Test {
   }
   // Waits until the run's directory exists (its first commit is durable).
   bool RunExists() {
-    return test::WaitFor(
-        [&] { return test::ReadAll(dir_.Join(".wizard/queue.json")).size(); },
-        test::seconds(30));
+    return test::WaitFor([&] { return test::HasRun(dir_.path()); },
+                         test::seconds(30));
   }
   std::string ReviewMd() { return test::ReadAll(dir_.Join("REVIEW.md")); }
 

@@ -50,9 +50,8 @@ class AgentWaysOutTest : public ::testing::Test {
     test::WriteAll(work_.Join("wf.json"), Workflow(options));
     run_ = std::make_unique<WizqProcess>(std::vector<std::string>{
         "wizq", "run", work_.Join("wf.json"), "--dir", dir_.path(), "--quiet"});
-    ASSERT_TRUE(test::WaitFor(
-        [&] { return test::ReadAll(dir_.Join(".wizard/queue.json")).size(); },
-        test::seconds(30)));
+    ASSERT_TRUE(test::WaitFor([&] { return test::HasRun(dir_.path()); },
+                              test::seconds(30)));
   }
   // `wizq agent CMD --dir DIR ARGS...`
   WizqResult Agent(const std::string& cmd,

@@ -259,12 +259,25 @@ struct Classes {
 std::string Canon(const std::string& json) { return Json::parse(json).dump(); }
 
 // Barnum's classes of a wizq run, from its state (test::BarnumAlive).
+// On PostgreSQL, the run's events exported as a log the directory store
+// reads (`wizq export --format audit`), opened beside it.
 Classes FromWizq(const std::string& dir, bool hooks_are_tasks) {
   QueueOptions o;
   o.install_dir = fs::canonical(dir);
+  if (test::OnPgStore()) {
+    o.install_dir += "/exported";
+    fs::remove_all(o.install_dir);
+    fs::create_directories(o.install_dir + "/.wizard");
+    const WizqResult r =
+        test::RunWizq({"wizq", "export", "--format", "audit", "--dir", dir,
+                       "-o", o.install_dir + "/.wizard/audit.jsonl"});
+    EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
+  }
   o.mode = OpenMode::kReadOnly;
   std::unique_ptr<Queue> q;
-  EXPECT_TRUE(Queue::Open(o, &q, nullptr).ok());
+  const Status opened = Queue::Open(o, &q, nullptr);
+  EXPECT_TRUE(opened.ok()) << opened.ToString();
+  if (!opened.ok()) return {};
   const QueueState& s = q->state();
   std::map<int64_t, bool> alive = test::BarnumAlive(s, hooks_are_tasks);
   Classes out;

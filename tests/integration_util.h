@@ -324,17 +324,97 @@ inline std::vector<Json> ParseJsonLines(const std::string& text) {
   return out;
 }
 
+// True when this suite runs on the PostgreSQL store (tests/pg/cli_on_pg.cc
+// named one in WIZQ_STORE for this test case): a run's state is read through
+// the CLI, not from `.wizard/`.
+inline bool OnPgStore() {
+  const char* store = getenv("WIZQ_STORE");
+  return store != nullptr && *store != '\0';
+}
+
 // The lines of audit.jsonl, without the free space (blank lines) that a
-// live or killed run leaves after them (FORMAT.md).
+// live or killed run leaves after them (FORMAT.md). On PostgreSQL, the
+// run's events as `wizq export --format audit` writes them.
 inline std::vector<Json> ReadAudit(const std::string& dir) {
-  std::string text = ReadAll(dir + "/.wizard/audit.jsonl");
+  std::string path = dir + "/.wizard/audit.jsonl";
+  if (OnPgStore()) {
+    path = dir + "/.exported-audit.jsonl";
+    const WizqResult r = RunWizq(
+        {"wizq", "export", "--format", "audit", "--dir", dir, "-o", path});
+    EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
+  }
+  std::string text = ReadAll(path);
   const size_t last = text.find_last_not_of(std::string_view("\n\0", 2));
   text.resize(last == std::string::npos ? 0 : last + 1);
   return ParseJsonLines(text);
 }
 
+// queue.json; on PostgreSQL (which has none) `wizq status --json`, which
+// has the same "status" and "tasks" (id, type, inputs, state, attempts).
 inline Json ReadQueue(const std::string& dir) {
+  if (OnPgStore()) {
+    const WizqResult r = RunWizq({"wizq", "status", "--dir", dir, "--json"});
+    return ParseJsonOrNull(r.out);
+  }
   return ReadJsonFile(dir + "/.wizard/queue.json");
+}
+
+// Set by tests/pg/cli_on_pg.cc: empties the store of this test case.
+inline void (*g_empty_store)() = nullptr;
+
+// A case that starts over (a new directory, no run): `dir` emptied and, on
+// PostgreSQL, the case's database too.
+inline void StartOver(const std::string& dir) {
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  if (OnPgStore() && g_empty_store != nullptr) g_empty_store();
+}
+
+// The directory of a run's attempt files (stdout, stderr, ...): under
+// .wizard/, or with a store the run's local workspace (the only one in
+// `dir`; docs/FORMAT.md, "Folder layout").
+inline std::string TaskFilesDir(const std::string& dir) {
+  if (!OnPgStore()) return dir + "/.wizard/tasks";
+  std::error_code ec;
+  for (const auto& e :
+       std::filesystem::directory_iterator(dir + "/.wizq-local", ec)) {
+    if (e.is_directory()) return e.path().string() + "/tasks";
+  }
+  return dir + "/.wizq-local/(no run)";
+}
+
+// True once a run has started in `dir` (on PostgreSQL: in the store).
+inline bool HasRun(const std::string& dir) {
+  if (!OnPgStore()) return std::filesystem::exists(dir + "/.wizard/queue.json");
+  const WizqResult r = RunWizq({"wizq", "status", "--dir", dir, "--json"});
+  return r.exited && r.code == 0;
+}
+
+// Every file under `dir`, by relative path, with its bytes.
+inline std::map<std::string, std::string> Snapshot(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
+    if (e.is_regular_file()) {
+      out[e.path().string().substr(dir.size())] = ReadAll(e.path().string());
+    } else {
+      out[e.path().string().substr(dir.size())] = "<dir>";
+    }
+  }
+  return out;
+}
+
+// Everything a run has recorded, to compare before and after a command
+// that must change nothing: every file under .wizard/ byte for byte; on
+// PostgreSQL, every event of the run (the rows are their fold).
+inline std::map<std::string, std::string> RunState(const std::string& dir) {
+  if (!OnPgStore()) return Snapshot(dir + "/.wizard");
+  std::map<std::string, std::string> state;
+  const std::string path = dir + "/.state-audit.jsonl";
+  const WizqResult r = RunWizq(
+      {"wizq", "export", "--format", "audit", "--dir", dir, "-o", path});
+  state["export"] = r.exited && r.code == 0 ? ReadAll(path) : r.Describe();
+  return state;
 }
 
 // `wizq status --dir D --json`, parsed (null on failure, with a test

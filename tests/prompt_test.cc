@@ -64,7 +64,12 @@ TEST_F(PromptTest, OffATerminalPausesAfterEverythingElseRan) {
   EXPECT_TRUE(test::Contains(
       r.err, "run " + wf_ + " --dir " + dir_ + " --answer 2=yes  (or 2=no)"))
       << r.err;
-  EXPECT_TRUE(test::Contains(r.err, "answer --dir " + dir_ + " 2=yes"))
+  // On a store the run is named: the answer may come from another machine.
+  const std::string run_id =
+      test::OnPgStore()
+          ? " --run-id " + test::StatusJson(dir_)["run_id"].get<std::string>()
+          : "";
+  EXPECT_TRUE(test::Contains(r.err, "answer --dir " + dir_ + run_id + " 2=yes"))
       << r.err;
   const std::vector<Json> paused = test::Events(dir_, "run_paused");
   ASSERT_EQ(paused.size(), 1u);
@@ -124,11 +129,11 @@ TEST_F(PromptTest, AnswerByIdResumesAndFalseReachesTheNextStep) {
   EXPECT_EQ(answered[0]["answer"], false);
   EXPECT_EQ(answered[0]["source"], "flag");
   // A recorded "no" never becomes a "yes"; the same answer again is a no-op.
-  const auto before = test::Snapshot(dir_ + "/.wizard");
+  const auto before = test::RunState(dir_);
   WizqResult again = Run({"--answer", "2=yes"});
   EXPECT_TRUE(again.exited && again.code == 2) << again.Describe();
   EXPECT_TRUE(test::Contains(again.err, "already answered false")) << again.err;
-  EXPECT_EQ(test::Snapshot(dir_ + "/.wizard"), before);
+  EXPECT_EQ(test::RunState(dir_), before);
   again = Run({"--answer", "Ask=no"});
   EXPECT_TRUE(again.exited && again.code == 0) << again.Describe();
 }
@@ -161,7 +166,7 @@ TEST_F(PromptTest, BadAnswersAreExit2AndWriteNothing) {
       R"({"kind":"Ask","value":{"n":2}}])",
       test::kConfirmAsk);
   ASSERT_EQ(Run().code, 4);  // tasks 2 and 4 (Ask), 3 (Pick) wait
-  const auto before = test::Snapshot(dir_ + "/.wizard");
+  const auto before = test::RunState(dir_);
   const std::vector<std::vector<std::string>> bad = {
       {"2=maybe"},        // not a boolean
       {"2=[1]"},          // not a boolean
@@ -181,18 +186,18 @@ TEST_F(PromptTest, BadAnswersAreExit2AndWriteNothing) {
     }
     const WizqResult r = Run(flags);
     EXPECT_TRUE(r.exited && r.code == 2) << answers[0] << ": " << r.Describe();
-    EXPECT_EQ(test::Snapshot(dir_ + "/.wizard"), before) << answers[0];
+    EXPECT_EQ(test::RunState(dir_), before) << answers[0];
     const WizqResult a = Answer(answers);
     EXPECT_TRUE(a.exited && a.code == 2) << answers[0] << ": " << a.Describe();
-    EXPECT_EQ(test::Snapshot(dir_ + "/.wizard"), before) << answers[0];
+    EXPECT_EQ(test::RunState(dir_), before) << answers[0];
   }
   // Answered by `wizq answer`, then refused a second time.
   WizqResult a = Answer({"3=full", "2=true"});
   ASSERT_TRUE(a.exited && a.code == 0) << a.Describe();
-  const auto answered = test::Snapshot(dir_ + "/.wizard");
+  const auto answered = test::RunState(dir_);
   a = Answer({"3=minimal"});
   EXPECT_TRUE(a.exited && a.code == 2) << a.Describe();
-  EXPECT_EQ(test::Snapshot(dir_ + "/.wizard"), answered);
+  EXPECT_EQ(test::RunState(dir_), answered);
   // The last Ask is answered by step name (only one waits now).
   const WizqResult r = Run({"--answer", "Ask=no"});
   ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
@@ -212,9 +217,7 @@ TEST_F(PromptTest, WizqAnswerWhileARunIsLive) {
   // The gate is reached while the Work task still waits for `go`.
   ASSERT_TRUE(test::WaitFor(
       [&] {
-        if (!std::filesystem::exists(dir_ + "/.wizard/queue.json")) {
-          return false;
-        }
+        if (!test::HasRun(dir_)) return false;
         const Json st = test::StatusJson(dir_);
         if (!st.is_object()) return false;
         for (const Json& t : st["tasks"]) {

@@ -51,20 +51,6 @@ inline std::vector<Json> InstallLines(const std::string& dir) {
   return out;
 }
 
-// Every file under `dir`, by relative path, with its bytes.
-inline std::map<std::string, std::string> Snapshot(const std::string& dir) {
-  std::map<std::string, std::string> out;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
-    if (e.is_regular_file()) {
-      out[e.path().string().substr(dir.size())] = ReadAll(e.path().string());
-    } else {
-      out[e.path().string().substr(dir.size())] = "<dir>";
-    }
-  }
-  return out;
-}
-
 // The names of the audit events from index `from` on.
 inline std::vector<std::string> EventNames(const std::string& dir,
                                            size_t from = 0) {

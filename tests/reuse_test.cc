@@ -262,11 +262,11 @@ TEST_F(ReuseTest, FromIdRunsThatTaskAndItsSubtreeLive) {
 
 TEST_F(ReuseTest, FromAnUnknownStepIsExit2WithNothingTouched) {
   ASSERT_EQ(Run({}).code, 0);
-  const std::string log = test::ReadAll(dir_ + "/.wizard/audit.jsonl");
+  const auto state = test::RunState(dir_);
   const WizqResult r = Run({"--fresh", "--from", "Nope"});
   EXPECT_EQ(r.code, 2) << r.Describe();
   EXPECT_TRUE(test::Contains(r.err, "--from Nope")) << r.err;
-  EXPECT_EQ(test::ReadAll(dir_ + "/.wizard/audit.jsonl"), log);
+  EXPECT_EQ(test::RunState(dir_), state);
 }
 
 TEST_F(ReuseTest, NoReuseRunsEverythingLive) {
@@ -426,9 +426,11 @@ TEST_F(ReuseTest, DocumentedReuseFilesPatternSeesWhatTheScriptReads) {
 TEST_F(ReuseTest, KillNineInAReusingRunThenResume) {
   ASSERT_EQ(Run({}).code, 0);
   TakeLedger();
-  // The Leaves change (and take long): the rest is reused in the first
-  // commit, then the run is killed while the Leaves run.
-  Script("leaf.sh", "leaf", "sleep 30; echo '[]'");
+  // The Leaves change (they wait for `go`, at most 30 s): the rest is
+  // reused in the first commit, then the run is killed while they run.
+  Script("leaf.sh", "leaf",
+         "for i in $(seq 300); do [ -e \"$WIZQ_INSTALL_DIR/go\" ] && break; "
+         "sleep 0.1; done; echo '[]'");
   test::WizqProcess p({"wizq", "run", wf_dir_ + "/wf.json", "--dir", dir_,
                        "--input", R"({"items":[1,2,3],"tag":"t"})", "--fresh",
                        "--quiet"});
@@ -447,8 +449,10 @@ TEST_F(ReuseTest, KillNineInAReusingRunThenResume) {
   for (long pgid : test::AttemptGroups(dir_)) {
     kill(-static_cast<pid_t>(pgid), SIGKILL);
   }
-  Script("leaf.sh", "leaf", "echo '[]'");  // finish quickly now
-  const WizqResult r = Run({});            // resume, as a user would
+  // Finish quickly now; the script stays as it was (every worker of a
+  // run on a store must run the definition it started with).
+  test::WriteAll(dir_ + "/go", "");
+  const WizqResult r = Run({});  // resume, as a user would
   ASSERT_EQ(r.code, 0) << r.Describe();
   const std::map<std::string, int> ran = TakeLedger();
   EXPECT_EQ(ran.count("root") + ran.count("work") + ran.count("cfg"), 0u);
@@ -543,11 +547,11 @@ TEST_F(ReuseTest, RetryFailedRunsOnlyTheFailedTasksThenTheirChildren) {
   EXPECT_EQ(retried, 2);
   EXPECT_EQ(Finished()["status"], "completed");
   // A completed run: nothing to retry, nothing runs.
-  const std::string log = test::ReadAll(dir_ + "/.wizard/audit.jsonl");
+  const auto state = test::RunState(dir_);
   r = Run({"--retry-failed"});
   EXPECT_EQ(r.code, 0) << r.Describe();
   EXPECT_EQ(TakeLedger(), (std::map<std::string, int>{}));
-  EXPECT_EQ(test::ReadAll(dir_ + "/.wizard/audit.jsonl"), log);
+  EXPECT_EQ(test::RunState(dir_), state);
 }
 
 }  // namespace

@@ -60,9 +60,9 @@ std::string WithoutFreeSpace(const std::string& log) {
   return log.substr(0, last + 1) + "\n";
 }
 
-std::vector<long> AttemptGroups(const std::string& install_dir) {
-  const std::string tasks = install_dir + "/.wizard/tasks";
-  std::vector<long> pids;
+// The attempt files of `tasks` (a run's tasks/ directory): their groups.
+static void AttemptGroupsIn(const std::string& tasks, std::vector<long>* out) {
+  std::vector<long>& pids = *out;
   // "start <key> <attempt> <pid> ..." (tasks/exec/attempt_journal.h).
   std::istringstream journal(ReadAll(tasks + "/attempts.journal"));
   std::string line;
@@ -80,6 +80,17 @@ std::vector<long> AttemptGroups(const std::string& install_dir) {
     if (!e.is_directory()) continue;
     const long pid = std::atol(ReadAll((e.path() / "pgid").string()).c_str());
     if (pid > 1) pids.push_back(pid);
+  }
+}
+
+std::vector<long> AttemptGroups(const std::string& install_dir) {
+  std::vector<long> pids;
+  AttemptGroupsIn(install_dir + "/.wizard/tasks", &pids);
+  // With a store: each run's local workspace (docs/FORMAT.md).
+  std::error_code ec;
+  for (const auto& e :
+       std::filesystem::directory_iterator(install_dir + "/.wizq-local", ec)) {
+    if (e.is_directory()) AttemptGroupsIn((e.path() / "tasks").string(), &pids);
   }
   return pids;
 }

@@ -268,15 +268,16 @@ TEST_F(WizqCliTest, InstallDirUnderAFileExits3) {
                dir_.Join("file/install"), "--input", R"({"n":1})"});
   EXPECT_TRUE(r.exited && r.code == 3) << r.Describe();
   EXPECT_TRUE(Contains(r.err, dir_.Join("file"))) << r.err;
-  // .wizard itself a file.
+  // .wizard (with a store: .wizq-local, the local workspace) itself a file.
   const std::string inst = dir_.Join("install");
+  const std::string own = test::OnPgStore() ? "/.wizq-local" : "/.wizard";
   fs::create_directory(inst);
-  test::WriteAll(inst + "/.wizard", "x");
+  test::WriteAll(inst + own, "x");
   const WizqResult r2 = RunWizq({"wizq", "run", DataFile("basic.jsonc"),
                                  "--dir", inst, "--input", R"({"n":1})"});
   EXPECT_TRUE(r2.exited && r2.code == 3) << r2.Describe();
-  EXPECT_TRUE(Contains(r2.err, ".wizard")) << r2.err;
-  EXPECT_EQ(ReadAll(inst + "/.wizard"), "x");
+  EXPECT_TRUE(Contains(r2.err, own.substr(1))) << r2.err;
+  EXPECT_EQ(ReadAll(inst + own), "x");
   EXPECT_FALSE(fs::exists(dir_.Join("ledger"))) << "a task ran";
 }
 
@@ -397,16 +398,14 @@ TEST_F(WizqCliTest, CorruptAuditLineIsAnErrorNamingFileAndOffset) {
 TEST_F(WizqCliTest, CompletedRunIsNotRunAgainAndFreshStartsOver) {
   ASSERT_EQ(Run("basic.jsonc", R"({"n":2})").code, 0);
   const std::string ledger = ReadAll(dir_.Join("ledger"));
-  const std::string log = ReadAll(Wizard("audit.jsonl"));
-  const std::string queue = ReadAll(Wizard("queue.json"));
+  const auto state = test::RunState(dir_.path());
   ASSERT_EQ(test::LedgerFind(Ledger(), "start").size(), 3u);
 
   const WizqResult again = Run("basic.jsonc", R"({"n":2})");
   EXPECT_TRUE(again.exited && again.code == 0) << again.Describe();
   EXPECT_TRUE(Contains(again.err, "already finished")) << again.err;
   EXPECT_EQ(ReadAll(dir_.Join("ledger")), ledger) << "a task ran again";
-  EXPECT_EQ(ReadAll(Wizard("audit.jsonl")), log) << "the log was written";
-  EXPECT_EQ(ReadAll(Wizard("queue.json")), queue);
+  EXPECT_EQ(test::RunState(dir_.path()), state) << "the run was written";
 
   // --no-reuse: without it the unchanged tasks would be reused
   // (tests/reuse_test.cc).
@@ -415,15 +414,26 @@ TEST_F(WizqCliTest, CompletedRunIsNotRunAgainAndFreshStartsOver) {
   EXPECT_TRUE(fresh.exited && fresh.code == 0) << fresh.Describe();
   EXPECT_EQ(test::LedgerFind(Ledger(), "end").size(), 6u)
       << "--fresh did not run the tasks again";
+  EXPECT_EQ(test::StatusJson(dir_.path())["status"], "completed");
+  if (test::OnPgStore()) {  // the archived run is the store's
+    const WizqResult runs = RunWizq({"wizq", "runs", "--archived", "--json"});
+    const Json list = test::ParseJsonOrNull(runs.out);
+    ASSERT_TRUE(list.is_array() && list.size() == 2) << runs.Describe();
+    int archived = 0;
+    for (const Json& run : list) archived += run["archived"].get<bool>();
+    EXPECT_EQ(archived, 1) << list.dump();
+    return;
+  }
   ASSERT_TRUE(fs::is_directory(Wizard("archive")));
   std::vector<fs::path> archived;
   for (const auto& e : fs::directory_iterator(Wizard("archive"))) {
     archived.push_back(e.path());
   }
   ASSERT_EQ(archived.size(), 1u);
-  EXPECT_EQ(ReadAll((archived[0] / "audit.jsonl").string()), log);
-  EXPECT_EQ(ReadAll((archived[0] / "queue.json").string()), queue);
-  EXPECT_EQ(test::StatusJson(dir_.path())["status"], "completed");
+  EXPECT_EQ(ReadAll((archived[0] / "audit.jsonl").string()),
+            state.at("/audit.jsonl"));
+  EXPECT_EQ(ReadAll((archived[0] / "queue.json").string()),
+            state.at("/queue.json"));
 }
 
 // docs/FORMAT.md: a run set aside goes to archive/<UTC time>-<run id>/.
@@ -629,6 +639,7 @@ TEST_F(WizqCliTest, StatusAndLogShowTheRun) {
   }
   // No run in a directory: an error, not an empty report.
   ScratchDir empty;
+  test::StartOver(empty.path());  // with a store: the store emptied
   const WizqResult none = RunWizq({"wizq", "status", "--dir", empty.path()});
   EXPECT_TRUE(none.exited && none.code != 0) << none.Describe();
   EXPECT_FALSE(fs::exists(empty.path() + "/.wizard"));
@@ -674,11 +685,12 @@ TEST_F(WizqCliTest, TaskGetsItsInputEnvironmentAndFiles) {
     // Its files (tasks/exec/attempt_files.h): stdout and stderr; its stdin was
     // no file (lines[0] above is what it read).
     const std::string base =
-        inst + "/.wizard/tasks/1." + std::to_string(attempt);
+        test::TaskFilesDir(inst) + "/1." + std::to_string(attempt);
     EXPECT_EQ(ReadAll(base + ".stderr"), "to stderr\n");
   }
   EXPECT_EQ(keys[1], keys[2]) << "the idempotency key changed between attempts";
-  EXPECT_TRUE(Contains(ReadAll(inst + "/.wizard/tasks/1.2.stdout"), "Child"));
+  EXPECT_TRUE(
+      Contains(ReadAll(test::TaskFilesDir(inst) + "/1.2.stdout"), "Child"));
   const Json root = OneTask(st, "Root");
   EXPECT_EQ(root["attempts"], 2);
   EXPECT_EQ(test::ParseJsonOrNull(ReadAll(inst + "/child.stdin")),
@@ -716,7 +728,7 @@ TEST_F(WizqCliTest, DirDefaultsToTheWorkingDirectoryAndRunIdIsUsed) {
                                 "--input", R"({"n":1})", "--run-id", "my-run"},
                                {dir_.path(), {}});
   ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
-  EXPECT_TRUE(fs::exists(Wizard("queue.json")));
+  EXPECT_TRUE(test::HasRun(dir_.path()));
   const Json st = test::StatusJson(dir_.path());
   EXPECT_EQ(st["run_id"], "my-run");
   const WizqResult s = RunWizq({"wizq", "status"}, {dir_.path(), {}});
@@ -735,6 +747,7 @@ TEST_F(WizqCliTest, ConcurrencyLimitsAreHonoured) {
       {{}, 3, 1, 3}, {{"--jobs", "1"}, 1, 1, 1}, {{"--jobs", "8"}, 4, 1, 3}};
   for (const Case& c : cases) {
     ScratchDir dir;
+    test::StartOver(dir.path());  // with a store: a new run each
     std::vector<std::string> args = {
         "wizq", "run", DataFile("concurrency.jsonc"), "--dir", dir.path()};
     args.insert(args.end(), c.args.begin(), c.args.end());
@@ -770,6 +783,7 @@ TEST_F(WizqCliTest, SigtermStopsTasksAndPutsThemBack) {
   const test::SpawnOptions slow{"", {{"NAP_FLOOR_MS", "400"}}};
   for (int sig : {SIGTERM, SIGINT}) {
     ScratchDir dir;
+    test::StartOver(dir.path());  // with a store: a new run each
     SCOPED_TRACE(sig == SIGTERM ? "SIGTERM" : "SIGINT");
     const std::vector<std::string> cmd = {
         "wizq",    "run",       DataFile("basic.jsonc"), "--dir", dir.path(),

@@ -1,0 +1,78 @@
+// Runs a CLI suite (tests/*_test.cc that drive the real binary) on the
+// PostgreSQL store: linked into each suite of the both-stores list
+// (tests/pg/pg_tests.cmake, WIZQ_BOTH_STORES), it does nothing unless the
+// environment has WIZQ_TEST_STORE=postgresql. Then the binary's one
+// throwaway cluster (tests/pg/pg_test_util.h) is started by the first test
+// case, and each case gets a database of its own, named in WIZQ_STORE for
+// every `wizq` the case starts and dropped when it ends. The suites' own
+// helpers read a run through the CLI on this store (tests/integration_util.h,
+// OnPgStore()).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "tests/integration_util.h"
+#include "tests/pg/pg_test_util.h"
+
+namespace wizq::test {
+namespace {
+
+class DatabasePerCase : public ::testing::EmptyTestEventListener {
+ public:
+  void OnTestStart(const ::testing::TestInfo&) override {
+    Status started;
+    PgCluster& cluster = SharedPgCluster(&started);
+    if (!started.ok()) Die("the cluster did not start", started);
+    if (admin_ == nullptr) {
+      const Status s = cluster.Connect(&admin_);
+      if (!s.ok()) Die("cannot connect to the cluster", s);
+    }
+    db_ = "case" + std::to_string(++cases_);
+    const Status s = admin_->Exec("CREATE DATABASE " + db_);
+    if (!s.ok()) Die("CREATE DATABASE failed", s);
+    setenv("WIZQ_STORE", cluster.Location("wizq", db_).c_str(), 1);
+    current_ = this;
+    g_empty_store = [] { current_->Empty(); };
+  }
+
+  void OnTestEnd(const ::testing::TestInfo&) override {
+    unsetenv("WIZQ_STORE");
+    g_empty_store = nullptr;
+    Drop();
+  }
+
+ private:
+  // A worker the case left behind holds a session: FORCE ends it.
+  void Drop() {
+    const Status s = admin_->Exec("DROP DATABASE " + db_ + " WITH (FORCE)");
+    if (!s.ok()) std::fprintf(stderr, "[cli_on_pg] %s\n", s.ToString().c_str());
+  }
+  void Empty() {
+    Drop();
+    const Status s = admin_->Exec("CREATE DATABASE " + db_);
+    if (!s.ok()) Die("CREATE DATABASE failed", s);
+  }
+
+  static void Die(const char* what, const Status& s) {
+    std::fprintf(stderr, "[cli_on_pg] %s: %s\n", what, s.ToString().c_str());
+    std::exit(1);
+  }
+
+  static inline DatabasePerCase* current_ = nullptr;
+  std::unique_ptr<PgConn> admin_;
+  std::string db_;
+  int cases_ = 0;
+};
+
+[[maybe_unused]] const bool kRegistered = [] {
+  const char* store = getenv("WIZQ_TEST_STORE");
+  if (store == nullptr || std::string(store) != "postgresql") return false;
+  ::testing::UnitTest::GetInstance()->listeners().Append(new DatabasePerCase);
+  return true;
+}();
+
+}  // namespace
+}  // namespace wizq::test
