@@ -317,7 +317,7 @@ int MostHeld(const std::vector<Json>& audit) {
 // the journal's start lines (tasks/exec/attempt_journal.h).
 std::map<std::string, int64_t> JournalStarts(const std::string& dir) {
   std::map<std::string, int64_t> out;
-  std::istringstream in(ReadAll(dir + "/.wizard/tasks/attempts.journal"));
+  std::istringstream in(ReadAll(test::TaskFilesDir(dir) + "/attempts.journal"));
   std::string kind, key, attempt, pid, ticks, boot;
   int64_t ms = 0;
   for (std::string line; std::getline(in, line);) {
@@ -404,7 +404,7 @@ TEST_F(ProgressCliTest, QuietRunListsItsFailures) {
   ASSERT_TRUE(r.exited && r.code == 1) << r.Describe();
   EXPECT_FALSE(Contains(r.err, "started run")) << r.err;
   EXPECT_FALSE(Contains(r.err, "Item started")) << r.err;
-  const std::string file = dir_.path() + "/.wizard/tasks/2.1.stderr";
+  const std::string file = test::TaskFilesDir(dir_.path()) + "/2.1.stderr";
   for (const std::string& part :
        {std::string("1 task(s) FAILED:"),
         std::string("task 2 Bad [c.txt]: exit_code: exit code 3"),
@@ -430,6 +430,7 @@ TEST_F(ProgressCliTest, HaltNowAndSoon) {
   for (const std::string when : {"now", "soon"}) {
     SCOPED_TRACE(when);
     ScratchDir dir;
+    test::StartOver(dir.path());  // with a store: a new run each
     const std::vector<std::string> cmd = {
         "wizq", "run", Workflow("fail.jsonc"), "--dir", dir.path(), "-j", "2"};
     std::vector<std::string> halt = cmd;
@@ -465,13 +466,15 @@ TEST_F(ProgressCliTest, FailedIsRedUnlessNoColor) {
   for (const std::string no_color : {"", "1"}) {
     SCOPED_TRACE("NO_COLOR=" + no_color);
     ScratchDir dir;
+    test::StartOver(dir.path());  // with a store: a new run each
     Tmux tmux(80, Command("fail.jsonc", "NAP=0 NO_COLOR=" + no_color, "",
                           dir.path()));
     ASSERT_TRUE(tmux.ok());
     ASSERT_TRUE(test::WaitFor([&] { return tmux.DeadStatus() >= 0; },
                               test::seconds(20)));
     const std::string screen = tmux.Escaped();
-    ASSERT_TRUE(Contains(screen, "FAILED")) << screen;
+    // "run failed:" (the list above it, "FAILED:", may have scrolled off).
+    ASSERT_TRUE(Contains(screen, "failed")) << screen;
     EXPECT_EQ(Contains(screen, "\033[31m"), no_color.empty()) << screen;
   }
 }

@@ -25,6 +25,11 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
+// WIZQ_STORE for `wizq mcp` when the test runs on the PostgreSQL store.
+function storeEnv() {
+  return process.env.WIZQ_STORE ? { env: { ...process.env } } : {};
+}
+
 const [wizq, which] = process.argv.slice(2);
 assert.ok(wizq && which, 'usage: node sdk_agent_test.mjs WIZQ CASE');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wizq-mcp-agent-'));
@@ -62,6 +67,9 @@ async function connect(name) {
     command: wizq,
     args: ['mcp', '--dir', path.join(dir, 'run')],
     stderr: 'pipe',
+    // On a store (tests/pg/with_cluster.cc): the SDK passes a child only
+    // a few variables of its own.
+    ...storeEnv(),
   });
   transport.stderr?.on('data', (d) => process.stderr.write(d));
   const client = new Client({ name, version: '1.0.0' }, { capabilities: {} });
@@ -91,9 +99,17 @@ function status() {
   return JSON.parse(r.stdout);
 }
 
+// The run's events: .wizard/audit.jsonl, or on a store as `wizq export
+// --format audit` writes them.
 function audit(event) {
-  return fs.readFileSync(path.join(dir, 'run', '.wizard', 'audit.jsonl'),
-    'utf8').split('\n').filter((l) => l.trim())
+  let file = path.join(dir, 'run', '.wizard', 'audit.jsonl');
+  if (process.env.WIZQ_STORE) {
+    file = path.join(dir, 'exported.jsonl');
+    const r = spawnSync(wizq, ['export', '--format', 'audit', '--dir',
+      path.join(dir, 'run'), '-o', file], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+  }
+  return fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.trim())
     .map((l) => JSON.parse(l)).filter((e) => e.event === event);
 }
 

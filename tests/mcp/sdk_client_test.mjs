@@ -17,6 +17,11 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
+// WIZQ_STORE for `wizq mcp` when the test runs on the PostgreSQL store.
+function storeEnv() {
+  return process.env.WIZQ_STORE ? { env: { ...process.env } } : {};
+}
+
 const [wizq, workflow] = process.argv.slice(2);
 assert.ok(wizq && workflow, 'usage: node sdk_client_test.mjs WIZQ WORKFLOW');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wizq-mcp-sdk-'));
@@ -77,6 +82,9 @@ async function main() {
     command: wizq,
     args: ['mcp', '--dir', dir],
     stderr: 'pipe',
+    // On a store (tests/pg/with_cluster.cc): the SDK passes a child only
+    // a few variables of its own.
+    ...storeEnv(),
   });
   transport.stderr?.on('data', (d) => process.stderr.write(d));
   const client = new Client({ name: 'wizq-sdk-test', version: '1.0.0' },

@@ -41,7 +41,22 @@ class DatabasePerCase : public ::testing::EmptyTestEventListener {
   void OnTestEnd(const ::testing::TestInfo&) override {
     unsetenv("WIZQ_STORE");
     g_empty_store = nullptr;
+    stored_ += HoldsARun();
     Drop();
+  }
+
+  // A suite whose cases never reached the store ran on the directory
+  // store: a pass that proves nothing about PostgreSQL.
+  void OnTestProgramEnd(const ::testing::UnitTest& unit) override {
+    std::fprintf(stderr,
+                 "[cli_on_pg] %d of %d cases wrote a run to the store\n",
+                 stored_, cases_);
+    if (stored_ == 0 && unit.test_to_run_count() > 0) {
+      std::fprintf(stderr,
+                   "[cli_on_pg] no case reached PostgreSQL: WIZQ_STORE did not "
+                   "reach wizq\n");
+      std::exit(1);
+    }
   }
 
  private:
@@ -49,6 +64,18 @@ class DatabasePerCase : public ::testing::EmptyTestEventListener {
   void Drop() {
     const Status s = admin_->Exec("DROP DATABASE " + db_ + " WITH (FORCE)");
     if (!s.ok()) std::fprintf(stderr, "[cli_on_pg] %s\n", s.ToString().c_str());
+  }
+  // Whether the case's database has wizq's schema (a command opened a run).
+  bool HoldsARun() {
+    Status started;
+    std::unique_ptr<PgConn> c;
+    Status s = PgConn::Open(SharedPgCluster(&started).Location("wizq", db_),
+                            PgConnOptions(), &c);
+    PgResult r;
+    if (s.ok()) {
+      s = c->Exec("SELECT 1 FROM pg_namespace WHERE nspname = 'wizq'", {}, &r);
+    }
+    return s.ok() && r.rows() == 1;
   }
   void Empty() {
     Drop();
@@ -65,6 +92,7 @@ class DatabasePerCase : public ::testing::EmptyTestEventListener {
   std::unique_ptr<PgConn> admin_;
   std::string db_;
   int cases_ = 0;
+  int stored_ = 0;  // cases whose database held a run at their end
 };
 
 [[maybe_unused]] const bool kRegistered = [] {

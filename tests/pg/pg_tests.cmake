@@ -55,3 +55,8 @@ foreach(name ${WIZQ_BOTH_STORES})
   set_tests_properties(${name}_pg PROPERTIES TIMEOUT 900
     ENVIRONMENT "WIZQ_BUILD_DIR=${CMAKE_BINARY_DIR};WIZQ_TEST_STORE=postgresql")
 endforeach()
+
+# with_pg_cluster COMMAND...: a test that is not a gtest binary (the MCP SDK
+# client's, CMakeLists.txt) run on a throwaway cluster of its own.
+add_executable(with_pg_cluster tests/pg/with_cluster.cc)
+target_link_libraries(with_pg_cluster PRIVATE wizq_pg_cluster wizq)

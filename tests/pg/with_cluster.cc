@@ -1,0 +1,91 @@
+// with_pg_cluster COMMAND ARGS...: runs a test that is not a gtest binary
+// (the MCP SDK client tests, tests/mcp/*.mjs) on the PostgreSQL store. It
+// starts a throwaway cluster (tests/pg/pg_cluster.h: initdb into a temp
+// dir, its Unix socket there), creates a database, runs COMMAND with
+// WIZQ_STORE naming it, then stops and removes the cluster, also when
+// COMMAND fails or is killed by a signal; its exit status is COMMAND's
+// (128 + the signal's number for a signal).
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "tests/pg/pg_cluster.h"
+
+namespace {
+
+using wizq::Status;
+using wizq::test::PgCluster;
+using wizq::test::PgClusterOptions;
+
+int Fail(const char* what, const Status& s) {
+  std::fprintf(stderr, "with_pg_cluster: %s: %s\n", what, s.ToString().c_str());
+  return 1;
+}
+
+// Runs argv to its end; its exit status as a shell reports it.
+int RunChild(char** argv) {
+  const pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    execvp(argv[0], argv);
+    std::perror(argv[0]);
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+// Whether the database at `location` has wizq's schema.
+bool HoldsARun(const std::string& location) {
+  std::unique_ptr<wizq::PgConn> c;
+  wizq::PgResult r;
+  Status s = wizq::PgConn::Open(location, wizq::PgConnOptions(), &c);
+  if (s.ok()) {
+    s = c->Exec("SELECT 1 FROM pg_namespace WHERE nspname = 'wizq'", {}, &r);
+  }
+  return s.ok() && r.rows() == 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: with_pg_cluster COMMAND [ARGS...]\n");
+    return 2;
+  }
+  PgClusterOptions o;
+  o.template_dir = wizq::test::PgTemplateDir();
+  PgCluster cluster(o);
+  Status s = cluster.Start();
+  if (!s.ok()) return Fail("the cluster did not start", s);
+  int code = 1;
+  {
+    std::unique_ptr<wizq::PgConn> admin;
+    s = cluster.Connect(&admin);
+    if (s.ok()) s = admin->Exec("CREATE DATABASE run_here");
+  }
+  if (s.ok()) {
+    const std::string location = cluster.Location("wizq", "run_here");
+    setenv("WIZQ_STORE", location.c_str(), 1);
+    code = RunChild(argv + 1);
+    // A command that passed without reaching the store proves nothing
+    // about it.
+    if (code == 0 && !HoldsARun(location)) {
+      std::fprintf(stderr, "with_pg_cluster: no run reached PostgreSQL\n");
+      code = 1;
+    }
+  } else {
+    Fail("CREATE DATABASE failed", s);
+  }
+  s = cluster.Stop();
+  if (!s.ok()) Fail("stopping the cluster", s);
+  return code;
+}
