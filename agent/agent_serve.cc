@@ -2,6 +2,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,7 +33,16 @@ struct Job {
   std::string lease;
   int64_t lease_ms = 60000;
   int64_t next_heartbeat_ms = 0;  // wall clock
+  // With a store: CLOCK_MONOTONIC ms past which the lease may have lapsed
+  // (its last renewal began at most lease_ms before; less a fifth).
+  int64_t deadline_mono_ms = 0;
 };
+
+int64_t MonoMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
+}
 
 // `exec` the argv: the shell is replaced by COMMAND (no shell semantics),
 // while CommandRunner still gives it its own group, lock and files.
@@ -61,8 +71,12 @@ class Server {
   }
   // Takes one task and starts its COMMAND; false when none was taken.
   bool TakeOne(double wait_seconds, std::string* error, int* code);
-  Status Start(const std::string& payload);
+  Status Start(const std::string& payload, int64_t asked_mono_ms);
   void Heartbeats();
+  // On a store, another machine's agent may be given a task once its lease
+  // lapsed: the spawner ends every COMMAND at the earliest job's local
+  // deadline, even once this process is killed (SPEC §14).
+  void SetLocalDeadline();
   void Finish(uint64_t token, const CommandResult& r);
 
   const ServeOptions& o_;
@@ -75,7 +89,17 @@ class Server {
   int run_code_ = kExitCompleted;
 };
 
-Status Server::Start(const std::string& payload) {
+void Server::SetLocalDeadline() {
+  if (o_.place.store.empty()) return;  // a lapse is seen on this machine
+  int64_t first = 0;
+  for (const auto& [token, job] : jobs_) {
+    if (first == 0 || job.deadline_mono_ms < first)
+      first = job.deadline_mono_ms;
+  }
+  runner_.set_local_deadline(first);
+}
+
+Status Server::Start(const std::string& payload, int64_t asked_mono_ms) {
   const Json p = Json::parse(payload);
   Job job;
   job.task_id = p["task_id"].get<int64_t>();
@@ -83,6 +107,7 @@ Status Server::Start(const std::string& payload) {
   job.lease_ms = std::max<int64_t>(
       1, std::llround(p["lease_seconds"].get<double>() * 1000));
   job.next_heartbeat_ms = NowMs() + job.lease_ms / 3;
+  job.deadline_mono_ms = asked_mono_ms + job.lease_ms - job.lease_ms / 5;
   const int attempt = p["attempt"].get<int>();
   CommandSpec spec;
   spec.script = ExecScript(o_.command);
@@ -100,11 +125,17 @@ Status Server::Start(const std::string& payload) {
     spec.timeout_seconds = p["timeout_seconds"].get<double>();
   }
   const uint64_t token = static_cast<uint64_t>(job.task_id);
-  WIZQ_RETURN_IF_ERROR(runner_.Start(spec, token));
+  jobs_[token] = job;
+  SetLocalDeadline();  // before the COMMAND starts
+  const Status started = runner_.Start(spec, token);
+  if (!started.ok()) {
+    jobs_.erase(token);
+    SetLocalDeadline();
+    return started;
+  }
   Note("task " + std::to_string(job.task_id) + " (" +
        p["task"]["kind"].get<std::string>() + ") attempt " +
        std::to_string(attempt) + ": started");
-  jobs_[token] = job;
   return Status::OK();
 }
 
@@ -113,6 +144,7 @@ bool Server::TakeOne(double wait_seconds, std::string* error, int* code) {
   req.steps = o_.steps;
   req.wait_seconds = wait_seconds;
   req.agent = o_.agent;
+  const int64_t asked = MonoMs();  // the lease starts no earlier
   const AgentReply r = service_->Take(req);
   if (r.exit_code == kExitNothingToTake) {
     const Json j = Json::parse(r.json, nullptr, false);
@@ -135,7 +167,7 @@ bool Server::TakeOne(double wait_seconds, std::string* error, int* code) {
     *code = kExitEnvironment;
     return false;
   }
-  Status s = Start(r.json);
+  Status s = Start(r.json, asked);
   if (!s.ok()) {
     *error = s.message();
     *code = kExitEnvironment;
@@ -147,11 +179,16 @@ void Server::Heartbeats() {
   const int64_t now = NowMs();
   for (auto& [token, job] : jobs_) {
     if (job.next_heartbeat_ms > now) continue;
+    const int64_t asked = MonoMs();
     const AgentReply r = service_->Heartbeat(job.task_id, job.lease);
     job.next_heartbeat_ms = now + job.lease_ms / 3;
-    if (r.exit_code != kExitCompleted)
+    if (r.exit_code == kExitCompleted) {
+      job.deadline_mono_ms = asked + job.lease_ms - job.lease_ms / 5;
+    } else {
       Note("task " + std::to_string(job.task_id) + ": " + r.message);
+    }
   }
+  SetLocalDeadline();
 }
 
 void Server::Finish(uint64_t token, const CommandResult& r) {
@@ -159,6 +196,7 @@ void Server::Finish(uint64_t token, const CommandResult& r) {
   if (it == jobs_.end()) return;
   const Job job = it->second;
   jobs_.erase(it);
+  SetLocalDeadline();
   AgentReply reply;
   if (r.outcome == CommandResult::Outcome::kExited && r.exit_code == 0 &&
       !r.stdout_truncated) {

@@ -1,5 +1,6 @@
 // Issue 23's kill -9 check on the PostgreSQL store: three `wizq run`
-// workers on one run, each in a directory of its own (its own local
+// workers and two `wizq agent serve` agents (Pool tasks) on one run, each
+// in a directory of its own (its own local
 // workspace, so to each other they are other hosts), killed -9 at random
 // for a while and started again, then left to finish. Two kinds of kill:
 // wizq alone (its attempts live on as orphans: the restarted worker adopts
@@ -41,29 +42,60 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
 
-constexpr int kTasks = 60;
+constexpr int kTasks = 60;    // Work: Command tasks of the workers
+constexpr int kReviews = 12;  // Review: Pool tasks of the agents
 
-// Root spawns kTasks Work tasks (retried up to 10 times: power cuts charge
-// attempts). Work holds an flock on locks/<id> while it runs: 0.4 s, and
-// every fifth one 3 s, longer than the 2 s lease.
+// Root spawns kTasks Work tasks and kReviews Review tasks (retried up to
+// 10 times: power cuts charge attempts). Work holds an flock on
+// locks/<id> while it runs: 0.4 s, and every fifth one 3 s, longer than
+// the 2 s lease; so does agent.sh, an agent `wizq agent serve` runs for a
+// Review (every fourth one 3 s, its step's lease 2 s).
 constexpr char kWorkflow[] = R"({
   "entrypoint": "Root",
   "options": { "max_retries": 10, "max_concurrency": 2 },
   "steps": [
     { "name": "Root",
-      "action": { "kind": "Command", "script": "jq -nc '[range(60) | {kind: \"Work\", value: {i: .}}]'" },
-      "next": ["Work"] },
+      "action": { "kind": "Command", "script": "jq -nc '[range(60) | {kind: \"Work\", value: {i: .}}] + [range(12) | {kind: \"Review\", value: {r: .}}]'" },
+      "next": ["Work", "Review"] },
+    { "name": "Review",
+      "action": { "kind": "Pool", "instructions": "Review it." },
+      "options": { "lease": 2 },
+      "next": [] },
     { "name": "Work",
       "action": { "kind": "Command", "script": "exec 9>>\"$LEDGER.locks/$WIZQ_TASK_ID\"; if ! flock -n 9; then echo \"overlap $WIZQ_TASK_ID $WIZQ_ATTEMPT\" >> \"$LEDGER\"; flock 9; fi; echo \"start $WIZQ_TASK_ID $WIZQ_ATTEMPT\" >> \"$LEDGER\"; if [ $(( $(jq .value.i) % 5 )) = 0 ]; then sleep 3; else sleep 0.4; fi; echo \"end $WIZQ_TASK_ID $WIZQ_ATTEMPT\" >> \"$LEDGER\"; echo '[]'" },
       "next": [] }
   ]
 })";
 
-// The processes whose environment says WIZQ_INSTALL_DIR=dir: the task
-// trees a worker in `dir` started.
-std::set<pid_t> TaskProcessesOf(const std::string& dir) {
+// One Review (3 s of agent.sh) under a 2 s lease.
+constexpr char kOneReview[] = R"({
+  "entrypoint": "Root",
+  "options": { "max_retries": 2 },
+  "steps": [
+    { "name": "Root",
+      "action": { "kind": "Command", "script": "echo '[{\"kind\": \"Review\", \"value\": {\"r\": 0}}]'" },
+      "next": ["Review"] },
+    { "name": "Review",
+      "action": { "kind": "Pool", "instructions": "Review it." },
+      "options": { "lease": 2 },
+      "next": [] }
+  ]
+})";
+
+// The agent `serve` runs: the same ledger as Work's.
+constexpr char kAgent[] = R"(#!/bin/sh
+exec 9>>"$LEDGER.locks/$WIZQ_TASK_ID"
+if ! flock -n 9; then echo "overlap $WIZQ_TASK_ID $WIZQ_ATTEMPT" >> "$LEDGER"; flock 9; fi
+echo "start $WIZQ_TASK_ID $WIZQ_ATTEMPT" >> "$LEDGER"
+if [ $(( $(jq .task.value.r) % 4 )) = 0 ]; then sleep 3; else sleep 0.4; fi
+echo "end $WIZQ_TASK_ID $WIZQ_ATTEMPT" >> "$LEDGER"
+echo '[]'
+)";
+
+// The processes whose environment holds `want` (MACHINE=<name>): what a
+// machine's worker or agent started.
+std::set<pid_t> TaskProcessesOf(const std::string& want) {
   std::set<pid_t> out;
-  const std::string want = "WIZQ_INSTALL_DIR=" + dir;
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -116,6 +148,8 @@ class PgKillTest : public PgTest {
     ledger_ = root_ + "/ledger";
     fs::create_directories(ledger_ + ".locks");
     std::ofstream(root_ + "/wf.json") << kWorkflow;
+    std::ofstream(root_ + "/agent.sh") << kAgent;
+    fs::permissions(root_ + "/agent.sh", fs::perms::owner_all);
   }
   void TearDown() override {
     std::error_code ec;
@@ -132,16 +166,22 @@ class PgKillTest : public PgTest {
     args.insert(args.end(), {"--run-id", "kill", "--schema", schema_});
     return WizqProcess(args, Env()).Wait();
   }
+  // A worker (machine "m...") or an agent serving Review ("a...").
   std::unique_ptr<WizqProcess> Start(const std::string& machine) {
     const std::string dir = root_ + "/" + machine;
     fs::create_directories(dir);
     SpawnOptions o = Env();
+    o.env.push_back({"MACHINE", machine});
     o.new_session = true;
-    return std::make_unique<WizqProcess>(
-        std::vector<std::string>{"wizq", "run", root_ + "/wf.json", "--dir",
-                                 dir, "--run-id", "kill", "--lease", "2",
-                                 "--quiet", "--schema", schema_},
-        o);
+    std::vector<std::string> args = {"wizq",    "run", root_ + "/wf.json",
+                                     "--lease", "2",   "--quiet"};
+    if (machine[0] == 'a') {
+      args = {"wizq", "agent", "serve", "--agent", machine};
+    }
+    args.insert(args.end(),
+                {"--dir", dir, "--run-id", "kill", "--schema", schema_});
+    if (machine[0] == 'a') args.insert(args.end(), {"--", root_ + "/agent.sh"});
+    return std::make_unique<WizqProcess>(args, o);
   }
   // A power cut of `machine`: wizq, its spawner and its task trees.
   // Stopped first, so that nothing starts another tree meanwhile; the
@@ -155,8 +195,9 @@ class PgKillTest : public PgTest {
     }
     for (pid_t p : spawners) kill(p, SIGKILL);
     w->Kill(SIGKILL);
-    for (pid_t p : TaskProcessesOf(root_ + "/" + machine)) {
-      kill(-getpgid(p), SIGKILL);
+    for (pid_t p : TaskProcessesOf("MACHINE=" + machine)) {
+      const pid_t group = getpgid(p);
+      if (group > 1) kill(-group, SIGKILL);
       kill(p, SIGKILL);
     }
   }
@@ -167,35 +208,38 @@ class PgKillTest : public PgTest {
 TEST_F(PgKillTest, WorkersKilledAtRandomLoseDuplicateAndOverlapNothing) {
   const char* env = getenv("WIZQ_PG_KILL_SECONDS");
   const int seconds = env != nullptr ? atoi(env) : 20;
-  const std::vector<std::string> machines = {"m1", "m2", "m3"};
+  // Three workers' machines and two agents' (each `agent serve`).
+  const std::vector<std::string> machines = {"m1", "m2", "m3", "a1", "a2"};
+  const size_t n = machines.size();
   std::vector<std::unique_ptr<WizqProcess>> w;
   for (const std::string& m : machines) w.push_back(Start(m));
   std::mt19937 rng(std::random_device{}());
   auto pick = [&](int lo, int hi) {
     return std::uniform_int_distribution<int>(lo, hi)(rng);
   };
-  int orchestrator_kills = 0, power_cuts = 0;
+  std::map<std::string, int> kills;  // by kind
   // A killed machine comes back after 0-300 ms, or (one kill in four)
   // after 2.5-3.5 s, longer than the lease: its claims lapse meanwhile.
-  std::vector<Clock::time_point> back(3, Clock::time_point::max());
+  std::vector<Clock::time_point> back(n, Clock::time_point::max());
   bool finished = false;
   const auto until = Clock::now() + std::chrono::seconds(seconds);
   while (Clock::now() < until && !finished) {
     std::this_thread::sleep_for(std::chrono::milliseconds(pick(200, 700)));
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < n; i++) {
       if (w[i] == nullptr && Clock::now() >= back[i]) w[i] = Start(machines[i]);
       if (w[i] != nullptr && w[i]->Poll() && w[i]->Wait().code == 0) {
         finished = true;  // the run is done
       }
     }
-    const size_t i = static_cast<size_t>(pick(0, 2));
+    const size_t i = static_cast<size_t>(pick(0, static_cast<int>(n) - 1));
     if (finished || w[i] == nullptr || w[i]->Poll()) continue;
+    const std::string who = machines[i][0] == 'a' ? "agent_" : "worker_";
     if (pick(0, 2) == 0) {
       PowerCut(machines[i], w[i].get());
-      power_cuts++;
+      kills[who + "power_cuts"]++;
     } else {
       w[i]->Kill(SIGKILL);
-      orchestrator_kills++;
+      kills[who + "kills"]++;
     }
     w[i]->Wait();
     w[i].reset();
@@ -203,10 +247,10 @@ TEST_F(PgKillTest, WorkersKilledAtRandomLoseDuplicateAndOverlapNothing) {
                                                            ? pick(2500, 3500)
                                                            : pick(0, 300));
   }
-  for (size_t i = 0; i < 3; i++) {
+  for (size_t i = 0; i < n; i++) {
     if (w[i] == nullptr) w[i] = Start(machines[i]);
   }
-  // Left alone, the run ends; every worker exits 0.
+  // Left alone, the run ends; every worker and agent exits 0.
   for (auto& p : w) {
     const WizqResult& r = p->Wait();
     EXPECT_EQ(r.code, 0) << r.Describe();
@@ -228,9 +272,10 @@ TEST_F(PgKillTest, WorkersKilledAtRandomLoseDuplicateAndOverlapNothing) {
   for (const Json& t : status["tasks"]) {
     completed_attempt[t.value("id", int64_t{0})] = t.value("attempts", 0);
   }
-  EXPECT_EQ(completed_attempt.size(), static_cast<size_t>(kTasks + 1));
+  EXPECT_EQ(completed_attempt.size(),
+            static_cast<size_t>(kTasks + kReviews + 1));
   int lost = 0, duplicated = 0, overlapped = 0, extra_runs = 0;
-  for (int64_t id = 1; id <= kTasks + 1; id++) {
+  for (int64_t id = 1; id <= kTasks + kReviews + 1; id++) {
     if (completions[id] == 0) lost++;
     if (completions[id] > 1) duplicated++;
   }
@@ -257,16 +302,46 @@ TEST_F(PgKillTest, WorkersKilledAtRandomLoseDuplicateAndOverlapNothing) {
   for (const auto& [id, attempts] : started) {
     extra_runs += static_cast<int>(attempts.size()) - 1;
   }
-  EXPECT_EQ(started.size(), static_cast<size_t>(kTasks));
+  EXPECT_EQ(started.size(), static_cast<size_t>(kTasks + kReviews));
   std::printf(
-      "PG-KILL seconds=%d orchestrator_kills=%d power_cuts=%d lost=%d "
-      "duplicated=%d overlapped=%d extra_runs=%d\n",
-      seconds, orchestrator_kills, power_cuts, lost, duplicated, overlapped,
-      extra_runs);
-  EXPECT_GT(orchestrator_kills + power_cuts, 0);
+      "PG-KILL seconds=%d worker_kills=%d worker_power_cuts=%d "
+      "agent_kills=%d agent_power_cuts=%d lost=%d duplicated=%d "
+      "overlapped=%d extra_runs=%d\n",
+      seconds, kills["worker_kills"], kills["worker_power_cuts"],
+      kills["agent_kills"], kills["agent_power_cuts"], lost, duplicated,
+      overlapped, extra_runs);
+  EXPECT_GT(kills["worker_kills"] + kills["worker_power_cuts"], 0);
+  EXPECT_GT(kills["agent_kills"] + kills["agent_power_cuts"], 0);
   EXPECT_EQ(lost, 0);
   EXPECT_EQ(duplicated, 0);
   EXPECT_EQ(overlapped, 0);
+}
+
+// An agent's machine whose `serve` dies alone (kill -9) leaves its COMMAND
+// running; once the lease lapsed, an agent on another machine is given the
+// task. The dead serve's spawner ends the COMMAND at the local deadline
+// (last renewal + lease - lease/5), before the lease lapses: the two
+// attempts never run at once (without Server::SetLocalDeadline, the first
+// runs on for about a second beside the second: `overlap`).
+TEST_F(PgKillTest, AnAgentWhoseServeDiedEndsBeforeAnotherMachineTakesItsTask) {
+  std::ofstream(root_ + "/wf.json") << kOneReview;
+  std::unique_ptr<WizqProcess> worker = Start("m1");
+  std::unique_ptr<WizqProcess> first = Start("a1");
+  ASSERT_TRUE(WaitFor(
+      [&] { return ReadAll(ledger_).find("start 2 1") != std::string::npos; },
+      std::chrono::seconds(30)))
+      << ReadAll(ledger_);
+  first->Kill(SIGKILL);  // serve alone: its COMMAND lives on
+  first->Wait();
+  std::unique_ptr<WizqProcess> second = Start("a2");
+  EXPECT_EQ(second->Wait().code, 0) << second->result().Describe();
+  EXPECT_EQ(worker->Wait().code, 0) << worker->result().Describe();
+  const std::string ledger = ReadAll(ledger_);
+  EXPECT_EQ(ledger.find("overlap"), std::string::npos) << ledger;
+  EXPECT_EQ(ledger.find("end 2 1"), std::string::npos)
+      << "the dead serve's COMMAND ran to its end:\n"
+      << ledger;
+  EXPECT_NE(ledger.find("end 2 2"), std::string::npos) << ledger;
 }
 
 }  // namespace
