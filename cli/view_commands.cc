@@ -15,6 +15,8 @@ CLI::App* AddStatusCommand(CLI::App& app, StatusArgs* a,
   AddRunPlaceOptions(cmd, &a->place);
   cmd->add_flag("--json", a->json, "JSON output");
   cmd->add_flag("--failed", a->failed, "Only failed tasks");
+  cmd->add_flag("--all", a->all,
+                "The whole task tree (without it, its first 50 lines)");
   cmd->add_option("--state", a->state, "Only tasks in this state")
       ->check(CLI::IsMember({TaskStateName(TaskState::kPending),
                              TaskStateName(TaskState::kInProgress),

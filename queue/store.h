@@ -186,6 +186,9 @@ struct TaskFilter {
   bool leased = false;       // in_progress tasks held by a lease
   int64_t after_id = 0;      // ids above this (paging)
   int64_t limit = 0;         // 0: no limit
+  // Fill Task::children; false: a store may leave it empty (on a database
+  // a task's children are a read of their own).
+  bool children = true;
 };
 
 // Counters a store keeps incrementally (never recomputed from the tree).

@@ -645,6 +645,35 @@ TEST_F(WizqCliTest, StatusAndLogShowTheRun) {
   EXPECT_FALSE(fs::exists(empty.path() + "/.wizard"));
 }
 
+// `wizq status` prints the first 50 lines of the tree (read in statements
+// that do not grow with the run: views/status_bounded.cc), says how many
+// more there are, and lists the failed tasks; --all prints all of it.
+TEST_F(WizqCliTest, StatusPrintsTheTreesFirst50LinesAndAllWithAll) {
+  const std::string wf = dir_.Join("tree.json");
+  test::WriteAll(wf, R"({ "entrypoint": "Root", "steps": [
+    { "name": "Root", "action": { "kind": "Command", "script": "jq -c '[range(30) | {kind: \"Mid\", value: {m: .}}]'" }, "next": ["Mid"] },
+    { "name": "Mid", "action": { "kind": "Command", "script": "jq -c '.value.m as $m | if $m == 25 then error(\"no\") else [range(3) | {kind: \"Leaf\", value: {m: $m, i: .}}] end'" }, "next": ["Leaf"] },
+    { "name": "Leaf", "action": { "kind": "Command", "script": "echo '[]'" }, "next": [] } ] })");
+  const std::string inst = dir_.Join("tree");
+  const WizqResult r = RunWizq({"wizq", "run", wf, "--dir", inst, "-j", "4"});
+  ASSERT_TRUE(r.exited && r.code == 1) << r.Describe();  // Mid 25 failed
+  const WizqResult some = RunWizq({"wizq", "status", "--dir", inst});
+  const WizqResult all = RunWizq({"wizq", "status", "--dir", inst, "--all"});
+  ASSERT_EQ(some.code, 0) << some.Describe();
+  ASSERT_EQ(all.code, 0) << all.Describe();
+  // 1 Root + 30 Mids + 29 * 3 Leaves = 118 tasks, one line each.
+  const std::vector<std::string> a = test::SplitLines(all.out);
+  const std::vector<std::string> b = test::SplitLines(some.out);
+  size_t tree = 0;  // the first line of the tree
+  while (tree < a.size() && a[tree].rfind("#1 Root", 0) != 0) tree++;
+  ASSERT_EQ(a.size(), tree + 118) << all.out;
+  ASSERT_GE(b.size(), tree + 51) << some.out;
+  for (size_t i = 0; i < tree + 50; i++) EXPECT_EQ(b[i], a[i]) << i;
+  EXPECT_EQ(b[tree + 50], "... and 68 more task(s): wizq status --all");
+  EXPECT_TRUE(Contains(some.out, "\nfailed:\n  #27 Mid {\"m\":25}  failed"))
+      << some.out;
+}
+
 // --- the task protocol
 // ---------------------------------------------------------
 

@@ -303,9 +303,25 @@ void PrintHumanStatus(const RunView& v, const RunStatusExtras& x,
     for (int64_t id : selected) PrintTaskLine(v.Find(id), 0, now, dead);
     return;
   }
-  for (const Task& t : v.tasks) {
-    if (t.parent_id == 0) PrintTree(v, t, 0, now, dead);
+  if (!v.bounded) {
+    for (const Task& t : v.tasks) {
+      if (t.parent_id == 0) PrintTree(v, t, 0, now, dead);
+    }
+    return;
   }
+  for (const auto& [id, depth] : v.lines) {
+    PrintTaskLine(v.Find(id), depth, now, dead);
+  }
+  const int64_t more = c.total - static_cast<int64_t>(v.lines.size());
+  if (more <= 0) return;
+  std::printf("... and %lld more task(s): wizq status --all\n",
+              static_cast<long long>(more));
+  if (v.failed.empty()) return;
+  std::printf("\nfailed%s:\n",
+              c.of(TaskState::kFailed) > static_cast<int64_t>(v.failed.size())
+                  ? " (the first; all: wizq status --failed)"
+                  : "");
+  for (int64_t id : v.failed) PrintTaskLine(v.Find(id), 1, now, dead);
 }
 
 int DoStatus(const StatusArgs& args) {
@@ -317,7 +333,11 @@ int DoStatus(const StatusArgs& args) {
   std::unique_ptr<Store> store;
   RunView v;
   Status s = args.place.Open(o, &store);
-  if (s.ok()) s = LoadRunView(*store, &v);
+  const bool bounded = !args.all && !args.json && !Filtered(args);
+  if (s.ok()) {
+    s = bounded ? LoadBoundedRunView(*store, kTreeLines, &v)
+                : LoadRunView(*store, &v);
+  }
   if (!s.ok()) {
     return ReportCommandError("status",
                               s.IsNotFound() ? kExitInvalid : kExitEnvironment,

@@ -10,11 +10,15 @@
 #ifndef WIZQ_CLI_STATUS_H_
 #define WIZQ_CLI_STATUS_H_
 
+#include <cstddef>
 #include <string>
 
 #include "queue/run_place.h"
 
 namespace wizq {
+
+// How many lines of the task tree `wizq status` prints without --all.
+inline constexpr size_t kTreeLines = 50;
 
 struct StatusArgs {
   RunPlace place;  // --dir, --store, --schema, --run-id
@@ -22,6 +26,7 @@ struct StatusArgs {
   bool failed = false;        // only failed tasks
   std::string state;          // only tasks in this state ("" = any)
   std::string step;           // only tasks of this step ("" = any)
+  bool all = false;           // the whole tree (else its first kTreeLines)
   bool archived = false;      // --archived given
   std::string archived_name;  // its value: one archived run ("" = list)
 };

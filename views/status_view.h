@@ -5,8 +5,10 @@
 #define WIZQ_VIEWS_STATUS_VIEW_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/run_status.h"
@@ -18,17 +20,32 @@ namespace wizq {
 // What the views show of a run: its info, counts and every task, read once
 // (GetRun, Counts, ListTasks) from `store`. Task ids are dense (1, 2, 3...:
 // the contract), so tasks[id - 1] is task `id`.
+//
+// Bounded (`wizq status` without --all, --json or a filter): only what it
+// prints, read in statements whose number and size do not grow with the
+// run (views/status_bounded.cc): the tree's first lines, every task in
+// progress, the first failed tasks and the Prompt tasks that wait.
 struct RunView {
   Store* store = nullptr;  // not owned
   RunInfo run;
   RunCounts counts;
-  std::vector<Task> tasks;
+  std::vector<Task> tasks;  // in id order unless bounded
 
-  const Task& Find(int64_t id) const { return tasks[id - 1]; }
-  // In id order.
+  bool bounded = false;
+  std::map<int64_t, size_t> at;                // bounded: tasks[at[id]]
+  std::vector<std::pair<int64_t, int>> lines;  // bounded: the tree (id, depth)
+  std::vector<int64_t> failed;                 // bounded: the first failed
+
+  const Task& Find(int64_t id) const {
+    return bounded ? tasks[at.at(id)] : tasks[id - 1];
+  }
+  // In id order (bounded: of those read).
   std::vector<const Task*> InState(TaskState state) const;
 };
 Status LoadRunView(Store& store, RunView* view);
+// The bounded view, with at most `max_lines` lines of the tree and of the
+// failed tasks.
+Status LoadBoundedRunView(Store& store, size_t max_lines, RunView* view);
 
 // The directory that holds the task files of `run` (a RunRef of
 // Store::ListRuns) of install directory `dir`: the local workspace for the

@@ -67,20 +67,24 @@ std::string PgWorkerAliveSql() {
          "= current_database()))";
 }
 
-const char kPgTaskColumns[] =
-    "t.task_id, t.parent, t.step, t.inputs, t.origin, "
-    "coalesce(t.dedup_key, '') AS dedup_key, t.state, t.attempt, "
-    "t.max_attempts, t.started, t.claimed_by, t.claim_host, "
-    "coalesce(t.claim_token, '') AS claim_token, t.claim_until_ms, "
-    "coalesce(t.lease_token, '') AS lease_token, t.lease_expires_ms, t.agent, "
-    "t.timeout_ms, t.deadline_ms, t.retry_on_timeout, t.retry_at_ms, "
-    "t.error_reason, t.error_message, t.created_ms, t.updated_ms, "
-    "t.has_finally, t.finally_task, t.finally_for, t.generation, "
-    "t.hook_stale, t.reused_from, coalesce(t.answer, '') AS answer, "
-    "t.answer_source, t.open_children, t.settled_counted, t.hook_due, "
+#define WIZQ_PG_TASK_FIELDS                                                   \
+  "t.task_id, t.parent, t.step, t.inputs, t.origin, "                         \
+  "coalesce(t.dedup_key, '') AS dedup_key, t.state, t.attempt, "              \
+  "t.max_attempts, t.started, t.claimed_by, t.claim_host, "                   \
+  "coalesce(t.claim_token, '') AS claim_token, t.claim_until_ms, "            \
+  "coalesce(t.lease_token, '') AS lease_token, t.lease_expires_ms, t.agent, " \
+  "t.timeout_ms, t.deadline_ms, t.retry_on_timeout, t.retry_at_ms, "          \
+  "t.error_reason, t.error_message, t.created_ms, t.updated_ms, "             \
+  "t.has_finally, t.finally_task, t.finally_for, t.generation, "              \
+  "t.hook_stale, t.reused_from, coalesce(t.answer, '') AS answer, "           \
+  "t.answer_source, t.open_children, t.settled_counted, t.hook_due, "
+
+const char kPgTaskColumns[] = WIZQ_PG_TASK_FIELDS
     "(SELECT coalesce(string_agg(c.task_id::text, ',' ORDER BY c.task_id), "
     "'') FROM {s}.tasks c WHERE c.run = t.run AND c.parent = t.task_id) "
     "AS children";
+const char kPgTaskColumnsNoChildren[] = WIZQ_PG_TASK_FIELDS "'' AS children";
+#undef WIZQ_PG_TASK_FIELDS
 
 namespace {
 

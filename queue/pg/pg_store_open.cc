@@ -71,20 +71,28 @@ Status PgStore::Open(const StoreOptions& o, std::unique_ptr<Store>* out,
   return Status::OK();
 }
 
-// The current (not archived) run of the run_id, locked; with no run_id,
-// the latest current run.
+// The current (not archived) run of the run_id, locked unless the store is
+// opened read-only (a reader must not wait for the workers' transactions,
+// which hold the row: `wizq status` on a busy run); with no run_id, the
+// latest current run.
 Status PgStore::FindCurrent(PgRun* run, bool* found) {
   PgResult r;
   const std::string cols = std::string("SELECT ") + kPgRunColumns;
+  const std::string lock =
+      options_.mode == OpenMode::kReadOnly ? "" : " FOR UPDATE";
   if (options_.run_id.empty()) {
-    WIZQ_RETURN_IF_ERROR(conn_->Exec(
-        Sql(cols + " FROM {s}.runs r WHERE r.archived_at IS NULL ORDER BY "
-                   "r.run DESC LIMIT 1 FOR UPDATE"),
-        {}, &r));
+    WIZQ_RETURN_IF_ERROR(
+        conn_->Exec(Sql(cols +
+                        " FROM {s}.runs r WHERE r.archived_at IS NULL ORDER BY "
+                        "r.run DESC LIMIT 1" +
+                        lock),
+                    {}, &r));
   } else {
     WIZQ_RETURN_IF_ERROR(conn_->Exec(
-        Sql(cols + " FROM {s}.runs r WHERE r.run_id = $1 AND r.archived_at "
-                   "IS NULL FOR UPDATE"),
+        Sql(cols +
+            " FROM {s}.runs r WHERE r.run_id = $1 AND r.archived_at "
+            "IS NULL" +
+            lock),
         {options_.run_id}, &r));
   }
   *found = r.rows() > 0;

@@ -76,7 +76,8 @@ Status PgListTasks(PgConn* conn, const std::string& quoted, int64_t run,
   if (f.unanswered) where += " AND t.answer IS NULL";
   if (f.leased) where += " AND t.state = 1 AND t.lease_token IS NOT NULL";
   if (f.after_id > 0) add("t.task_id > ", f.after_id);
-  std::string sql = std::string("SELECT ") + kPgTaskColumns +
+  std::string sql = std::string("SELECT ") +
+                    (f.children ? kPgTaskColumns : kPgTaskColumnsNoChildren) +
                     " FROM {s}.tasks t WHERE " + where + " ORDER BY t.task_id";
   if (f.limit > 0) {
     params.push_back(f.limit);

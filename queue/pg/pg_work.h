@@ -77,6 +77,8 @@ std::string PgArray(const std::vector<std::string>& items);
 std::string PgIntArray(const std::vector<int64_t>& items);
 // The select list of a task row (table alias t), and its decoder.
 extern const char kPgTaskColumns[];
+// The same with Task::children left empty (TaskFilter::children false).
+extern const char kPgTaskColumnsNoChildren[];
 // The FROM ... of a claim (queue/pg/pg_claim.cc), after SELECT
 // kPgTaskColumns: $1 run, $2 now (ms), $3 above this id, $4 steps, $5 of
 // them only answered, $6 hook steps, $7 below this id (0: any), $8 ids to

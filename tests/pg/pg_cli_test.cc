@@ -210,6 +210,28 @@ TEST_F(PgCliTest, ARunOnTheStoreAndEveryViewOfIt) {
   EXPECT_EQ(Ledger().size(), 5u);
 }
 
+// The reading commands open the run without its row lock, which every
+// worker's transaction holds while it runs: a session that holds it (a
+// worker in a long transaction) delays no `status` or `log`.
+TEST_F(PgCliTest, ReadingCommandsNeverWaitForTheRunsRowLock) {
+  const std::string wf = Write("fanout.json", kFanout);
+  ASSERT_EQ(Wizq({"run", wf, "--dir", Dir("m1"), "--input", R"({"n":2})",
+                  "--run-id", "locked"})
+                .code,
+            0);
+  std::unique_ptr<PgConn> holder = Connect();
+  ASSERT_OK(holder->Exec("BEGIN"));
+  ASSERT_OK(holder->Exec("SELECT 1 FROM \"" + schema_ +
+                         "\".runs WHERE run_id = 'locked' FOR UPDATE"));
+  for (const char* cmd : {"status", "log"}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const WizqResult r = Wizq({cmd, "--run-id", "locked"});
+    EXPECT_EQ(r.code, 0) << cmd << ": " << r.Describe();
+    EXPECT_LT(SecondsSince(t0), 3.0) << cmd << " waited for the lock";
+  }
+  ASSERT_OK(holder->Exec("ROLLBACK"));
+}
+
 TEST_F(PgCliTest, TwoWorkersInTwoDirectoriesShareOneRun) {
   const std::string wf = Write("fanout.json", kFanout);
   const std::vector<std::string> run = {"run", wf, "--input", R"({"n":24})"};
