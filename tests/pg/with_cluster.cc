@@ -1,10 +1,13 @@
-// with_pg_cluster COMMAND ARGS...: runs a test that is not a gtest binary
-// (the MCP SDK client tests, tests/mcp/*.mjs) on the PostgreSQL store. It
-// starts a throwaway cluster (tests/pg/pg_cluster.h: initdb into a temp
-// dir, its Unix socket there), creates a database, runs COMMAND with
-// WIZQ_STORE naming it, then stops and removes the cluster, also when
-// COMMAND fails or is killed by a signal; its exit status is COMMAND's
-// (128 + the signal's number for a signal).
+// with_pg_cluster [--fsync] [--set LINE]... COMMAND ARGS...: runs a test
+// that is not a gtest binary (the MCP SDK client tests, tests/mcp/*.mjs) or
+// a benchmark script (bench/pg_scale_bench.sh) on the PostgreSQL store.
+// --fsync: PostgreSQL's default fsync=on (tests run with it off); --set: a
+// postgresql.conf line (e.g. shared_preload_libraries = 'pg_stat_statements').
+// It starts a throwaway cluster (tests/pg/pg_cluster.h: initdb into a temp dir,
+// its Unix socket there), creates a database, runs COMMAND with WIZQ_STORE
+// naming it, then stops and removes the cluster, also when COMMAND fails or is
+// killed by a signal; its exit status is COMMAND's (128 + the signal's number
+// for a signal).
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -57,12 +60,25 @@ bool HoldsARun(const std::string& location) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: with_pg_cluster COMMAND [ARGS...]\n");
-    return 2;
-  }
   PgClusterOptions o;
   o.template_dir = wizq::test::PgTemplateDir();
+  int first = 1;
+  for (; first < argc; first++) {
+    const std::string a = argv[first];
+    if (a == "--fsync") {
+      o.fsync = true;
+    } else if (a == "--set" && first + 1 < argc) {
+      o.settings.push_back(argv[++first]);
+    } else {
+      break;
+    }
+  }
+  if (first >= argc) {
+    std::fprintf(stderr,
+                 "usage: with_pg_cluster [--fsync] [--set LINE]... COMMAND "
+                 "[ARGS...]\n");
+    return 2;
+  }
   PgCluster cluster(o);
   Status s = cluster.Start();
   if (!s.ok()) return Fail("the cluster did not start", s);
@@ -75,7 +91,7 @@ int main(int argc, char** argv) {
   if (s.ok()) {
     const std::string location = cluster.Location("wizq", "run_here");
     setenv("WIZQ_STORE", location.c_str(), 1);
-    code = RunChild(argv + 1);
+    code = RunChild(argv + first);
     // A command that passed without reaching the store proves nothing
     // about it.
     if (code == 0 && !HoldsARun(location)) {
