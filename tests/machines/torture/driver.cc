@@ -1,0 +1,456 @@
+// wizq_machines_torture: many machines on one PostgreSQL store under
+// faults, Jepsen-style (`make torture` mode machines, tests/machines/
+// machines_torture_test.sh at a bounded size; docs/RELIABILITY.md, "Many
+// machines under faults"). Needs root.
+//
+//   wizq_machines_torture --build DIR --source DIR [--machines N]
+//       [--faults N] [--min-per-kind N] [--lease S] [--seed S]
+//       [--max-seconds S] [--keep]
+//
+// N machines (tests/machines/machines.sh; default 4), each with two `wizq
+// run` workers and one `wizq agent serve`, its wall clock off by up to an
+// hour, all reaching the database through the fault proxy. Runs follow one
+// another: each is a fan-out of Work (Command), Review (Pool, answered by
+// the agents), Ask (Prompt, answered by `wizq answer` from a machine at
+// random), Shared (the same child spawned by many: dedup) and Root's
+// finally hook; the last machine joins each run late. Meanwhile the
+// injector (faults.h) injects one fault after another until --faults were
+// injected; the run under way then finishes in peace. Every task body
+// writes the ledger (body.cc); at the end each run's audit log is exported
+// and checked (history.h), and each fault is counted if an attempt was in
+// flight on the machine it hit (any machine for a database fault).
+//
+// Output: per kind, injected and counted; then
+//   MACHINES-TORTURE faults=<counted> lost=0 duplicated=0 overlapped=0
+//   stale=0 extra_runs_unmatched=0 flipped=0
+// Exit 0 if all of those are 0, every run completed, the clocks calibrate
+// and each kind was counted at least --min-per-kind times; 1 otherwise
+// (the directory is kept and named), 2 bad arguments, 3 the bed failed.
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/machines/torture/bed.h"
+#include "tests/machines/torture/faults.h"
+#include "tests/machines/torture/history.h"
+
+namespace wizq::machines {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Options {
+  std::string build, source;
+  int machines = 4, faults = 300, min_per_kind = 20;
+  int64_t lease_s = 5, max_seconds = 2700;
+  uint32_t seed = 0;
+  bool keep = false;
+};
+
+// One process the supervisor keeps running: a worker or an agent.
+struct Slot {
+  std::string name, machine;
+  bool agent = false;
+  pid_t pid = -1;  // the host-side nsenter
+  int64_t start_at = 0;
+  bool done = false;
+};
+
+class Torture {
+ public:
+  Torture(Options o, std::string work)
+      : o_(std::move(o)),
+        work_(std::move(work)),
+        rng_(o_.seed),
+        bed_({o_.source + "/tests/machines/machines.sh",
+              o_.build + "/wizq_fault_proxy", work_}) {}
+  int Run();
+
+ private:
+  int64_t Pick(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
+  }
+  std::string Wizq() const { return o_.build + "/wizq"; }
+  std::string Body() const { return o_.build + "/wizq_torture_body"; }
+  std::string Ledger() const { return work_ + "/ledger"; }
+  bool SetUp(std::string* error);
+  void Calibrate(const std::string& machine);
+  std::string Workflow(int round);
+  bool OneRound(int round, std::atomic<bool>* active);
+  void Supervise(std::vector<Slot>* slots, const std::string& run, bool over);
+  void StartSlot(Slot* s, const std::string& run);
+  void EndSlots(std::vector<Slot>* slots);
+  Json Status(const std::string& run);
+  void Answer(const std::string& run, const Json& status);
+  int Report(const std::vector<Fault>& faults);
+
+  Options o_;
+  std::string work_;
+  std::mt19937 rng_;
+  Bed bed_;
+  std::vector<std::string> machines_;
+  std::vector<CheckInput> runs_;
+  std::map<std::string, std::map<std::string, std::string>> answers_;
+  std::unique_ptr<Injector> injector_;
+};
+
+bool Torture::SetUp(std::string* error) {
+  for (int i = 1; i <= o_.machines; i++) machines_.push_back("m" + std::to_string(i));
+  fs::create_directories(Ledger() + "/locks");
+  fs::create_directories(work_ + "/pids");
+  fs::create_directories(work_ + "/logs");
+  if (!bed_.Up(machines_, error)) return false;
+  // Every machine but the first off by up to an hour, either way.
+  for (size_t i = 1; i < machines_.size(); i++) {
+    bed_.Machines({"clock", machines_[i], std::to_string(Pick(-3600, 3600))});
+  }
+  for (const std::string& m : machines_) Calibrate(m);
+  Ran r = RunCommand({Wizq(), "db", "migrate", "--store", bed_.HostStore()});
+  if (r.code != 0) {
+    *error = "wizq db migrate: " + r.out;
+    return false;
+  }
+  return true;
+}
+
+// A calibration record: the machine's monotonic clock (and that its wizq,
+// linked with jemalloc, loads libfaketime when its wall clock is off).
+void Torture::Calibrate(const std::string& m) {
+  const int64_t before = MonoMs();
+  Ran r = bed_.Machines({"exec", m, o_.build + "/wizq_clock_probe"});
+  const int64_t after = MonoMs();
+  double wall = 0, mono = 0;
+  std::string libs;
+  std::istringstream(r.out) >> wall >> mono >> libs;
+  Json rec = {{"e", "calibration"}, {"m", m},          {"before", before},
+              {"after", after},     {"mono", static_cast<int64_t>(mono * 1000)},
+              {"wall", wall},       {"libs", libs}};
+  std::ofstream(Ledger() + "/ledger", std::ios::app) << rec.dump() << "\n";
+}
+
+std::string Torture::Workflow(int round) {
+  const std::string body = Body() + " " + Ledger();
+  Json roots = Json::array();
+  const int64_t lengths[] = {300, 300, 300, 1500, 1500, 4000};
+  for (int i = 0; i < 24; i++) {
+    roots.push_back({{"kind", "Work"}, {"value", {{"i", i}, {"ms", lengths[Pick(0, 5)]}}}});
+  }
+  for (int r = 0; r < 6; r++) {
+    roots.push_back({{"kind", "Review"}, {"value", {{"r", r}, {"ms", lengths[Pick(0, 5)]}}}});
+  }
+  for (int q = 0; q < 2; q++) roots.push_back({{"kind", "Ask"}, {"value", {{"q", q}}}});
+  fs::create_directories(work_ + "/runs");
+  const std::string roots_file = work_ + "/runs/roots" + std::to_string(round) + ".json";
+  std::ofstream(roots_file) << roots.dump();
+  const Json command = {{"kind", "Command"}, {"script", body}};
+  Json wf = {
+      {"entrypoint", "Root"},
+      {"options", {{"max_retries", 40}, {"max_concurrency", 3}}},
+      {"steps",
+       {{{"name", "Root"},
+         {"action", {{"kind", "Command"}, {"script", "cat >/dev/null; cat " + roots_file}}},
+         {"next", {"Work", "Review", "Ask"}},
+         {"finally", command}},
+        {{"name", "Work"}, {"action", command}, {"next", {"Mark", "Shared"}}},
+        {{"name", "Review"},
+         {"action", {{"kind", "Pool"}, {"instructions", "Review it."}}},
+         {"options", {{"lease", o_.lease_s}}},
+         {"next", {"Mark"}}},
+        {{"name", "Ask"},
+         {"action", {{"kind", "Prompt"}, {"mode", "input"}, {"message", "Say it."}}},
+         {"next", {"Echo"}}},
+        {{"name", "Echo"}, {"action", command}, {"next", Json::array()}},
+        {{"name", "Shared"}, {"action", command}, {"next", Json::array()}},
+        {{"name", "Mark"},
+         {"action", {{"kind", "Command"}, {"script", "cat >/dev/null; echo '[]'"}}},
+         {"next", Json::array()}}}}};
+  const std::string path = work_ + "/runs/wf" + std::to_string(round) + ".json";
+  std::ofstream(path) << wf.dump(1);
+  return path;
+}
+
+void Torture::StartSlot(Slot* s, const std::string& run) {
+  std::vector<std::string> args;
+  if (s->agent) {
+    args = {Wizq(), "agent", "serve", "--agent", s->name, "--run-id", run,
+            "--dir", "/mnt", "--", Body(), Ledger()};
+  } else {
+    args = {Wizq(),   "run",       work_ + "/runs/wf" + run.substr(1) + ".json",
+            "--lease", std::to_string(o_.lease_s), "--run-id", run,
+            "--dir",   "/mnt",     "--quiet"};
+  }
+  fs::remove(bed_.PidFile(s->name));
+  s->pid = StartCommand(bed_.InMachine(s->machine, s->name, args),
+                        {{"WIZQ_STORE", bed_.MachineStore()}},
+                        work_ + "/logs/" + s->name + ".log");
+}
+
+// Reaps what exited and starts again what should run.
+void Torture::Supervise(std::vector<Slot>* slots, const std::string& run, bool over) {
+  const int64_t now = MonoMs();
+  for (Slot& s : *slots) {
+    int status = 0;
+    if (s.pid > 0 && waitpid(s.pid, &status, WNOHANG) == s.pid) {
+      s.pid = -1;
+      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      s.done = ok && over;
+      s.start_at = std::max(now + Pick(200, 1000), injector_->DownUntil(s.machine));
+    }
+    if (s.pid < 0 && !over && !s.done && now >= s.start_at &&
+        now >= injector_->DownUntil(s.machine)) {
+      StartSlot(&s, run);
+    }
+  }
+}
+
+Json Torture::Status(const std::string& run) {
+  Ran r = RunCommand({Wizq(), "status", "--json", "--store", bed_.HostStore(),
+                      "--run-id", run}, {}, 30);
+  return r.code == 0 ? Json::parse(r.out, nullptr, false) : Json();
+}
+
+// Answers each Ask that waits, from a machine at random.
+void Torture::Answer(const std::string& run, const Json& status) {
+  if (!status.is_object() || !status.contains("tasks")) return;
+  for (const Json& t : status["tasks"]) {
+    if (t.value("type", "") != "Ask" || t.contains("answer")) continue;
+    if (t.value("state", "") != "pending") continue;
+    const Json inputs = Json::parse(t.value("inputs", Json("{}")).is_string()
+                                        ? t["inputs"].get<std::string>()
+                                        : t.value("inputs", Json()).dump(),
+                                    nullptr, false);
+    const std::string q = std::to_string(inputs.is_object() ? inputs.value("q", 0) : 0);
+    const std::string value = "answer-" + run + "-" + q;
+    answers_[run][q] = value;
+    const std::string m = machines_[static_cast<size_t>(Pick(0, machines_.size() - 1))];
+    std::vector<std::string> args = {
+        "bash", o_.source + "/tests/machines/machines.sh", "exec", m, Wizq(), "answer",
+        "--run-id", run, "--dir", "/mnt",
+        std::to_string(t.value("id", 0)) + "=" + value};
+    RunCommand(args, {{"WIZQ_STORE", bed_.MachineStore()}}, 20);
+  }
+}
+
+void Torture::EndSlots(std::vector<Slot>* slots) {
+  const int64_t until = MonoMs() + 30000;
+  for (Slot& s : *slots) {
+    while (s.pid > 0 && MonoMs() < until && waitpid(s.pid, nullptr, WNOHANG) != s.pid) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (s.pid > 0 && MonoMs() >= until) {
+      std::ifstream in(bed_.PidFile(s.name));
+      std::string pid;
+      in >> pid;
+      fprintf(stderr, "machines torture: %s did not exit after its run; killed\n",
+              s.name.c_str());
+      if (!pid.empty()) bed_.Machines({"exec", s.machine, "kill", "-9", pid});
+      waitpid(s.pid, nullptr, 0);
+    }
+    s.pid = -1;
+  }
+}
+
+// One run, to its end. False if it did not end within its time.
+bool Torture::OneRound(int round, std::atomic<bool>* active) {
+  Workflow(round);
+  const std::string run = "r" + std::to_string(round);
+  std::vector<Slot> slots;
+  const int64_t start = MonoMs();
+  for (size_t i = 0; i < machines_.size(); i++) {
+    // The last machine joins the run late.
+    const int64_t at = i + 1 == machines_.size() ? start + Pick(3000, 10000) : start;
+    for (const char* role : {".w1", ".w2", ".a"}) {
+      Slot s{machines_[i] + role, machines_[i], role[1] == 'a'};
+      s.start_at = at;
+      slots.push_back(s);
+    }
+  }
+  active->store(true);
+  std::string status;
+  int64_t next_poll = 0;
+  const int64_t deadline = start + 600000;
+  while (status != "completed" && status != "failed" && MonoMs() < deadline) {
+    Supervise(&slots, run, false);
+    if (MonoMs() >= next_poll) {
+      const Json st = Status(run);
+      if (st.is_object()) status = st.value("status", "");
+      Answer(run, st);
+      next_poll = MonoMs() + 1000;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  active->store(false);
+  EndSlots(&slots);
+  CheckInput in;
+  in.run = run;
+  in.status = status.empty() ? "unfinished" : status;
+  in.answers_given = answers_[run];
+  const std::string path = work_ + "/runs/" + run + ".audit.jsonl";
+  for (int i = 0; i < 5; i++) {
+    Ran r = RunCommand({Wizq(), "export", "--format", "audit", "--store",
+                        bed_.HostStore(), "--run-id", run, "-o", path});
+    if (r.code == 0) break;
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  std::ifstream audit(path);
+  for (std::string line; std::getline(audit, line);) {
+    in.audit.push_back(Json::parse(line, nullptr, false));
+  }
+  runs_.push_back(std::move(in));
+  printf("run %s: %s in %lld s, %d faults so far\n", run.c_str(), status.c_str(),
+         static_cast<long long>((MonoMs() - start) / 1000), injector_->Injected());
+  fflush(stdout);
+  return MonoMs() < deadline;
+}
+
+int Torture::Run() {
+  std::string error;
+  if (!SetUp(&error)) {
+    fprintf(stderr, "machines torture: the bed failed: %s\n", error.c_str());
+    return 3;
+  }
+  injector_ = std::make_unique<Injector>(&bed_, o_.seed + 1, o_.lease_s * 1000, machines_);
+  std::atomic<bool> active{false}, stop{false};
+  std::thread faults([&] {
+    std::mt19937 gaps(o_.seed + 2);
+    while (!stop.load() && injector_->Injected() < o_.faults) {
+      if (!active.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
+      }
+      injector_->InjectOne();
+      std::this_thread::sleep_for(std::chrono::milliseconds(
+          std::uniform_int_distribution<int>(200, 1500)(gaps)));
+    }
+  });
+  const int64_t until = MonoMs() + o_.max_seconds * 1000;
+  bool in_time = true;
+  for (int round = 0; in_time && MonoMs() < until; round++) {
+    const bool faults_left = injector_->Injected() < o_.faults;
+    in_time = OneRound(round, &active);
+    if (!faults_left) break;  // a run with no fault to inject ran last
+  }
+  stop.store(true);
+  faults.join();
+  if (!in_time) fprintf(stderr, "machines torture: a run did not end in 10 minutes\n");
+  return Report(injector_->Faults()) == 0 && in_time ? 0 : 1;
+}
+
+int Torture::Report(const std::vector<Fault>& faults) {
+  std::vector<std::string> errors;
+  std::ifstream in(Ledger() + "/ledger");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::vector<LedgerRecord> ledger = ParseLedger(text.str(), &errors);
+  for (const std::string& e : CheckCalibration(ledger)) errors.push_back(e);
+  RunVerdict sum;
+  for (const CheckInput& run : runs_) {
+    RunVerdict v = CheckRun(run, ledger, faults);
+    printf("run %s: %s, %d tasks, extra runs %d (matched %d)\n", v.run.c_str(),
+           v.status.c_str(), v.tasks, v.extra_runs, v.extra_runs_matched);
+    sum.lost += v.lost, sum.duplicated += v.duplicated, sum.overlapped += v.overlapped;
+    sum.overlapped_frozen_machine += v.overlapped_frozen_machine;
+    sum.stale += v.stale, sum.extra_runs += v.extra_runs, sum.flipped += v.flipped;
+    sum.extra_runs_matched += v.extra_runs_matched;
+    sum.extra_runs_unmatched += v.extra_runs_unmatched;
+    for (const std::string& e : v.errors) errors.push_back(v.run + ": " + e);
+  }
+  std::map<std::string, int> injected, counted;
+  std::map<std::string, std::map<std::string, int>> details;
+  int total = 0;
+  for (const Fault& f : faults) {
+    injected[f.kind]++;
+    if (!f.occurred || !InFlight(f, ledger)) continue;
+    counted[f.kind]++;
+    total++;
+  }
+  bool enough = true;
+  for (const std::string& k : kFaultKinds) {
+    printf("fault %-18s injected %4d counted %4d\n", k.c_str(), injected[k], counted[k]);
+    if (counted[k] < o_.min_per_kind) {
+      enough = false;
+      errors.push_back("fault " + k + " counted " + std::to_string(counted[k]) +
+                       " times, fewer than --min-per-kind " + std::to_string(o_.min_per_kind));
+    }
+  }
+  for (const std::string& e : errors) printf("ERROR %s\n", e.c_str());
+  printf("machines=%d lease=%llds runs=%zu injected=%zu extra_runs=%d matched=%d "
+         "overlapped_frozen_machine=%d late_agent=0\n",
+         o_.machines, static_cast<long long>(o_.lease_s), runs_.size(), faults.size(),
+         sum.extra_runs, sum.extra_runs_matched, sum.overlapped_frozen_machine);
+  printf("MACHINES-TORTURE faults=%d lost=%d duplicated=%d overlapped=%d stale=%d "
+         "extra_runs_unmatched=%d flipped=%d\n",
+         total, sum.lost, sum.duplicated, sum.overlapped, sum.stale,
+         sum.extra_runs_unmatched, sum.flipped);
+  fflush(stdout);
+  return errors.empty() && enough ? 0 : 1;
+}
+
+bool ParseArgs(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    auto next = [&](const char* name) -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(std::string(name) + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--build") o->build = next("--build");
+    else if (a == "--source") o->source = next("--source");
+    else if (a == "--machines") o->machines = std::stoi(next("--machines"));
+    else if (a == "--faults") o->faults = std::stoi(next("--faults"));
+    else if (a == "--min-per-kind") o->min_per_kind = std::stoi(next("--min-per-kind"));
+    else if (a == "--lease") o->lease_s = std::stoll(next("--lease"));
+    else if (a == "--seed") o->seed = static_cast<uint32_t>(std::stoul(next("--seed")));
+    else if (a == "--max-seconds") o->max_seconds = std::stoll(next("--max-seconds"));
+    else if (a == "--keep") o->keep = true;
+    else throw std::invalid_argument("unknown argument " + a);
+  }
+  if (o->build.empty() || o->source.empty()) throw std::invalid_argument("--build and --source are needed");
+  if (o->machines < 2 || o->machines > 20) throw std::invalid_argument("--machines: 2 to 20");
+  if (o->lease_s < 2) throw std::invalid_argument("--lease: at least 2");
+  return true;
+}
+
+}  // namespace
+}  // namespace wizq::machines
+
+int main(int argc, char** argv) {
+  using namespace wizq::machines;
+  Options o;
+  o.seed = static_cast<uint32_t>(std::random_device{}());
+  try {
+    ParseArgs(argc, argv, &o);
+  } catch (const std::exception& e) {
+    fprintf(stderr, "wizq_machines_torture: %s\n", e.what());
+    return 2;
+  }
+  if (geteuid() != 0) {
+    fprintf(stderr, "wizq_machines_torture: needs root (namespaces)\n");
+    return 3;
+  }
+  char tmpl[] = "/tmp/wizq-machines-torture-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return 3;
+  chmod(tmpl, 0755);
+  printf("machines torture: seed %u, directory %s\n", o.seed, tmpl);
+  fflush(stdout);
+  int code;
+  {
+    Torture t(o, tmpl);
+    code = t.Run();
+  }
+  if (code == 0 && !o.keep) {
+    std::error_code ec;
+    std::filesystem::remove_all(tmpl, ec);
+  } else {
+    printf("machines torture: kept %s\n", tmpl);
+  }
+  return code;
+}
