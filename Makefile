@@ -19,7 +19,7 @@ DEB_TEST_PACKAGES = parallel jq tmux clang libclang-rt-14-dev \
   nodejs npm chromium postgresql openssl faketime iproute2 procps \
   debhelper dpkg-dev lintian debootstrap man-db bash-completion zsh fish
 
-.PHONY: all build bin deps test-deps configure test deb-test asan tsan bench demo fuzz torture format clean deb
+.PHONY: all build bin deps test-deps configure test deb-test asan tsan bench demo fuzz torture torture-machines format clean deb
 
 all: build
 
@@ -180,11 +180,34 @@ torture: test-deps configure
 	echo "== wizq_pool_torture --cycles $(TORTURE_POOL)"; \
 	$(BUILD)/wizq_pool_torture --wizq $(BUILD)/wizq --cycles $(TORTURE_POOL) \
 	  >$(BUILD)/torture-pool.out || failed="$$failed pool"; \
+	echo "== wizq_machines_torture --faults $(TORTURE_MACHINES_FAULTS)"; \
+	$(MAKE) --no-print-directory torture-machines >/dev/null || failed="$$failed machines"; \
 	echo "== summary"; \
 	cat $(BUILD)/torture-single.out $(BUILD)/torture-group.out \
 	  $(BUILD)/torture-multi.out $(BUILD)/torture-pool.out; \
+	tail -n 16 $(BUILD)/torture-machines.out; \
 	if [ -n "$$failed" ]; then echo "torture: FAILED:$$failed"; exit 1; fi; \
 	echo "torture: passed"
+
+# Machines mode (tests/machines/torture/, docs/RELIABILITY.md "Many
+# machines under faults"; needs root): 4 machines as network namespaces,
+# two `wizq run` and one `wizq agent serve` each, sharing runs on one
+# PostgreSQL store through a fault proxy, under TORTURE_MACHINES_FAULTS
+# faults (partitions, machine deaths, freezes, stopped workers, database
+# crashes, terminated sessions, stalled, dropped and half-open
+# connections, dropped COMMITs and COMMIT replies), at least
+# TORTURE_MACHINES_MIN of each kind with an attempt in flight. About 15
+# minutes; `make test` runs 33 faults on 3 machines.
+TORTURE_MACHINES_FAULTS ?= 300
+TORTURE_MACHINES_MIN ?= 20
+TORTURE_MACHINES_FLAGS ?=
+torture-machines: test-deps configure
+	cmake --build $(BUILD) -j$(JOBS) --target wizq_machines_torture
+	$(BUILD)/wizq_machines_torture --build $(abspath $(BUILD)) --source $(CURDIR) \
+	  --machines 4 --faults $(TORTURE_MACHINES_FAULTS) \
+	  --min-per-kind $(TORTURE_MACHINES_MIN) --lease 5 --max-seconds 2700 \
+	  $(TORTURE_MACHINES_FLAGS) >$(BUILD)/torture-machines.out; rc=$$?; \
+	  cat $(BUILD)/torture-machines.out; exit $$rc
 
 # `wizq crashtest` of the installer example at every kill point (power cut):
 # a few minutes; `make test` runs 3 of them (tests/crashtest_test.cc).

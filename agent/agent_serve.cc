@@ -44,6 +44,11 @@ int64_t MonoMs() {
   return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
 }
 
+// How long `serve` on a store rides out a store it cannot reach, once it
+// reached it (a database restart, a cut link): the default worker lease.
+constexpr int64_t kStoreOutageMs = 30000;
+constexpr useconds_t kStoreRetryMicros = 300 * 1000;
+
 // `exec` the argv: the shell is replaced by COMMAND (no shell semantics),
 // while CommandRunner still gives it its own group, lock and files.
 std::string ExecScript(const std::vector<std::string>& argv) {
@@ -78,6 +83,11 @@ class Server {
   // deadline, even once this process is killed (SPEC §14).
   void SetLocalDeadline();
   void Finish(uint64_t token, const CommandResult& r);
+  AgentReply Deliver(const Job& job, const CommandResult& r);
+  // True (after a pause) if a call that failed with `reply` should be made
+  // again: an I/O error of a store reached before, for at most
+  // kStoreOutageMs in a row.
+  bool RideOut(const AgentReply& reply);
 
   const ServeOptions& o_;
   Env* const env_;
@@ -86,8 +96,28 @@ class Server {
   std::map<uint64_t, Job> jobs_;  // by task id
   bool finished_ = false;
   bool told_no_run_ = false;
+  bool reached_store_ = false;
+  int64_t store_lost_since_ = 0;  // CLOCK_MONOTONIC ms; 0: not lost
   int run_code_ = kExitCompleted;
 };
+
+bool Server::RideOut(const AgentReply& reply) {
+  if (!reply.io_error) {
+    reached_store_ = reached_store_ || reply.exit_code != kExitEnvironment;
+    store_lost_since_ = 0;
+    return false;
+  }
+  if (o_.place.store.empty() || !reached_store_) return false;
+  const int64_t now = MonoMs();
+  if (store_lost_since_ == 0) {
+    store_lost_since_ = now;
+    Note(reply.message + "; trying again for up to " +
+         std::to_string(kStoreOutageMs / 1000) + " s");
+  }
+  if (now - store_lost_since_ > kStoreOutageMs) return false;
+  usleep(kStoreRetryMicros);
+  return true;
+}
 
 void Server::SetLocalDeadline() {
   if (o_.place.store.empty()) return;  // a lapse is seen on this machine
@@ -162,6 +192,7 @@ bool Server::TakeOne(double wait_seconds, std::string* error, int* code) {
     usleep(200 * 1000);
     return false;
   }
+  if (RideOut(r)) return false;  // its COMMANDs go on meanwhile
   if (r.exit_code != kExitCompleted) {
     *error = r.message;
     *code = kExitEnvironment;
@@ -197,6 +228,18 @@ void Server::Finish(uint64_t token, const CommandResult& r) {
   const Job job = it->second;
   jobs_.erase(it);
   SetLocalDeadline();
+  // A result is delivered while its lease may hold (the store refuses it
+  // once given away); a store that cannot be reached meanwhile is asked
+  // again, so that a database restart does not cost the attempt.
+  AgentReply reply = Deliver(job, r);
+  while (MonoMs() < job.deadline_mono_ms + job.lease_ms / 5 && RideOut(reply)) {
+    reply = Deliver(job, r);
+  }
+  Note("task " + std::to_string(job.task_id) + ": " +
+       (reply.exit_code == kExitCompleted ? reply.json : reply.message));
+}
+
+AgentReply Server::Deliver(const Job& job, const CommandResult& r) {
   AgentReply reply;
   if (r.outcome == CommandResult::Outcome::kExited && r.exit_code == 0 &&
       !r.stdout_truncated) {
@@ -211,8 +254,7 @@ void Server::Finish(uint64_t token, const CommandResult& r) {
     reply = service_->Fail(job.task_id, job.lease, kReasonAgentFailed,
                            "the agent command failed: " + why);
   }
-  Note("task " + std::to_string(job.task_id) + ": " +
-       (reply.exit_code == kExitCompleted ? reply.json : reply.message));
+  return reply;
 }
 
 int Server::Run(std::string* error) {

@@ -48,7 +48,9 @@ AgentReply Reply(int code, std::string json, std::string message = "") {
 }
 
 AgentReply EnvError(const Status& s) {
-  return Reply(kExitEnvironment, "", s.message());
+  AgentReply r = Reply(kExitEnvironment, "", s.message());
+  r.io_error = s.IsIOError();
+  return r;
 }
 
 std::string FinishedJson(RunStatus status) {

@@ -42,6 +42,9 @@ struct AgentReply {
   // The message the CLI prints on stderr (without the "wizq agent done: "
   // prefix); empty on success.
   std::string message;
+  // kExitEnvironment because the store (or a file) could not be read or
+  // written (Status::IOError): it may pass, unlike a refusal.
+  bool io_error = false;
 };
 
 struct TakeRequest {

@@ -137,18 +137,20 @@ Status PgConn::Open(std::string_view location, const PgConnOptions& o,
                                 "; wizq needs PostgreSQL 15 or newer");
   }
   PQsetNoticeProcessor(conn, DropNotice, nullptr);
-  std::unique_ptr<PgConn> c(new PgConn(conn, std::move(secrets), display));
+  std::unique_ptr<PgConn> c(
+      new PgConn(conn, std::move(secrets), display, o.answer_timeout_ms));
   WIZQ_RETURN_IF_ERROR(c->ApplySessionSettings(o));
   *out = std::move(c);
   return Status::OK();
 }
 
 PgConn::PgConn(PGconn* conn, std::vector<std::string> secrets,
-               std::string display)
+               std::string display, int answer_timeout_ms)
     : conn_(conn),
       secrets_(std::move(secrets)),
       display_(std::move(display)),
-      backend_pid_(PQbackendPID(conn)) {}
+      backend_pid_(PQbackendPID(conn)),
+      answer_timeout_ms_(answer_timeout_ms) {}
 
 PgConn::~PgConn() { PQfinish(conn_); }
 
@@ -226,6 +228,15 @@ Status PgConn::Run(const char* what, const std::vector<PgParam>& params,
     formats.push_back(p.binary() ? 1 : 0);
   }
   PGresult* res = send(values.data(), lengths.data(), formats.data());
+  if (res == nullptr && timed_out_) {
+    timed_out_ = false;
+    lost_ = true;
+    last_error_ = {PgErrorKind::kConnectionLost, ""};
+    return Status::IOError(Scrub(std::string(what) +
+                                 ": the session with the store " + display_ +
+                                 " was lost: no answer in " +
+                                 std::to_string(answer_timeout_ms_) + " ms"));
+  }
   const ExecStatusType st =
       res != nullptr ? PQresultStatus(res) : PGRES_FATAL_ERROR;
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK &&
@@ -266,37 +277,50 @@ Status PgConn::ExecPlanned(std::string_view sql,
                            PgResult* result) {
   const std::string text(sql);
   const int n = static_cast<int>(params.size());
-  return Run("PostgreSQL", params, result,
-             [&](const char* const* v, const int* len, const int* fmt) {
-               return PQexecParams(conn_, text.c_str(), n, nullptr, v, len, fmt,
-                                   /*resultFormat=*/0);
-             });
+  return Run(
+      "PostgreSQL", params, result,
+      [&](const char* const* v, const int* len, const int* fmt) -> PGresult* {
+        if (PQsendQueryParams(conn_, text.c_str(), n, nullptr, v, len, fmt,
+                              /*resultFormat=*/0) != 1) {
+          return nullptr;
+        }
+        return Await();
+      });
 }
 
 Status PgConn::ExecScript(std::string_view sql) {
   const std::string text(sql);
   return Run("PostgreSQL", {}, nullptr,
-             [&](const char* const*, const int*, const int*) {
-               return PQexec(conn_, text.c_str());
+             [&](const char* const*, const int*, const int*) -> PGresult* {
+               if (PQsendQuery(conn_, text.c_str()) != 1) return nullptr;
+               return Await();
              });
 }
 
 Status PgConn::Prepare(const std::string& name, std::string_view sql) {
   const std::string text(sql);
-  return Run("PostgreSQL", {}, nullptr,
-             [&](const char* const*, const int*, const int*) {
-               return PQprepare(conn_, name.c_str(), text.c_str(), 0, nullptr);
-             });
+  return Run(
+      "PostgreSQL", {}, nullptr,
+      [&](const char* const*, const int*, const int*) -> PGresult* {
+        if (PQsendPrepare(conn_, name.c_str(), text.c_str(), 0, nullptr) != 1) {
+          return nullptr;
+        }
+        return Await();
+      });
 }
 
 Status PgConn::ExecPrepared(const std::string& name,
                             const std::vector<PgParam>& params,
                             PgResult* result) {
   const int n = static_cast<int>(params.size());
-  return Run("PostgreSQL", params, result,
-             [&](const char* const* v, const int* len, const int* fmt) {
-               return PQexecPrepared(conn_, name.c_str(), n, v, len, fmt, 0);
-             });
+  return Run(
+      "PostgreSQL", params, result,
+      [&](const char* const* v, const int* len, const int* fmt) -> PGresult* {
+        if (PQsendQueryPrepared(conn_, name.c_str(), n, v, len, fmt, 0) != 1) {
+          return nullptr;
+        }
+        return Await();
+      });
 }
 
 Status PgConn::Begin() { return Exec("BEGIN ISOLATION LEVEL READ COMMITTED"); }
@@ -304,10 +328,11 @@ Status PgConn::Begin() { return Exec("BEGIN ISOLATION LEVEL READ COMMITTED"); }
 Status PgConn::Commit(const std::function<void()>& after_send) {
   const bool lost_before = lost_;
   PgResult r;
-  const Status s = Run("PostgreSQL", {}, &r,
-                       [&](const char* const*, const int*, const int*) {
-                         return SendCommit(after_send);
-                       });
+  const Status s =
+      Run("PostgreSQL", {}, &r,
+          [&](const char* const*, const int*, const int*) -> PGresult* {
+            return SendCommit(after_send);
+          });
   if (!s.ok()) {
     if (lost_before || last_error_.kind != PgErrorKind::kConnectionLost) {
       return s;
@@ -334,12 +359,41 @@ Status PgConn::Commit(const std::function<void()>& after_send) {
 PGresult* PgConn::SendCommit(const std::function<void()>& after_send) {
   if (PQsendQuery(conn_, "COMMIT") != 1) return nullptr;
   if (after_send) after_send();
-  PGresult* last = nullptr;
-  while (PGresult* res = PQgetResult(conn_)) {
-    if (last != nullptr) PQclear(last);
-    last = res;
+  return Await();
+}
+
+PGresult* PgConn::Await() {
+  using Clock = std::chrono::steady_clock;
+  timed_out_ = false;
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::milliseconds(answer_timeout_ms_);
+  PGresult* kept = nullptr;
+  while (true) {
+    while (PQisBusy(conn_)) {
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) {
+        timed_out_ = true;
+        PQclear(kept);
+        return nullptr;
+      }
+      pollfd p = {PQsocket(conn_), POLLIN, 0};
+      if (p.fd < 0) break;
+      const int r = poll(&p, 1, static_cast<int>(left.count()));
+      if (r < 0 && errno != EINTR) break;
+      // A failed read leaves the connection bad: PQgetResult says why.
+      if (r > 0 && PQconsumeInput(conn_) == 0) break;
+    }
+    PGresult* res = PQgetResult(conn_);
+    if (res == nullptr) return kept;
+    // As PQexec: the last result, but an error is kept over later ones.
+    if (kept != nullptr && PQresultStatus(kept) == PGRES_FATAL_ERROR) {
+      PQclear(res);
+      continue;
+    }
+    PQclear(kept);
+    kept = res;
   }
-  return last;
 }
 
 Status PgConn::Rollback() { return Exec("ROLLBACK"); }

@@ -43,6 +43,12 @@ inline constexpr int kPgTcpUserTimeoutMs = 30000;
 inline constexpr int kPgIdleInTransactionTimeoutMs = 60000;
 inline constexpr int kPgLockTimeoutMs = 10000;
 inline constexpr int kPgStatementTimeoutMs = 60000;
+// Client side, for every statement: an answer that has not come after
+// this long ends the session as lost. Keepalives and tcp_user_timeout do
+// not see a peer whose kernel still acknowledges but that never answers
+// (a half-open connection behind a proxy, a hung server): this does.
+// Longer than the server's own limits, so a slow answer is not cut.
+inline constexpr int kPgAnswerTimeoutMs = kPgStatementTimeoutMs + 10000;
 
 struct PgConnOptions {
   // Shown in pg_stat_activity: "wizq run", "wizq db migrate"...
@@ -60,6 +66,7 @@ struct PgConnOptions {
   // 0: a long-lived idle session (a liveness lock, a listener) is never
   // ended for idling, whatever the server's default says.
   int idle_session_timeout_ms = 0;
+  int answer_timeout_ms = kPgAnswerTimeoutMs;
 };
 
 // A notification received on a LISTENed channel.
@@ -148,7 +155,11 @@ class PgConn {
   const std::string& display_location() const { return display_; }
 
  private:
-  PgConn(PGconn* conn, std::vector<std::string> secrets, std::string display);
+  PgConn(PGconn* conn, std::vector<std::string> secrets, std::string display,
+         int answer_timeout_ms);
+  // The answer to what was just sent (PQexec's result), waiting at most
+  // answer_timeout_ms_; nullptr with timed_out_ set past it.
+  PGresult* Await();
   Status ApplySessionSettings(const PgConnOptions& options);
   PGresult* SendCommit(const std::function<void()>& after_send);
   Status Run(const char* what, const std::vector<PgParam>& params,
@@ -166,6 +177,8 @@ class PgConn {
   std::string display_;
   int backend_pid_ = 0;
   bool lost_ = false;
+  int answer_timeout_ms_;
+  bool timed_out_ = false;
   PgError last_error_;
   // Exec's prepared statements: text -> name (wizq_<n>).
   static constexpr size_t kMaxPrepared = 256;

@@ -4,10 +4,16 @@
 //  - a claim whose lease lapsed (an agent's, or a worker's its worker did
 //    not renew) goes back, wherever it was made;
 //  - a worker's claim made on this host goes back as soon as its worker's
-//    liveness lock is gone, judged with what this host can see of the
-//    attempt (LocalAttempts);
+//    liveness lock is gone and its process too (a worker whose session
+//    was lost but that still runs may still start what it claimed: its
+//    claims wait for their lease like another host's), judged with what
+//    this host can see of the attempt (LocalAttempts);
 //  - a leased attempt past its step's timeout fails with reason timeout.
+#include <errno.h>
+#include <signal.h>
+
 #include <algorithm>
+#include <cstdlib>
 
 #include "queue/claim_holder.h"
 #include "queue/pg/pg_conn.h"
@@ -15,6 +21,20 @@
 #include "queue/txn_rules.h"
 
 namespace wizq {
+namespace {
+
+// Whether the process of worker `id` ("w<pid>-<hex>", of this host, so of
+// this pid namespace) still runs. A pid used again by another process
+// reads as running: the claim then waits for its lease, never less.
+bool WorkerProcessRuns(const std::string& id) {
+  if (id.size() < 2 || id[0] != 'w') return true;
+  char* end = nullptr;
+  const long pid = strtol(id.c_str() + 1, &end, 10);
+  if (pid <= 0 || end == nullptr || *end != '-') return true;
+  return kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
+}
+
+}  // namespace
 
 bool PgStore::OnThisHost(const std::string& claim_host) const {
   return claim_host.empty() || claim_host == host_key_;
@@ -77,7 +97,8 @@ Status PgStore::Reclaim(PgWork* w, Reclaimed* out) {
     const bool lapsed = t->claim_until_ms < now;
     const bool dead = options_.reclaim_worker_claims &&
                       OnThisHost(t->t.claim_host) &&
-                      alive.count(t->t.claimed_by) == 0;
+                      alive.count(t->t.claimed_by) == 0 &&
+                      !WorkerProcessRuns(t->t.claimed_by);
     if (lapsed || dead) WIZQ_RETURN_IF_ERROR(PutBack(w, t, out));
   }
   return Status::OK();

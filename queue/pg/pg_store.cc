@@ -66,6 +66,17 @@ PgConnOptions PgStore::SessionOptions(const StoreOptions& o,
       o.worker_lease_ms > 0 ? o.worker_lease_ms : kPgDefaultWorkerLeaseMs;
   c.idle_in_transaction_timeout_ms =
       static_cast<int>(std::clamp<int64_t>(lease / 3, 2000, 60000));
+  // A worker's statement that gets no answer (a half-open connection)
+  // ends its session after four fifths of its lease, so that it
+  // reconnects or, for its liveness, stops claiming, before its claims
+  // could lapse; but never before a transaction it may wait for (holding
+  // the run's row on a stalled connection) was ended by the server.
+  if (o.worker_lease_ms > 0) {
+    c.answer_timeout_ms = static_cast<int>(std::clamp<int64_t>(
+        std::max<int64_t>(o.worker_lease_ms * 4 / 5,
+                          c.idle_in_transaction_timeout_ms + 2000),
+        2000, kPgAnswerTimeoutMs));
+  }
   return c;
 }
 

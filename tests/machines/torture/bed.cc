@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -19,7 +20,8 @@ void ExecWith(const std::vector<std::string>& args,
               const std::map<std::string, std::string>& env) {
   for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
   std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
   _exit(127);
@@ -61,7 +63,8 @@ Ran RunCommand(const std::vector<std::string>& args,
   bool done = false;
   char buf[4096];
   while (!done) {
-    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) r.out.append(buf, n);
+    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;)
+      r.out.append(buf, n);
     done = waitpid(pid, &status, WNOHANG) == pid;
     if (!done && MonoMs() > until) {
       kill(-pid, SIGKILL);
@@ -70,7 +73,8 @@ Ran RunCommand(const std::vector<std::string>& args,
     }
     if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) r.out.append(buf, n);
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;)
+    r.out.append(buf, n);
   close(fds[0]);
   r.code = ExitCode(status);
   return r;
@@ -90,6 +94,25 @@ pid_t StartCommand(const std::vector<std::string>& args,
     ExecWith(args, env);
   }
   return pid;
+}
+
+void ContinueStoppedChildren() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream f(stat.substr(paren + 2));
+    std::string state;
+    pid_t ppid = 0;
+    f >> state >> ppid;
+    if (state == "T" && ppid == getpid()) {
+      kill(std::stoi(e.path().filename().string()), SIGCONT);
+    }
+  }
 }
 
 Bed::Bed(BedPaths paths) : paths_(std::move(paths)) {
@@ -141,8 +164,8 @@ bool Bed::Up(const std::vector<std::string>& machines, std::string* error) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (access(proxy_sock_.c_str(), F_OK) != 0) {
-    *error = "the fault proxy did not start (see " + paths_.work +
-             "/proxy.out)";
+    *error =
+        "the fault proxy did not start (see " + paths_.work + "/proxy.out)";
     return false;
   }
   return true;
@@ -165,9 +188,14 @@ std::string Bed::HostStore() const {
 std::vector<std::string> Bed::InMachine(const std::string& machine,
                                         const std::string& slot,
                                         const std::vector<std::string>& args) {
-  std::vector<std::string> all = {
-      "bash", paths_.machines_sh, "exec", machine, "sh", "-c",
-      "echo $$ >\"$0\" && exec \"$@\"", PidFile(slot)};
+  std::vector<std::string> all = {"bash",
+                                  paths_.machines_sh,
+                                  "exec",
+                                  machine,
+                                  "sh",
+                                  "-c",
+                                  "echo $$ >\"$0\" && exec \"$@\"",
+                                  PidFile(slot)};
   all.insert(all.end(), args.begin(), args.end());
   return all;
 }

@@ -19,7 +19,7 @@ int64_t MonoMs();
 
 // The result of a command run to its end.
 struct Ran {
-  int code = -1;  // exit status; 128+N for a signal; -1 if it could not run
+  int code = -1;    // exit status; 128+N for a signal; -1 if it could not run
   std::string out;  // stdout and stderr
 };
 
@@ -34,6 +34,12 @@ Ran RunCommand(const std::vector<std::string>& args,
 pid_t StartCommand(const std::vector<std::string>& args,
                    const std::map<std::string, std::string>& env,
                    const std::string& log);
+
+// SIGCONT to this process's stopped children: the host-side nsenter of a
+// process stopped in a machine stops itself (util-linux passes the stop
+// on) and, once continued, continues its child again, so it is continued
+// only after the fault ends.
+void ContinueStoppedChildren();
 
 struct BedPaths {
   std::string machines_sh;  // tests/machines/machines.sh

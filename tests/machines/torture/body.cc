@@ -90,9 +90,8 @@ int main(int argc, char** argv) {
   const int64_t id = atoll(Env("WIZQ_TASK_ID").c_str());
   const int64_t attempt = atoll(Env("WIZQ_ATTEMPT").c_str());
   const int64_t pid = getpid();
-  const std::string lock =
-      dir + "/locks/" + run + "." + std::to_string(id);
-  Json me = {{"m", host},     {"run", run}, {"task", id},
+  const std::string lock = dir + "/locks/" + run + "." + std::to_string(id);
+  Json me = {{"m", host},          {"run", run}, {"task", id},
              {"attempt", attempt}, {"pid", pid}, {"kind", kind}};
   const int fd = open(lock.c_str(), O_RDWR | O_CREAT, 0644);
   if (fd < 0) {
@@ -109,8 +108,8 @@ int main(int argc, char** argv) {
   {
     Json h = me;
     const std::string text = h.dump();
-    const int hf = open((lock + ".holder").c_str(),
-                        O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int hf =
+        open((lock + ".holder").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (hf >= 0) {
       (void)!write(hf, text.data(), text.size());
       close(hf);
@@ -127,17 +126,16 @@ int main(int argc, char** argv) {
   }
   Json out = Json::array();
   if (kind == "Work" || kind == "Review") {
-    out.push_back({{"kind", "Mark"},
-                   {"value",
-                    {{"of", id}, {"m", host}, {"a", attempt}, {"p", pid}}}});
+    out.push_back(
+        {{"kind", "Mark"},
+         {"value", {{"of", id}, {"m", host}, {"a", attempt}, {"p", pid}}}});
   }
   if (kind == "Work" && value.is_object()) {
     out.push_back(
         {{"kind", "Shared"}, {"value", {{"s", value.value("i", 0) % 5}}}});
   }
   const std::string text = out.dump() + "\n";
-  if (write(1, text.data(), text.size()) !=
-      static_cast<ssize_t>(text.size())) {
+  if (write(1, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
     return 1;
   }
   Json end = me;

@@ -92,6 +92,10 @@ class Torture {
   Json Status(const std::string& run);
   void Answer(const std::string& run, const Json& status);
   int Report(const std::vector<Fault>& faults);
+  // The supervisor's starts and exits, for a post-mortem: slots.jsonl.
+  void Event(const Json& e) {
+    std::ofstream(work_ + "/slots.jsonl", std::ios::app) << e.dump() << "\n";
+  }
 
   Options o_;
   std::string work_;
@@ -104,7 +108,8 @@ class Torture {
 };
 
 bool Torture::SetUp(std::string* error) {
-  for (int i = 1; i <= o_.machines; i++) machines_.push_back("m" + std::to_string(i));
+  for (int i = 1; i <= o_.machines; i++)
+    machines_.push_back("m" + std::to_string(i));
   fs::create_directories(Ledger() + "/locks");
   fs::create_directories(work_ + "/pids");
   fs::create_directories(work_ + "/logs");
@@ -131,9 +136,13 @@ void Torture::Calibrate(const std::string& m) {
   double wall = 0, mono = 0;
   std::string libs;
   std::istringstream(r.out) >> wall >> mono >> libs;
-  Json rec = {{"e", "calibration"}, {"m", m},          {"before", before},
-              {"after", after},     {"mono", static_cast<int64_t>(mono * 1000)},
-              {"wall", wall},       {"libs", libs}};
+  Json rec = {{"e", "calibration"},
+              {"m", m},
+              {"before", before},
+              {"after", after},
+              {"mono", static_cast<int64_t>(mono * 1000)},
+              {"wall", wall},
+              {"libs", libs}};
   std::ofstream(Ledger() + "/ledger", std::ios::app) << rec.dump() << "\n";
 }
 
@@ -141,15 +150,19 @@ std::string Torture::Workflow(int round) {
   const std::string body = Body() + " " + Ledger();
   Json roots = Json::array();
   const int64_t lengths[] = {300, 300, 300, 1500, 1500, 4000};
-  for (int i = 0; i < 24; i++) {
-    roots.push_back({{"kind", "Work"}, {"value", {{"i", i}, {"ms", lengths[Pick(0, 5)]}}}});
+  for (int i = 0; i < 60; i++) {
+    roots.push_back(
+        {{"kind", "Work"}, {"value", {{"i", i}, {"ms", lengths[Pick(0, 5)]}}}});
   }
-  for (int r = 0; r < 6; r++) {
-    roots.push_back({{"kind", "Review"}, {"value", {{"r", r}, {"ms", lengths[Pick(0, 5)]}}}});
+  for (int r = 0; r < 10; r++) {
+    roots.push_back({{"kind", "Review"},
+                     {"value", {{"r", r}, {"ms", lengths[Pick(0, 5)]}}}});
   }
-  for (int q = 0; q < 2; q++) roots.push_back({{"kind", "Ask"}, {"value", {{"q", q}}}});
+  for (int q = 0; q < 2; q++)
+    roots.push_back({{"kind", "Ask"}, {"value", {{"q", q}}}});
   fs::create_directories(work_ + "/runs");
-  const std::string roots_file = work_ + "/runs/roots" + std::to_string(round) + ".json";
+  const std::string roots_file =
+      work_ + "/runs/roots" + std::to_string(round) + ".json";
   std::ofstream(roots_file) << roots.dump();
   const Json command = {{"kind", "Command"}, {"script", body}};
   Json wf = {
@@ -157,7 +170,9 @@ std::string Torture::Workflow(int round) {
       {"options", {{"max_retries", 40}, {"max_concurrency", 3}}},
       {"steps",
        {{{"name", "Root"},
-         {"action", {{"kind", "Command"}, {"script", "cat >/dev/null; cat " + roots_file}}},
+         {"action",
+          {{"kind", "Command"},
+           {"script", "cat >/dev/null; cat " + roots_file}}},
          {"next", {"Work", "Review", "Ask"}},
          {"finally", command}},
         {{"name", "Work"}, {"action", command}, {"next", {"Mark", "Shared"}}},
@@ -166,12 +181,14 @@ std::string Torture::Workflow(int round) {
          {"options", {{"lease", o_.lease_s}}},
          {"next", {"Mark"}}},
         {{"name", "Ask"},
-         {"action", {{"kind", "Prompt"}, {"mode", "input"}, {"message", "Say it."}}},
+         {"action",
+          {{"kind", "Prompt"}, {"mode", "input"}, {"message", "Say it."}}},
          {"next", {"Echo"}}},
         {{"name", "Echo"}, {"action", command}, {"next", Json::array()}},
         {{"name", "Shared"}, {"action", command}, {"next", Json::array()}},
         {{"name", "Mark"},
-         {"action", {{"kind", "Command"}, {"script", "cat >/dev/null; echo '[]'"}}},
+         {"action",
+          {{"kind", "Command"}, {"script", "cat >/dev/null; echo '[]'"}}},
          {"next", Json::array()}}}}};
   const std::string path = work_ + "/runs/wf" + std::to_string(round) + ".json";
   std::ofstream(path) << wf.dump(1);
@@ -181,29 +198,45 @@ std::string Torture::Workflow(int round) {
 void Torture::StartSlot(Slot* s, const std::string& run) {
   std::vector<std::string> args;
   if (s->agent) {
-    args = {Wizq(), "agent", "serve", "--agent", s->name, "--run-id", run,
-            "--dir", "/mnt", "--", Body(), Ledger()};
+    args = {Wizq(), "agent", "serve", "--agent", s->name, "--run-id",
+            run,    "--dir", "/mnt",  "--",      Body(),  Ledger()};
   } else {
-    args = {Wizq(),   "run",       work_ + "/runs/wf" + run.substr(1) + ".json",
-            "--lease", std::to_string(o_.lease_s), "--run-id", run,
-            "--dir",   "/mnt",     "--quiet"};
+    args = {Wizq(),
+            "run",
+            work_ + "/runs/wf" + run.substr(1) + ".json",
+            "--lease",
+            std::to_string(o_.lease_s),
+            "--run-id",
+            run,
+            "--dir",
+            "/mnt",
+            "--quiet"};
   }
   fs::remove(bed_.PidFile(s->name));
+  Event({{"e", "start"}, {"slot", s->name}, {"run", run}, {"mono", MonoMs()}});
   s->pid = StartCommand(bed_.InMachine(s->machine, s->name, args),
                         {{"WIZQ_STORE", bed_.MachineStore()}},
                         work_ + "/logs/" + s->name + ".log");
 }
 
 // Reaps what exited and starts again what should run.
-void Torture::Supervise(std::vector<Slot>* slots, const std::string& run, bool over) {
+void Torture::Supervise(std::vector<Slot>* slots, const std::string& run,
+                        bool over) {
   const int64_t now = MonoMs();
   for (Slot& s : *slots) {
     int status = 0;
     if (s.pid > 0 && waitpid(s.pid, &status, WNOHANG) == s.pid) {
       s.pid = -1;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      s.done = ok && over;
-      s.start_at = std::max(now + Pick(200, 1000), injector_->DownUntil(s.machine));
+      Event({{"e", "exit"},
+             {"slot", s.name},
+             {"run", run},
+             {"mono", now},
+             {"code", WIFEXITED(status) ? WEXITSTATUS(status)
+                                        : 128 + WTERMSIG(status)}});
+      s.done = ok;  // 0: the run ended
+      s.start_at =
+          std::max(now + Pick(200, 1000), injector_->DownUntil(s.machine));
     }
     if (s.pid < 0 && !over && !s.done && now >= s.start_at &&
         now >= injector_->DownUntil(s.machine)) {
@@ -214,7 +247,8 @@ void Torture::Supervise(std::vector<Slot>* slots, const std::string& run, bool o
 
 Json Torture::Status(const std::string& run) {
   Ran r = RunCommand({Wizq(), "status", "--json", "--store", bed_.HostStore(),
-                      "--run-id", run}, {}, 30);
+                      "--run-id", run},
+                     {}, 30);
   return r.code == 0 ? Json::parse(r.out, nullptr, false) : Json();
 }
 
@@ -228,13 +262,23 @@ void Torture::Answer(const std::string& run, const Json& status) {
                                         ? t["inputs"].get<std::string>()
                                         : t.value("inputs", Json()).dump(),
                                     nullptr, false);
-    const std::string q = std::to_string(inputs.is_object() ? inputs.value("q", 0) : 0);
+    const std::string q =
+        std::to_string(inputs.is_object() ? inputs.value("q", 0) : 0);
     const std::string value = "answer-" + run + "-" + q;
     answers_[run][q] = value;
-    const std::string m = machines_[static_cast<size_t>(Pick(0, machines_.size() - 1))];
+    const std::string m =
+        machines_[static_cast<size_t>(Pick(0, machines_.size() - 1))];
     std::vector<std::string> args = {
-        "bash", o_.source + "/tests/machines/machines.sh", "exec", m, Wizq(), "answer",
-        "--run-id", run, "--dir", "/mnt",
+        "bash",
+        o_.source + "/tests/machines/machines.sh",
+        "exec",
+        m,
+        Wizq(),
+        "answer",
+        "--run-id",
+        run,
+        "--dir",
+        "/mnt",
         std::to_string(t.value("id", 0)) + "=" + value};
     RunCommand(args, {{"WIZQ_STORE", bed_.MachineStore()}}, 20);
   }
@@ -243,16 +287,19 @@ void Torture::Answer(const std::string& run, const Json& status) {
 void Torture::EndSlots(std::vector<Slot>* slots) {
   const int64_t until = MonoMs() + 30000;
   for (Slot& s : *slots) {
-    while (s.pid > 0 && MonoMs() < until && waitpid(s.pid, nullptr, WNOHANG) != s.pid) {
+    while (s.pid > 0 && MonoMs() < until &&
+           waitpid(s.pid, nullptr, WNOHANG) != s.pid) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     if (s.pid > 0 && MonoMs() >= until) {
       std::ifstream in(bed_.PidFile(s.name));
       std::string pid;
       in >> pid;
-      fprintf(stderr, "machines torture: %s did not exit after its run; killed\n",
+      fprintf(stderr,
+              "machines torture: %s did not exit after its run; killed\n",
               s.name.c_str());
       if (!pid.empty()) bed_.Machines({"exec", s.machine, "kill", "-9", pid});
+      kill(s.pid, SIGCONT);
       waitpid(s.pid, nullptr, 0);
     }
     s.pid = -1;
@@ -267,7 +314,8 @@ bool Torture::OneRound(int round, std::atomic<bool>* active) {
   const int64_t start = MonoMs();
   for (size_t i = 0; i < machines_.size(); i++) {
     // The last machine joins the run late.
-    const int64_t at = i + 1 == machines_.size() ? start + Pick(3000, 10000) : start;
+    const int64_t at =
+        i + 1 == machines_.size() ? start + Pick(3000, 10000) : start;
     for (const char* role : {".w1", ".w2", ".a"}) {
       Slot s{machines_[i] + role, machines_[i], role[1] == 'a'};
       s.start_at = at;
@@ -306,8 +354,9 @@ bool Torture::OneRound(int round, std::atomic<bool>* active) {
     in.audit.push_back(Json::parse(line, nullptr, false));
   }
   runs_.push_back(std::move(in));
-  printf("run %s: %s in %lld s, %d faults so far\n", run.c_str(), status.c_str(),
-         static_cast<long long>((MonoMs() - start) / 1000), injector_->Injected());
+  printf("run %s: %s in %lld s, %d faults so far\n", run.c_str(),
+         status.c_str(), static_cast<long long>((MonoMs() - start) / 1000),
+         injector_->Injected());
   fflush(stdout);
   return MonoMs() < deadline;
 }
@@ -318,7 +367,8 @@ int Torture::Run() {
     fprintf(stderr, "machines torture: the bed failed: %s\n", error.c_str());
     return 3;
   }
-  injector_ = std::make_unique<Injector>(&bed_, o_.seed + 1, o_.lease_s * 1000, machines_);
+  injector_ = std::make_unique<Injector>(&bed_, o_.seed + 1, o_.lease_s * 1000,
+                                         machines_, work_ + "/faults.jsonl");
   std::atomic<bool> active{false}, stop{false};
   std::thread faults([&] {
     std::mt19937 gaps(o_.seed + 2);
@@ -341,7 +391,8 @@ int Torture::Run() {
   }
   stop.store(true);
   faults.join();
-  if (!in_time) fprintf(stderr, "machines torture: a run did not end in 10 minutes\n");
+  if (!in_time)
+    fprintf(stderr, "machines torture: a run did not end in 10 minutes\n");
   return Report(injector_->Faults()) == 0 && in_time ? 0 : 1;
 }
 
@@ -357,9 +408,11 @@ int Torture::Report(const std::vector<Fault>& faults) {
     RunVerdict v = CheckRun(run, ledger, faults);
     printf("run %s: %s, %d tasks, extra runs %d (matched %d)\n", v.run.c_str(),
            v.status.c_str(), v.tasks, v.extra_runs, v.extra_runs_matched);
-    sum.lost += v.lost, sum.duplicated += v.duplicated, sum.overlapped += v.overlapped;
+    sum.lost += v.lost, sum.duplicated += v.duplicated,
+        sum.overlapped += v.overlapped;
     sum.overlapped_frozen_machine += v.overlapped_frozen_machine;
-    sum.stale += v.stale, sum.extra_runs += v.extra_runs, sum.flipped += v.flipped;
+    sum.stale += v.stale, sum.extra_runs += v.extra_runs,
+        sum.flipped += v.flipped;
     sum.extra_runs_matched += v.extra_runs_matched;
     sum.extra_runs_unmatched += v.extra_runs_unmatched;
     for (const std::string& e : v.errors) errors.push_back(v.run + ": " + e);
@@ -375,22 +428,27 @@ int Torture::Report(const std::vector<Fault>& faults) {
   }
   bool enough = true;
   for (const std::string& k : kFaultKinds) {
-    printf("fault %-18s injected %4d counted %4d\n", k.c_str(), injected[k], counted[k]);
+    printf("fault %-18s injected %4d counted %4d\n", k.c_str(), injected[k],
+           counted[k]);
     if (counted[k] < o_.min_per_kind) {
       enough = false;
       errors.push_back("fault " + k + " counted " + std::to_string(counted[k]) +
-                       " times, fewer than --min-per-kind " + std::to_string(o_.min_per_kind));
+                       " times, fewer than --min-per-kind " +
+                       std::to_string(o_.min_per_kind));
     }
   }
   for (const std::string& e : errors) printf("ERROR %s\n", e.c_str());
-  printf("machines=%d lease=%llds runs=%zu injected=%zu extra_runs=%d matched=%d "
-         "overlapped_frozen_machine=%d late_agent=0\n",
-         o_.machines, static_cast<long long>(o_.lease_s), runs_.size(), faults.size(),
-         sum.extra_runs, sum.extra_runs_matched, sum.overlapped_frozen_machine);
-  printf("MACHINES-TORTURE faults=%d lost=%d duplicated=%d overlapped=%d stale=%d "
-         "extra_runs_unmatched=%d flipped=%d\n",
-         total, sum.lost, sum.duplicated, sum.overlapped, sum.stale,
-         sum.extra_runs_unmatched, sum.flipped);
+  printf(
+      "machines=%d lease=%llds runs=%zu injected=%zu extra_runs=%d matched=%d "
+      "overlapped_frozen_machine=%d late_agent=0\n",
+      o_.machines, static_cast<long long>(o_.lease_s), runs_.size(),
+      faults.size(), sum.extra_runs, sum.extra_runs_matched,
+      sum.overlapped_frozen_machine);
+  printf(
+      "MACHINES-TORTURE faults=%d lost=%d duplicated=%d overlapped=%d stale=%d "
+      "extra_runs_unmatched=%d flipped=%d\n",
+      total, sum.lost, sum.duplicated, sum.overlapped, sum.stale,
+      sum.extra_runs_unmatched, sum.flipped);
   fflush(stdout);
   return errors.empty() && enough ? 0 : 1;
 }
@@ -399,22 +457,35 @@ bool ParseArgs(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
     auto next = [&](const char* name) -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(std::string(name) + " needs a value");
+      if (i + 1 >= argc)
+        throw std::invalid_argument(std::string(name) + " needs a value");
       return argv[++i];
     };
-    if (a == "--build") o->build = next("--build");
-    else if (a == "--source") o->source = next("--source");
-    else if (a == "--machines") o->machines = std::stoi(next("--machines"));
-    else if (a == "--faults") o->faults = std::stoi(next("--faults"));
-    else if (a == "--min-per-kind") o->min_per_kind = std::stoi(next("--min-per-kind"));
-    else if (a == "--lease") o->lease_s = std::stoll(next("--lease"));
-    else if (a == "--seed") o->seed = static_cast<uint32_t>(std::stoul(next("--seed")));
-    else if (a == "--max-seconds") o->max_seconds = std::stoll(next("--max-seconds"));
-    else if (a == "--keep") o->keep = true;
-    else throw std::invalid_argument("unknown argument " + a);
+    if (a == "--build")
+      o->build = next("--build");
+    else if (a == "--source")
+      o->source = next("--source");
+    else if (a == "--machines")
+      o->machines = std::stoi(next("--machines"));
+    else if (a == "--faults")
+      o->faults = std::stoi(next("--faults"));
+    else if (a == "--min-per-kind")
+      o->min_per_kind = std::stoi(next("--min-per-kind"));
+    else if (a == "--lease")
+      o->lease_s = std::stoll(next("--lease"));
+    else if (a == "--seed")
+      o->seed = static_cast<uint32_t>(std::stoul(next("--seed")));
+    else if (a == "--max-seconds")
+      o->max_seconds = std::stoll(next("--max-seconds"));
+    else if (a == "--keep")
+      o->keep = true;
+    else
+      throw std::invalid_argument("unknown argument " + a);
   }
-  if (o->build.empty() || o->source.empty()) throw std::invalid_argument("--build and --source are needed");
-  if (o->machines < 2 || o->machines > 20) throw std::invalid_argument("--machines: 2 to 20");
+  if (o->build.empty() || o->source.empty())
+    throw std::invalid_argument("--build and --source are needed");
+  if (o->machines < 2 || o->machines > 20)
+    throw std::invalid_argument("--machines: 2 to 20");
   if (o->lease_s < 2) throw std::invalid_argument("--lease: at least 2");
   return true;
 }

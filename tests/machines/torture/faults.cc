@@ -9,14 +9,25 @@
 
 namespace wizq::machines {
 
-const std::vector<std::string> kFaultKinds = {
-    "partition", "machine_death", "freeze_machine", "stop_worker",
-    "db_crash",  "terminate",     "stall",          "drop",
-    "half_open", "drop_commit",   "drop_commit_reply"};
+const std::vector<std::string> kFaultKinds = {"partition",
+                                              "machine_death",
+                                              "freeze_machine",
+                                              "stop_worker",
+                                              "db_crash",
+                                              "terminate",
+                                              "stall",
+                                              "drop",
+                                              "half_open",
+                                              "drop_commit",
+                                              "drop_commit_reply"};
 
 Injector::Injector(Bed* bed, uint32_t seed, int64_t lease_ms,
-                   std::vector<std::string> machines)
-    : bed_(bed), rng_(seed), lease_ms_(lease_ms), machines_(std::move(machines)) {}
+                   std::vector<std::string> machines, std::string log)
+    : bed_(bed),
+      rng_(seed),
+      lease_ms_(lease_ms),
+      machines_(std::move(machines)),
+      log_(std::move(log)) {}
 
 int64_t Injector::Pick(int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
@@ -31,7 +42,8 @@ std::string Injector::PickMachine() {
 std::string Injector::PickKind() {
   std::lock_guard<std::mutex> l(mu_);
   int least = INT32_MAX;
-  for (const std::string& k : kFaultKinds) least = std::min(least, per_kind_[k]);
+  for (const std::string& k : kFaultKinds)
+    least = std::min(least, per_kind_[k]);
   std::vector<std::string> some;
   for (const std::string& k : kFaultKinds) {
     if (per_kind_[k] <= least + 1) some.push_back(k);
@@ -43,8 +55,16 @@ void Injector::Sleep(int64_t ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
+Json FaultJson(const Fault& f) {
+  return {
+      {"kind", f.kind},    {"machine", f.machine},     {"t0", f.t0},
+      {"t1", f.t1},        {"may_rerun", f.may_rerun}, {"occurred", f.occurred},
+      {"detail", f.detail}};
+}
+
 void Injector::Record(Fault f) {
   std::lock_guard<std::mutex> l(mu_);
+  std::ofstream(log_, std::ios::app) << FaultJson(f).dump() << "\n";
   per_kind_[f.kind]++;
   faults_.push_back(std::move(f));
 }
@@ -69,7 +89,8 @@ static int64_t Length(bool long_fault, int64_t lease, int64_t pick_lo) {
 
 void Injector::Partition(Fault* f) {
   const bool lng = Pick(0, 2) == 0;
-  const int64_t ms = Length(lng, lease_ms_, lng ? Pick(1000, 4000) : Pick(300, 1200));
+  const int64_t ms =
+      Length(lng, lease_ms_, lng ? Pick(1000, 4000) : Pick(300, 1200));
   f->may_rerun = lng;
   f->detail = lng ? "long" : "short";
   f->t0 = MonoMs();
@@ -91,14 +112,16 @@ void Injector::Death(Fault* f) {
   bed_->Machines({reboot ? "reboot" : "kill-all", f->machine});
   f->t1 = MonoMs();
   // Back after 0.5-3 s, or one time in three past the lease.
-  const int64_t back = Pick(0, 2) == 0 ? lease_ms_ + Pick(0, 3000) : Pick(500, 3000);
+  const int64_t back =
+      Pick(0, 2) == 0 ? lease_ms_ + Pick(0, 3000) : Pick(500, 3000);
   std::lock_guard<std::mutex> l(mu_);
   down_until_[f->machine] = MonoMs() + back;
 }
 
 void Injector::Freeze(Fault* f) {
   const bool lng = Pick(0, 2) == 0;
-  const int64_t ms = Length(lng, lease_ms_, lng ? Pick(1000, 3000) : Pick(300, 1200));
+  const int64_t ms =
+      Length(lng, lease_ms_, lng ? Pick(1000, 3000) : Pick(300, 1200));
   f->may_rerun = lng;
   f->whole_machine_freeze = true;
   f->detail = lng ? "long" : "short";
@@ -117,13 +140,15 @@ void Injector::StopWorker(Fault* f) {
   f->occurred = !pid.empty();
   if (pid.empty()) return;
   const bool lng = Pick(0, 2) == 0;
-  const int64_t ms = Length(lng, lease_ms_, lng ? Pick(1000, 3000) : Pick(300, 1200));
+  const int64_t ms =
+      Length(lng, lease_ms_, lng ? Pick(1000, 3000) : Pick(300, 1200));
   f->may_rerun = lng;
   f->detail = std::string(lng ? "long" : "short") + " " + slot + " pid " + pid;
   f->t0 = MonoMs();
   f->occurred = bed_->Machines({"stop", f->machine, pid}).code == 0;
   Sleep(ms);
   bed_->Machines({"cont", f->machine, pid});
+  ContinueStoppedChildren();
   f->t1 = MonoMs();
 }
 
@@ -133,15 +158,19 @@ void Injector::Terminate(Fault* f) {
     // A transaction or listener session, of whichever machine.
     f->machine = "";
     f->detail = "a transaction or listener session";
-    sql = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
-          "application_name IN ('wizq', 'wizq listener') "
-          "ORDER BY random() LIMIT 1";
+    sql =
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+        "application_name IN ('wizq', 'wizq listener') "
+        "ORDER BY random() LIMIT 1";
   } else {
     f->may_rerun = true;
     f->detail = "a liveness session";
-    sql = "SELECT pg_terminate_backend(backend_pid) FROM wizq.workers WHERE "
-          "host LIKE '" + bed_->BootId(f->machine) + "%' AND backend_pid IN "
-          "(SELECT pid FROM pg_stat_activity) ORDER BY random() LIMIT 1";
+    sql =
+        "SELECT pg_terminate_backend(backend_pid) FROM wizq.workers WHERE "
+        "host LIKE '" +
+        bed_->BootId(f->machine) +
+        "%' AND backend_pid IN "
+        "(SELECT pid FROM pg_stat_activity) ORDER BY random() LIMIT 1";
   }
   f->t0 = MonoMs();
   Ran r = bed_->Machines({"psql", "db", "-At", "-c", sql}, 20);
@@ -150,8 +179,9 @@ void Injector::Terminate(Fault* f) {
   f->detail += f->occurred ? "" : " (none found)";
 }
 
-bool Injector::PickConnection(const std::string& machine, const std::string& app,
-                              std::string* id, std::string* app_found) {
+bool Injector::PickConnection(const std::string& machine,
+                              const std::string& app, std::string* id,
+                              std::string* app_found) {
   Ran r = bed_->Proxy("list");
   std::istringstream in(r.out);
   std::vector<std::pair<std::string, std::string>> all, wanted;
@@ -169,7 +199,8 @@ bool Injector::PickConnection(const std::string& machine, const std::string& app
     if (a != std::string::npos && e != std::string::npos) {
       name = line.substr(a + 17, e - a - 17);
     }
-    if (state != "forwarding" || bed_->MachineOfAddress(client) != machine) continue;
+    if (state != "forwarding" || bed_->MachineOfAddress(client) != machine)
+      continue;
     all.push_back({conn, name});
     if (name == app) wanted.push_back({conn, name});
   }
@@ -207,7 +238,9 @@ void Injector::ProxyFault(Fault* f) {
   } else if (f->kind == "drop" || f->kind == "half_open") {
     bed_->Proxy((f->kind == "drop" ? "drop " : "half-open ") + id);
   } else {
-    bed_->Proxy((f->kind == "drop_commit" ? "drop-commit " : "drop-commit-reply ") + id);
+    bed_->Proxy(
+        (f->kind == "drop_commit" ? "drop-commit " : "drop-commit-reply ") +
+        id);
     f->occurred = false;  // until the proxy's log shows it
   }
   f->t1 = MonoMs();
@@ -255,13 +288,15 @@ std::vector<Fault> Injector::Faults() {
     fired[kind + " " + std::to_string(j.value("conn", 0))].push_back(j);
   }
   for (Fault& f : out) {
-    if (f.kind.rfind("drop_commit", 0) != 0 || f.detail.rfind("conn ", 0) != 0) continue;
+    if (f.kind.rfind("drop_commit", 0) != 0 || f.detail.rfind("conn ", 0) != 0)
+      continue;
     const std::string conn = f.detail.substr(5, f.detail.find(' ', 5) - 5);
     auto& lines = fired[f.kind + " " + conn];
     if (lines.empty()) continue;
     f.occurred = true;
     f.t0 = f.t1 = lines.front().value("mono_ms", int64_t{0});
-    f.detail += " " + lines.front().value("outcome", std::string("not committed"));
+    f.detail +=
+        " " + lines.front().value("outcome", std::string("not committed"));
     lines.erase(lines.begin());
   }
   return out;

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <set>
-#include <tuple>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 namespace wizq::machines {
@@ -37,8 +37,8 @@ struct TaskLife {
   int64_t current_attempt = 0;    // of the last claim or adoption
   int64_t completed_attempt = 0;  // the attempt task_completed recorded
   int completions = 0;
-  bool failed = false;  // task_failed without a retry
-  Json answer;          // task_answered
+  bool failed = false;         // task_failed without a retry
+  Json answer;                 // task_answered
   std::vector<int64_t> marks;  // Mark children (task ids)
 };
 
@@ -87,8 +87,7 @@ void Lost(const std::map<int64_t, TaskLife>& lives, RunVerdict* v) {
 }
 
 void Duplicated(const std::map<int64_t, TaskLife>& lives,
-                const std::vector<const LedgerRecord*>& starts,
-                RunVerdict* v) {
+                const std::vector<const LedgerRecord*>& starts, RunVerdict* v) {
   std::map<std::pair<std::string, std::string>, int64_t> keys;
   std::map<int64_t, int> hooks;
   for (const auto& [id, l] : lives) {
@@ -136,9 +135,8 @@ bool FrozenAt(const std::vector<Fault>& faults, const std::string& machine,
   return false;
 }
 
-void Overlapped(const std::vector<LedgerRecord>& ledger,
-                const std::string& run, const std::vector<Fault>& faults,
-                RunVerdict* v) {
+void Overlapped(const std::vector<LedgerRecord>& ledger, const std::string& run,
+                const std::vector<Fault>& faults, RunVerdict* v) {
   for (const LedgerRecord& r : ledger) {
     if (r.e != "overlap" || r.run != run) continue;
     const std::string holder = Str(r.holder, "m");
@@ -213,8 +211,7 @@ void ExtraRuns(const std::map<int64_t, TaskLife>& lives,
       if (list[i] == done) continue;
       if (done == nullptr && i + 1 == list.size()) continue;
       v->extra_runs++;
-      const int64_t until =
-          i + 1 < list.size() ? list[i + 1]->mono : INT64_MAX;
+      const int64_t until = i + 1 < list.size() ? list[i + 1]->mono : INT64_MAX;
       if (Matched(*list[i], until, faults)) {
         v->extra_runs_matched++;
         continue;

@@ -60,7 +60,7 @@ struct LedgerRecord {
 
 struct Fault {
   std::string kind;
-  std::string machine;  // "" = all machines (a database fault)
+  std::string machine;     // "" = all machines (a database fault)
   int64_t t0 = 0, t1 = 0;  // monotonic ms: injected, healed
   bool may_rerun = false;  // may legitimately cost an attempt its claim
   bool whole_machine_freeze = false;  // a freeze of every process of it

@@ -7,8 +7,8 @@
 namespace wizq::machines {
 namespace {
 
-Json Submitted(int64_t id, const std::string& type, Json inputs, int64_t parent = 0,
-               const std::string& key = "") {
+Json Submitted(int64_t id, const std::string& type, Json inputs,
+               int64_t parent = 0, const std::string& key = "") {
   return {{"event", "task_submitted"},
           {"id", id},
           {"type", type},
@@ -42,20 +42,23 @@ struct Fixture {
     in.audit = {Submitted(1, "Work", {{"i", 0}})};
     for (int64_t a = 1; a <= done; a++) in.audit.push_back(Claimed(1, a));
     in.audit.push_back(Submitted(
-        2, "Mark", {{"of", 1}, {"m", "m1"}, {"a", mark_attempt}, {"p", 10 + mark_attempt}}, 1));
+        2, "Mark",
+        {{"of", 1}, {"m", "m1"}, {"a", mark_attempt}, {"p", 10 + mark_attempt}},
+        1));
     in.audit.push_back(Completed(1));
     in.audit.push_back(Claimed(2, 1));
     in.audit.push_back(Completed(2));
     for (int64_t a = 1; a <= done; a++) {
       ledger.push_back(Rec("start", "m1", 1, a, 10 + a, 1000 * a));
-      if (a == done) ledger.push_back(Rec("end", "m1", 1, a, 10 + a, 1000 * a + 500));
+      if (a == done)
+        ledger.push_back(Rec("end", "m1", 1, a, 10 + a, 1000 * a + 500));
     }
   }
   RunVerdict Check() const { return CheckRun(in, ledger, faults); }
 };
 
-Fault MakeFault(const std::string& kind, const std::string& m, int64_t t0, int64_t t1,
-                bool may_rerun) {
+Fault MakeFault(const std::string& kind, const std::string& m, int64_t t0,
+                int64_t t1, bool may_rerun) {
   Fault f;
   f.kind = kind, f.machine = m, f.t0 = t0, f.t1 = t1, f.may_rerun = may_rerun;
   return f;
@@ -77,7 +80,8 @@ TEST(MachinesHistoryTest, ATaskThatNeverCompletedIsLostAndTheRunNotCompleted) {
   EXPECT_EQ(v.errors.size(), 2u);
 }
 
-TEST(MachinesHistoryTest, CompletedTwiceOrStartedAfterItsCompletionIsDuplicated) {
+TEST(MachinesHistoryTest,
+     CompletedTwiceOrStartedAfterItsCompletionIsDuplicated) {
   Fixture twice(1, 1);
   twice.in.audit.push_back(Completed(1));
   EXPECT_EQ(twice.Check().duplicated, 1);
@@ -92,7 +96,8 @@ TEST(MachinesHistoryTest, CompletedTwiceOrStartedAfterItsCompletionIsDuplicated)
   EXPECT_EQ(same_key.Check().duplicated, 1);
 }
 
-TEST(MachinesHistoryTest, AnOverlapIsOverlappedUnlessItsHoldersMachineWasFrozen) {
+TEST(MachinesHistoryTest,
+     AnOverlapIsOverlappedUnlessItsHoldersMachineWasFrozen) {
   Fixture f(2, 2);
   LedgerRecord o = Rec("overlap", "m1", 1, 2, 12, 2000);
   o.holder = {{"m", "m3"}, {"attempt", 1}, {"pid", 11}};
@@ -126,7 +131,8 @@ TEST(MachinesHistoryTest, AnExtraRunIsMatchedOnlyByAFaultThatMayCostItsClaim) {
   short_fault.faults.push_back(MakeFault("partition", "m1", 1200, 1500, false));
   EXPECT_EQ(short_fault.Check().extra_runs_unmatched, 1);
   Fixture other_machine(2, 2);
-  other_machine.faults.push_back(MakeFault("partition", "m2", 1200, 1500, true));
+  other_machine.faults.push_back(
+      MakeFault("partition", "m2", 1200, 1500, true));
   EXPECT_EQ(other_machine.Check().extra_runs_unmatched, 1);
   Fixture after(2, 2);  // after the re-claim's start: too late to explain it
   after.faults.push_back(MakeFault("partition", "m1", 2500, 3000, true));
@@ -146,16 +152,19 @@ TEST(MachinesHistoryTest, AnAnswerRecordedOrPassedOnOtherwiseIsFlipped) {
   for (const std::string recorded : {"yes", "no"}) {
     Fixture f(1, 1);
     f.in.audit.push_back(Submitted(5, "Ask", {{"q", 0}}));
-    f.in.audit.push_back({{"event", "task_answered"}, {"id", 5}, {"answer", recorded}});
+    f.in.audit.push_back(
+        {{"event", "task_answered"}, {"id", 5}, {"answer", recorded}});
     f.in.audit.push_back(Completed(5));
-    f.in.audit.push_back(Submitted(6, "Echo", {{"answer", "yes"}, {"value", {{"q", 0}}}}, 5));
+    f.in.audit.push_back(
+        Submitted(6, "Echo", {{"answer", "yes"}, {"value", {{"q", 0}}}}, 5));
     f.in.audit.push_back(Completed(6));
     f.in.answers_given["0"] = "yes";
     EXPECT_EQ(f.Check().flipped, recorded == "yes" ? 0 : 1) << recorded;
   }
 }
 
-TEST(MachinesHistoryTest, AMachineClockOutsideTheHostsReadingsFailsCalibration) {
+TEST(MachinesHistoryTest,
+     AMachineClockOutsideTheHostsReadingsFailsCalibration) {
   LedgerRecord c;
   c.e = "calibration", c.m = "m2", c.before = 100, c.after = 120, c.mono = 110;
   EXPECT_TRUE(CheckCalibration({c}).empty());
@@ -168,11 +177,16 @@ TEST(MachinesHistoryTest, AFaultCountsWhenAnAttemptRanOnItsMachineMeanwhile) {
       Rec("start", "m1", 1, 1, 11, 1000), Rec("end", "m1", 1, 1, 11, 2000),
       Rec("start", "m1", 2, 1, 12, 3000),  // killed: no end
       Rec("start", "m2", 2, 2, 20, 6000), Rec("end", "m2", 2, 2, 20, 6500)};
-  EXPECT_TRUE(InFlight(MakeFault("partition", "m1", 1500, 1600, false), ledger));
-  EXPECT_FALSE(InFlight(MakeFault("partition", "m1", 2100, 2900, false), ledger));
-  EXPECT_TRUE(InFlight(MakeFault("partition", "m1", 5000, 5100, false), ledger));
-  EXPECT_FALSE(InFlight(MakeFault("partition", "m1", 6100, 6200, false), ledger));
-  EXPECT_FALSE(InFlight(MakeFault("partition", "m3", 1500, 1600, false), ledger));
+  EXPECT_TRUE(
+      InFlight(MakeFault("partition", "m1", 1500, 1600, false), ledger));
+  EXPECT_FALSE(
+      InFlight(MakeFault("partition", "m1", 2100, 2900, false), ledger));
+  EXPECT_TRUE(
+      InFlight(MakeFault("partition", "m1", 5000, 5100, false), ledger));
+  EXPECT_FALSE(
+      InFlight(MakeFault("partition", "m1", 6100, 6200, false), ledger));
+  EXPECT_FALSE(
+      InFlight(MakeFault("partition", "m3", 1500, 1600, false), ledger));
   EXPECT_TRUE(InFlight(MakeFault("db_crash", "", 6100, 6200, false), ledger));
 }
 
