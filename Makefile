@@ -198,7 +198,7 @@ torture: test-deps configure
 # connections, dropped COMMITs and COMMIT replies), at least
 # TORTURE_MACHINES_MIN of each kind with an attempt in flight. About 15
 # minutes; `make test` runs 33 faults on 3 machines.
-TORTURE_MACHINES_FAULTS ?= 300
+TORTURE_MACHINES_FAULTS ?= 385
 TORTURE_MACHINES_MIN ?= 20
 TORTURE_MACHINES_FLAGS ?=
 torture-machines: test-deps configure

@@ -51,6 +51,24 @@ Status PgStoreTxn::Claim(const ClaimFilter& f, std::vector<Task>* claimed) {
         "this worker lost its liveness session with the store: it claims "
         "nothing more (run wizq again to go on)");
   }
+  // The server's word on it: a worker claims only while its liveness lock
+  // is granted. A liveness session the server ended (a terminated backend,
+  // a half-open connection) while the worker has not noticed yet would
+  // otherwise claim tasks a worker of its host may put back at once, or
+  // that it cannot renew: it claims nothing (its renewer finds out).
+  if (!f.lease && store_->lock_key() != 0) {
+    PgResult held;
+    WIZQ_RETURN_IF_ERROR(w_->conn()->Exec(
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l WHERE "
+        "l.locktype = 'advisory' AND l.granted AND l.classid = $1::oid AND "
+        "l.objid = $2::oid AND l.objsubid = 2 AND l.database = (SELECT oid "
+        "FROM pg_catalog.pg_database WHERE datname = current_database())) "
+        "AS held",
+        {static_cast<int64_t>(kPgWorkerLockSpace),
+         static_cast<int64_t>(store_->lock_key())},
+        &held));
+    if (!held.GetBool(0, "held")) return Status::OK();
+  }
   std::map<std::string, int> room = f.room;
   // What this transaction put back (a reclaim, a retry) is written first:
   // it may lower the floor.

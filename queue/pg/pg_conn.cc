@@ -89,11 +89,14 @@ PGconn* Connect(const std::string& location, const PgConnOptions& o) {
   const std::pair<const char*, std::string> params[] = {
       {"application_name", o.application_name},
       {"connect_timeout", std::to_string(o.connect_timeout_s)},
+#ifndef WIZQ_MUTANT_NO_KEEPALIVES
+      // Mutant (tests/machines/torture, make torture-mutants): no keepalives.
       {"keepalives", "1"},
       {"keepalives_idle", std::to_string(o.keepalives_idle_s)},
       {"keepalives_interval", std::to_string(o.keepalives_interval_s)},
       {"keepalives_count", std::to_string(o.keepalives_count)},
       {"tcp_user_timeout", std::to_string(o.tcp_user_timeout_ms)},
+#endif
       {"target_session_attrs", o.target_session_attrs},
       {"dbname", location},
       {"client_encoding", "UTF8"},

@@ -74,10 +74,18 @@ Status PgStore::Reclaim(PgWork* w, Reclaimed* out) {
     PgTaskFromRow(r, i, &row);
     rows.push_back(w->Cache(row));
     const PgTask& t = *rows.back();
+#ifdef WIZQ_MUTANT_NO_GUARDED_RESCUE
+    // Mutant (tests/machines/torture, make torture-mutants): unguarded rescue.
+    if (t.t.lease_token.empty() && t.claim_until_ms >= now &&
+        options_.reclaim_worker_claims) {
+      ask.push_back(t.t.claimed_by);
+    }
+#else
     if (t.t.lease_token.empty() && t.claim_until_ms >= now &&
         options_.reclaim_worker_claims && OnThisHost(t.t.claim_host)) {
       ask.push_back(t.t.claimed_by);
     }
+#endif
   }
   std::set<std::string> alive;
   if (!ask.empty()) {
@@ -95,10 +103,17 @@ Status PgStore::Reclaim(PgWork* w, Reclaimed* out) {
       continue;
     }
     const bool lapsed = t->claim_until_ms < now;
+#ifdef WIZQ_MUTANT_NO_GUARDED_RESCUE
+    // Mutant (tests/machines/torture, make torture-mutants): unguarded rescue.
+    const bool dead =
+        options_.reclaim_worker_claims && alive.count(t->t.claimed_by) == 0 &&
+        (!OnThisHost(t->t.claim_host) || !WorkerProcessRuns(t->t.claimed_by));
+#else
     const bool dead = options_.reclaim_worker_claims &&
                       OnThisHost(t->t.claim_host) &&
                       alive.count(t->t.claimed_by) == 0 &&
                       !WorkerProcessRuns(t->t.claimed_by);
+#endif
     if (lapsed || dead) WIZQ_RETURN_IF_ERROR(PutBack(w, t, out));
   }
   return Status::OK();

@@ -91,6 +91,8 @@ class PgStore : public Store {
   // it claims nothing more).
   bool live() const { return !live_lost_.load(); }
   bool live_gone() const { return live_gone_.load(); }
+  // The key of this worker's liveness lock; 0 if it holds none.
+  int32_t lock_key() const { return lock_key_; }
   bool HeldByMe(const PgTask& t) const;
 
  private:

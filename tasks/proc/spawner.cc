@@ -136,6 +136,10 @@ void Spawner::Cancel(uint64_t serial) {
 void Spawner::SetLimit(uint32_t limit) { Tell(SpawnRequest::kLimit, 0, limit); }
 
 void Spawner::SetDeadline(int64_t deadline_ns) {
+#ifdef WIZQ_MUTANT_NO_LOCAL_DEADLINE
+  // Mutant (tests/machines/torture, make torture-mutants): no deadline.
+  deadline_ns = 0;
+#endif
   if (deadline_ns == deadline_ns_) return;
   deadline_ns_ = deadline_ns;
   Tell(SpawnRequest::kDeadline, 0, 0);

@@ -149,8 +149,8 @@ void Torture::Calibrate(const std::string& m) {
 std::string Torture::Workflow(int round) {
   const std::string body = Body() + " " + Ledger();
   Json roots = Json::array();
-  const int64_t lengths[] = {300, 300, 300, 1500, 1500, 4000};
-  for (int i = 0; i < 60; i++) {
+  const int64_t lengths[] = {300, 1000, 2000, 3000, 3000, 6000};
+  for (int i = 0; i < 80; i++) {
     roots.push_back(
         {{"kind", "Work"}, {"value", {{"i", i}, {"ms", lengths[Pick(0, 5)]}}}});
   }
