@@ -19,7 +19,7 @@ DEB_TEST_PACKAGES = parallel jq tmux clang libclang-rt-14-dev \
   nodejs npm chromium postgresql openssl faketime iproute2 procps \
   debhelper dpkg-dev lintian debootstrap man-db bash-completion zsh fish
 
-.PHONY: all build bin deps test-deps configure test deb-test asan tsan bench demo fuzz torture torture-machines format clean deb
+.PHONY: all build bin deps test-deps configure test deb-test asan tsan bench demo fuzz torture torture-machines torture-mutants format clean deb
 
 all: build
 
@@ -208,6 +208,32 @@ torture-machines: test-deps configure
 	  --min-per-kind $(TORTURE_MACHINES_MIN) --lease 5 --max-seconds 2700 \
 	  $(TORTURE_MACHINES_FLAGS) >$(BUILD)/torture-machines.out; rc=$$?; \
 	  cat $(BUILD)/torture-machines.out; exit $$rc
+
+# Mutants (cmake/mutants.cmake): for each guard of the PostgreSQL path, a
+# build of its own with that guard compiled out (-DWIZQ_MUTANT=NAME; never
+# a switch of the shipped binary), tortured at TORTURE_MUTANT_FAULTS
+# faults on 4 machines. Fails unless the checker catches every mutant
+# (the torture exits 1); prints what caught each. About 8 minutes a mutant.
+TORTURE_MUTANTS ?= fence local_deadline guarded_rescue keepalives outcome_reread
+TORTURE_MUTANT_FAULTS ?= 110
+torture-mutants: test-deps
+	@missed=""; for m in $(TORTURE_MUTANTS); do \
+	  dir=$(BUILD)-mutant-$$m; \
+	  cmake -S . -B $$dir -DCMAKE_BUILD_TYPE=Release -DWIZQ_MUTANT=$$m \
+	    $(CMAKE_FLAGS) >/dev/null && \
+	  cmake --build $$dir -j$(JOBS) --target wizq_machines_torture >/dev/null || exit 2; \
+	  echo "== mutant $$m"; \
+	  if $$dir/wizq_machines_torture --build $(abspath $$dir) --source $(CURDIR) \
+	      --machines 4 --faults $(TORTURE_MUTANT_FAULTS) --min-per-kind 0 \
+	      --lease 5 --max-seconds 1500 --run-seconds 180 $(TORTURE_MACHINES_FLAGS) \
+	      >$$dir/torture-mutant.out 2>&1; then \
+	    echo "   NOT caught"; missed="$$missed $$m"; \
+	  else \
+	    grep -E '^MACHINES-TORTURE|^ERROR' $$dir/torture-mutant.out | cut -c1-200 | head -4; \
+	  fi; \
+	done; \
+	if [ -n "$$missed" ]; then echo "torture-mutants: not caught:$$missed"; exit 1; fi; \
+	echo "torture-mutants: every mutant caught"
 
 # `wizq crashtest` of the installer example at every kill point (power cut):
 # a few minutes; `make test` runs 3 of them (tests/crashtest_test.cc).

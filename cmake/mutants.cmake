@@ -13,7 +13,8 @@
 #   guarded_rescue   queue/pg/pg_reclaim.cc   a claim waits for its lease
 #                                             before another host rescues it
 #                                             (PgStore::Reclaim)
-#   keepalives       queue/pg/pg_conn.cc      TCP keepalives and
+#   keepalives       queue/pg/pg_conn.cc      TCP keepalives, the answer
+#                                             timeout (PgConn::Await) and
 #                                             tcp_user_timeout (Connect)
 #   outcome_reread   queue/pg/pg_store.cc     the re-read of a COMMIT of
 #                                             unknown outcome

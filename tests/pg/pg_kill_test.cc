@@ -99,8 +99,13 @@ std::set<pid_t> TaskProcessesOf(const std::string& want) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "environ");
-    std::string env((std::istreambuf_iterator<char>(in)), {});
+    std::string env;
+    try {  // the process may end while it is read (ESRCH)
+      std::ifstream in(e.path() / "environ");
+      env.assign(std::istreambuf_iterator<char>(in), {});
+    } catch (const std::ios_base::failure&) {
+      continue;
+    }
     std::istringstream vars(env);
     for (std::string v; std::getline(vars, v, '\0');) {
       if (v == want) out.insert(std::stoi(name));
@@ -115,8 +120,13 @@ std::set<pid_t> ChildrenOf(pid_t pid) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    std::string stat;
+    try {  // the process may end while it is read (ESRCH)
+      std::ifstream in(e.path() / "stat");
+      stat.assign(std::istreambuf_iterator<char>(in), {});
+    } catch (const std::ios_base::failure&) {
+      continue;
+    }
     const size_t paren = stat.rfind(')');
     if (paren == std::string::npos) continue;
     std::istringstream f(stat.substr(paren + 2));

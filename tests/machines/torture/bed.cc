@@ -101,8 +101,13 @@ void ContinueStoppedChildren() {
   for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    std::string stat;
+    try {  // the process may end while it is read (ESRCH)
+      std::ifstream in(e.path() / "stat");
+      stat.assign(std::istreambuf_iterator<char>(in), {});
+    } catch (const std::ios_base::failure&) {
+      continue;
+    }
     const size_t paren = stat.rfind(')');
     if (paren == std::string::npos) continue;
     std::istringstream f(stat.substr(paren + 2));
