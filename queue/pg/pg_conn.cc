@@ -388,8 +388,8 @@ PGresult* PgConn::Await() {
       }
       pollfd p = {PQsocket(conn_), POLLIN, 0};
       if (p.fd < 0) break;
-      const int r = poll(&p, 1,
-                         static_cast<int>(left.count() > 0 ? left.count() : 1000));
+      const int r =
+          poll(&p, 1, static_cast<int>(left.count() > 0 ? left.count() : 1000));
       if (r < 0 && errno != EINTR) break;
       // A failed read leaves the connection bad: PQgetResult says why.
       if (r > 0 && PQconsumeInput(conn_) == 0) break;

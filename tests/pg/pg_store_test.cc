@@ -198,13 +198,11 @@ TEST_F(PgStoreTest, ADatabaseRestartShorterThanTheLeaseRerunsNothing) {
 }
 
 // The other side of the rule: a worker on the same host, opened after the
-// restart and before the first worker took its liveness back, finds its
-// lock free but its process running (here: this very process), so it
-// leaves the claim alone; the first worker takes its liveness back and
-// completes. (It once put the claim back, as if the worker were dead:
-// after a restart the workers of one host then put back each other's
-// claims and none could go on; the machines torture found it.)
-TEST_F(PgStoreTest, AfterARestartASameHostWorkerLeavesALiveWorkersClaim) {
+// restart and before the first worker took its liveness back, saw it dead
+// and put its claim back (as a same-host worker may). The first worker
+// then stays gone: it does not take its liveness back, claims nothing, and
+// its late completion is refused.
+TEST_F(PgStoreTest, AfterARestartAWorkerDeclaredDeadStaysGone) {
   StoreOptions oa = Options({MakeNew("S", "{}")});
   oa.host = Host("boot-a");
   oa.worker_lease_ms = 60000;  // no renewal before the restart is done
@@ -222,15 +220,18 @@ TEST_F(PgStoreTest, AfterARestartASameHostWorkerLeavesALiveWorkersClaim) {
   OpenReport report;
   std::unique_ptr<Store> c;
   ASSERT_OK(Store::Open(oc, &c, &report));
-  EXPECT_EQ(report.tasks_reset, 0) << "the claim of a running worker";
+  EXPECT_EQ(report.tasks_reset, 1) << "the same host put the claim back";
 
   std::vector<int64_t> ids;
-  ASSERT_OK(a->Transact(
-      [&](StoreTxn& txn) { return txn.Complete(1, Completion(), &ids); }));
-  EXPECT_TRUE(AliveWithin(c.get(), a->worker_id(), 3000));
-  const std::vector<EventRecord> events = Events(c.get());
-  EXPECT_EQ(CountKind(events, "task_reset"), 0);
-  EXPECT_EQ(CountKind(events, "task_completed"), 1);
+  const Status late = a->Transact(
+      [&](StoreTxn& txn) { return txn.Complete(1, Completion(), &ids); });
+  EXPECT_TRUE(late.IsConflict()) << late.ToString();
+  EXPECT_FALSE(AliveWithin(c.get(), a->worker_id(), 3000));
+  std::vector<wizq::Task> none;
+  const Status claim =
+      a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &none); });
+  EXPECT_FALSE(claim.ok()) << "a worker declared dead claimed again";
+  EXPECT_TRUE(none.empty());
 }
 
 // A restart longer than the lease: the worker's claim lapsed meanwhile (any
