@@ -488,6 +488,8 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       o->seed = static_cast<uint32_t>(std::stoul(next("--seed")));
     else if (a == "--max-seconds")
       o->max_seconds = std::stoll(next("--max-seconds"));
+    else if (a == "--run-seconds")
+      o->run_seconds = std::stoll(next("--run-seconds"));
     else if (a == "--keep")
       o->keep = true;
     else if (a == "--allow-unmatched")
