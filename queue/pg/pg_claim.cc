@@ -48,8 +48,9 @@ Status PgStoreTxn::Claim(const ClaimFilter& f, std::vector<Task>* claimed) {
   if (!f.lease && !store_->worker_id().empty() && !store_->live()) {
     if (!store_->live_gone()) return Status::OK();
     return Status::IOError(
-        "this worker lost its liveness session with the store: it claims "
-        "nothing more (run wizq again to go on)");
+        "this worker lost its liveness session with the store (" +
+        store_->live_gone_why() +
+        "): it claims nothing more (run wizq again to go on)");
   }
   // The server's word on it: a worker claims only while its liveness lock
   // is granted. A liveness session the server ended (a terminated backend,

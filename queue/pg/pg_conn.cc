@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <libpq-fe.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cstring>
@@ -158,14 +159,17 @@ PgConn::PgConn(PGconn* conn, std::vector<std::string> secrets,
 PgConn::~PgConn() { PQfinish(conn_); }
 
 // jit: the store's statements are short; compiling one costs more than
-// running it.
+// running it. client_connection_check_interval: a backend whose client
+// went away (a session this side ended, ended_here) stops waiting for a
+// lock within a second, and lets go of what it holds (a liveness lock).
 Status PgConn::ApplySessionSettings(const PgConnOptions& o) {
   return Exec(
              "SELECT set_config('idle_in_transaction_session_timeout', $1, "
              "false), set_config('lock_timeout', $2, false), "
              "set_config('statement_timeout', $3, false), "
              "set_config('idle_session_timeout', $4, false), "
-             "set_config('jit', 'off', false)",
+             "set_config('client_connection_check_interval', '1000', "
+             "false), set_config('jit', 'off', false)",
              {std::to_string(o.idle_in_transaction_timeout_ms),
               std::to_string(o.lock_timeout_ms),
               std::to_string(o.statement_timeout_ms),
@@ -234,6 +238,7 @@ Status PgConn::Run(const char* what, const std::vector<PgParam>& params,
   if (res == nullptr && timed_out_) {
     timed_out_ = false;
     lost_ = true;
+    ended_here_ = true;
     last_error_ = {PgErrorKind::kConnectionLost, ""};
     return Status::IOError(Scrub(std::string(what) +
                                  ": the session with the store " + display_ +
@@ -384,6 +389,10 @@ PGresult* PgConn::Await() {
 #endif
         timed_out_ = true;
         PQclear(kept);
+        // Said at once to whatever listens: the server's backend, if it
+        // is only slow, sees the session end (client_connection_check_
+        // interval) and lets go of its locks.
+        shutdown(PQsocket(conn_), SHUT_RDWR);
         return nullptr;
       }
       pollfd p = {PQsocket(conn_), POLLIN, 0};

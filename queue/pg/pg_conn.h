@@ -41,6 +41,9 @@ inline constexpr int kPgTcpUserTimeoutMs = 30000;
 // row locks go) after a minute; no statement of the store waits on a lock
 // or runs for long.
 inline constexpr int kPgIdleInTransactionTimeoutMs = 60000;
+// A run's sessions (PgStore::SessionOptions): their transactions lock the
+// run's row, so one left open ends after 2 s, well within any lease.
+inline constexpr int kPgRunIdleInTransactionMs = 2000;
 inline constexpr int kPgLockTimeoutMs = 10000;
 inline constexpr int kPgStatementTimeoutMs = 60000;
 // Client side, for every statement: an answer that has not come after
@@ -149,6 +152,10 @@ class PgConn {
 
   int backend_pid() const { return backend_pid_; }
   bool lost() const { return lost_; }
+  // Lost because this side gave up waiting for an answer (answer_timeout):
+  // the server may not know yet, and its backend may hold on to its locks
+  // for a while.
+  bool ended_here() const { return ended_here_; }
   // The kind and SQLSTATE of the last failed call.
   const PgError& last_error() const { return last_error_; }
   // The location with its password removed (pg_location.h).
@@ -179,6 +186,7 @@ class PgConn {
   bool lost_ = false;
   int answer_timeout_ms_;
   bool timed_out_ = false;
+  bool ended_here_ = false;
   PgError last_error_;
   // Exec's prepared statements: text -> name (wizq_<n>).
   static constexpr size_t kMaxPrepared = 256;

@@ -5,11 +5,13 @@
 // A lost liveness session stops the worker's claiming at once. It is taken
 // back (a new session, the same lock key) only when the server restarted
 // (its postmaster start time changed: every session ended at once, none
-// of them was ended to stop this worker) and nobody acted on the worker's
-// death meanwhile: no transaction put back a claim of it, none of its
-// claims lapsed, the run was not archived. Otherwise the worker is gone
-// for good: it claims nothing more and its claims lapse (its completions
-// still land while their fence holds).
+// of them was ended to stop this worker) or this side ended the session
+// (no answer in time: a renewal that waited behind the run's row, a
+// half-open link), and nobody acted on the worker's death meanwhile: no
+// transaction put back a claim of it, none of its claims lapsed, the run
+// was not archived. Otherwise the worker is gone for good: it claims
+// nothing more and its claims lapse (its completions still land while
+// their fence holds).
 #include <time.h>
 #include <unistd.h>
 
@@ -72,6 +74,7 @@ Status PgStore::RenewClaims() {
     if (s.ok()) proof_mono_ms_ = began;
   }
   if (!live_->lost()) return s;
+  if (!live_lost_.load()) live_lost_at_ms_ = MonoMs();
   live_lost_ = true;
   return Relive();
 }
@@ -106,13 +109,23 @@ Status PgStore::Relive() {
   bool locked = false;
   WIZQ_RETURN_IF_ERROR(
       c->TryAdvisoryLock(kPgWorkerLockSpace, lock_key_, &locked));
+  // A session this side ended (no answer in time: a slow server, a
+  // half-open link) may hold the lock on the server a while: until its
+  // backend notices (client_connection_check_interval, 1 s) or, behind a
+  // half-open link, much longer.
+  const bool ended_here = live_->ended_here();
+  if (!locked && ended_here && began < live_lost_at_ms_ + kPgEndedHereMs) {
+    return Status::IOError(
+        "the liveness session this worker ended still holds its lock");
+  }
   PgTxn txn(c.get());
   std::string why = "its lock key is held by another session";
   if (locked) {
     WIZQ_RETURN_IF_ERROR(txn.Begin());
-    WIZQ_RETURN_IF_ERROR(WhyNotRelive(c.get(), &why));
+    WIZQ_RETURN_IF_ERROR(WhyNotRelive(c.get(), ended_here, &why));
   }
   if (!why.empty()) {
+    gone_why_ = why;
     live_gone_ = true;  // c ends, and with it the lock it may hold
     return Status::IOError("the liveness session was lost for good: " + why);
   }
@@ -135,8 +148,9 @@ Status PgStore::Relive() {
 // Inside Relive's transaction, with the lock key held: *why is "" if the
 // liveness may be taken back, else why not. The run's row is locked
 // first, so that no transaction that saw this worker dead is still under
-// way (it held the row) and none starts before the commit.
-Status PgStore::WhyNotRelive(PgConn* c, std::string* why) {
+// way (it held the row) and none starts before the commit. A session
+// `ended_here` was not ended to stop this worker, restart or not.
+Status PgStore::WhyNotRelive(PgConn* c, bool ended_here, std::string* why) {
   why->clear();
   PgResult r;
   WIZQ_RETURN_IF_ERROR(c->Exec(
@@ -146,7 +160,7 @@ Status PgStore::WhyNotRelive(PgConn* c, std::string* why) {
       {run_}, &r));
   if (r.rows() == 0 || r.GetBool(0, "archived")) {
     *why = "the run was archived or removed meanwhile";
-  } else if (r.Get(0, "up") == server_up_) {
+  } else if (!ended_here && r.Get(0, "up") == server_up_) {
     *why = "the server did not restart: the session was ended";
   }
   if (!why->empty()) return Status::OK();

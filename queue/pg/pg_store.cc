@@ -62,10 +62,10 @@ PgConnOptions PgStore::SessionOptions(const StoreOptions& o,
                                       const char* application) {
   PgConnOptions c;
   c.application_name = application;
-  const int64_t lease =
-      o.worker_lease_ms > 0 ? o.worker_lease_ms : kPgDefaultWorkerLeaseMs;
-  c.idle_in_transaction_timeout_ms =
-      static_cast<int>(std::clamp<int64_t>(lease / 3, 2000, 60000));
+  // Whoever holds the run's row stalls every transaction and renewal of
+  // the run, whatever its own lease: an agent's, a `wizq answer`'s or a
+  // worker's session left in a transaction (frozen, cut off) ends soon.
+  c.idle_in_transaction_timeout_ms = kPgRunIdleInTransactionMs;
   // A worker's statement that gets no answer (a half-open connection)
   // ends its session after four fifths of its lease, so that it
   // reconnects or, for its liveness, stops claiming, before its claims

@@ -50,10 +50,10 @@ class PgStore : public Store {
   static Status Connect(const StoreOptions& o, const char* application,
                         bool create, std::unique_ptr<PgConn>* conn);
   // The options of a session of the store for `o`, named `application`:
-  // its idle_in_transaction_session_timeout is a third of the worker's
-  // lease (2 s to 60 s). A worker frozen inside a transaction holds the
-  // run's row, which every transaction and renewal of the run locks
-  // first; the server ends that session before anyone's claims lapse.
+  // its idle_in_transaction_session_timeout is kPgRunIdleInTransactionMs.
+  // A process frozen or cut off inside a transaction holds the run's row,
+  // which every transaction and renewal of the run locks first; the server
+  // ends that session before anyone's claims lapse.
   static PgConnOptions SessionOptions(const StoreOptions& o,
                                       const char* application);
   // Store::ListAll on a database: every run_id's runs.
@@ -91,6 +91,8 @@ class PgStore : public Store {
   // it claims nothing more).
   bool live() const { return !live_lost_.load(); }
   bool live_gone() const { return live_gone_.load(); }
+  // Why the liveness is gone for good; set once, before live_gone().
+  const std::string& live_gone_why() const { return gone_why_; }
   // The key of this worker's liveness lock; 0 if it holds none.
   int32_t lock_key() const { return lock_key_; }
   bool HeldByMe(const PgTask& t) const;
@@ -129,7 +131,7 @@ class PgStore : public Store {
   Status RenewClaims();
   Status Renew(PgConn* c);
   Status Relive();
-  Status WhyNotRelive(PgConn* c, std::string* why);
+  Status WhyNotRelive(PgConn* c, bool ended_here, std::string* why);
 
   // queue/pg/pg_reclaim.cc
   Status Reclaim(PgWork* w, Reclaimed* out);
@@ -160,6 +162,11 @@ class PgStore : public Store {
   std::mutex live_mu_;
   std::atomic<bool> live_lost_{false};  // claims nothing while set
   std::atomic<bool> live_gone_{false};  // and never takes it back
+  std::string gone_why_;                // written before live_gone_
+  int64_t live_lost_at_ms_ = 0;         // MonoMs; guarded by live_mu_
+  // How long a liveness session ended here may keep its lock on the server
+  // before the worker counts it as taken by another session.
+  static constexpr int64_t kPgEndedHereMs = 3000;
   int32_t lock_key_ = 0;
   // As of the last proof of life (registration, a renewal): the run's
   // next seq and the server's start time. Guarded by live_mu_.

@@ -265,6 +265,8 @@ listen_addresses = '$DB_ADDR'
 port = $port
 unix_socket_directories = '$dir'
 max_connections = 200
+log_lock_waits = on
+log_line_prefix = '%m [%p] %a '
 EOF
   printf 'local all all trust\nhost all all 10.213.0.0/16 trust\n' >"$dir/data/pg_hba.conf"
   pg_start

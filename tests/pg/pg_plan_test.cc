@@ -171,19 +171,23 @@ TEST_F(PgStoreTest, ClaimsStayFastWhileAnOldSnapshotKeepsChurnedRowsAlive) {
       << " ms after";
 }
 
-// Pitfall row 8, its other half: a worker frozen inside a transaction (its
-// session idle in it, the run's row locked) stalls every transaction of
-// the run, renewals included. The server ends that session after a third
-// of the lease (PgStore::SessionOptions): another worker's transaction
-// waits about that long and succeeds, well within the lease.
+// Pitfall row 8, its other half: a process frozen inside a transaction
+// (its session idle in it, the run's row locked) stalls every transaction
+// of the run, renewals included. The server ends that session after
+// kPgRunIdleInTransactionMs, whatever the frozen one's own lease: here an
+// agent's session (no worker lease) and a worker with a 5 s lease, whose
+// transaction waits about 2 s and succeeds, well within its lease.
 TEST_F(PgStoreTest, ASessionFrozenInATransactionIsEndedWithinTheLease) {
   StoreOptions o = Options({MakeNew("S", "{}")});
-  o.worker_lease_ms = 9000;
+  o.worker_lease_ms = 5000;
   auto a = OpenOk(o);
   ASSERT_NE(a, nullptr);
+  StoreOptions agent = o;
+  agent.worker_lease_ms = 0;
   std::unique_ptr<PgConn> frozen;
   ASSERT_OK(PgConn::Open(cluster_->Location(),
-                         PgStore::SessionOptions(o, "frozen worker"), &frozen));
+                         PgStore::SessionOptions(agent, "frozen agent"),
+                         &frozen));
   ASSERT_OK(frozen->Exec("BEGIN"));
   ASSERT_OK(frozen->Exec("SELECT run FROM " + schema_ + ".runs FOR UPDATE"));
   const auto t0 = Clock::now();
@@ -194,8 +198,8 @@ TEST_F(PgStoreTest, ASessionFrozenInATransactionIsEndedWithinTheLease) {
   const double waited =
       std::chrono::duration<double>(Clock::now() - t0).count();
   EXPECT_EQ(got.size(), 1u);
-  EXPECT_GT(waited, 2.0) << "it did not wait for the frozen session";
-  EXPECT_LT(waited, 6.0) << "the frozen session held the run too long";
+  EXPECT_GT(waited, 1.5) << "it did not wait for the frozen session";
+  EXPECT_LT(waited, 4.0) << "the frozen session held the run too long";
   EXPECT_FALSE(frozen->Exec("SELECT 1").ok()) << "the session lives on";
   EXPECT_TRUE(frozen->lost());
 }

@@ -260,6 +260,44 @@ TEST_F(PgStoreTest, AfterARestartLongerThanTheLeaseTheWorkerStaysGone) {
   EXPECT_FALSE(AliveWithin(b.get(), a->worker_id(), 2000));
 }
 
+// A renewal that waited behind the run's row (held by a session that is
+// only slow) past its answer timeout: this side ended the liveness session
+// itself, nobody acted on the worker's death and it held no claim that
+// could lapse, so it takes its liveness back and claims again; the old
+// backend lets go of the lock once it sees its client gone.
+TEST_F(PgStoreTest, ALivenessSessionEndedHereForASlowAnswerIsTakenBack) {
+  StoreOptions oa = Options();
+  oa.worker_lease_ms = 5000;  // renewals every 1.7 s; no answer after 4 s
+  auto a = OpenOk(oa);
+  ASSERT_NE(a, nullptr);
+  auto* pa = dynamic_cast<PgStore*>(a.get());
+  ASSERT_NE(pa, nullptr);
+  ASSERT_OK(admin_->Exec("BEGIN"));
+  ASSERT_OK(admin_->Exec("SELECT run FROM " + schema_ + ".runs FOR UPDATE"));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(7);
+  bool lost = false;
+  while (std::chrono::steady_clock::now() < until) {
+    lost = lost || !pa->live();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_OK(admin_->Exec("COMMIT"));
+  EXPECT_TRUE(lost) << "the renewal was not cut off by its answer timeout";
+  ASSERT_TRUE(AliveWithin(a.get(), a->worker_id(), 10000))
+      << "the worker did not take its liveness back"
+      << (pa->live_gone() ? ": " + pa->live_gone_why() : "");
+  EXPECT_FALSE(pa->live_gone());
+  ClaimFilter f;
+  f.steps = {"S"};
+  std::vector<wizq::Task> got;
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
+    int64_t id = 0;
+    bool dup = false;
+    WIZQ_RETURN_IF_ERROR(txn.Submit(MakeNew("S", "{}"), &id, &dup));
+    return txn.Claim(f, &got);
+  }));
+  EXPECT_EQ(got.size(), 1u) << "it claims again";
+}
+
 // The backend of the store's transaction session (its last statement
 // named the schema), found as the superuser.
 int SessionOf(PgConn* admin, const std::string& schema) {

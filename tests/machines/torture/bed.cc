@@ -1,6 +1,7 @@
 // The test bed of the machines torture: see bed.h.
 #include "tests/machines/torture/bed.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -31,6 +32,29 @@ int ExitCode(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return -1;
+}
+
+// A process of its own (double-forked: nobody reaps it) that copies lines
+// from `in` to `out`, each after the monotonic ms it was read at; it ends
+// when every writer of `in` has (the command and what it left running).
+void StartStamper(int in, int out) {
+  const pid_t mid = fork();
+  if (mid != 0) {
+    while (mid > 0 && waitpid(mid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return;
+  }
+  if (fork() != 0) _exit(0);
+  setpgid(0, 0);
+  FILE* r = fdopen(in, "r");
+  FILE* w = fdopen(out, "a");
+  char* line = nullptr;
+  size_t cap = 0;
+  while (r != nullptr && w != nullptr && getline(&line, &cap, r) > 0) {
+    fprintf(w, "%lld %s", static_cast<long long>(MonoMs()), line);
+    fflush(w);
+  }
+  _exit(0);
 }
 
 }  // namespace
@@ -82,17 +106,25 @@ Ran RunCommand(const std::vector<std::string>& args,
 
 pid_t StartCommand(const std::vector<std::string>& args,
                    const std::map<std::string, std::string>& env,
-                   const std::string& log) {
+                   const std::string& log, bool stamp) {
+  int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int p[2] = {-1, -1};
+  if (stamp && out >= 0 && pipe2(p, O_CLOEXEC) == 0) {
+    StartStamper(p[0], out);
+    close(p[0]);
+    close(out);
+    out = p[1];
+  }
   const pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);
-    const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     const int null = open("/dev/null", O_RDONLY);
     dup2(null, 0);
     dup2(out, 1);
     dup2(out, 2);
     ExecWith(args, env);
   }
+  if (out >= 0) close(out);
   return pid;
 }
 
@@ -133,6 +165,10 @@ Bed::~Bed() {
     kill(proxy_, SIGKILL);
     waitpid(proxy_, nullptr, 0);
   }
+  std::error_code ec;  // the server's log outlives the cluster
+  std::filesystem::copy_file(
+      pg_dir_ + "/postgres.log", paths_.work + "/postgres.log",
+      std::filesystem::copy_options::overwrite_existing, ec);
   if (up_) Machines({"down"}, 120);
 }
 

@@ -30,10 +30,12 @@ Ran RunCommand(const std::vector<std::string>& args,
                int timeout_s = 60);
 
 // Starts `args` with `env` added, in a process group of its own, stdin
-// from /dev/null, stdout and stderr appended to `log`. Its pid.
+// from /dev/null, stdout and stderr appended to `log`; with `stamp`, each
+// line prefixed with the host's CLOCK_MONOTONIC ms when it was read (the
+// ledger's clock). Its pid.
 pid_t StartCommand(const std::vector<std::string>& args,
                    const std::map<std::string, std::string>& env,
-                   const std::string& log);
+                   const std::string& log, bool stamp = false);
 
 // SIGCONT to this process's stopped children: the host-side nsenter of a
 // process stopped in a machine stops itself (util-linux passes the stop

@@ -5,7 +5,8 @@
 //
 //   wizq_machines_torture --build DIR --source DIR [--machines N]
 //       [--faults N] [--min-per-kind N] [--lease S] [--seed S]
-//       [--max-seconds S] [--run-seconds S] [--allow-unmatched] [--keep]
+//       [--max-seconds S] [--run-seconds S] [--kinds K,K...]
+//       [--allow-unmatched] [--keep]
 //
 // N machines (tests/machines/machines.sh; default 4), each with two `wizq
 // run` workers and one `wizq agent serve`, its wall clock off by up to an
@@ -34,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -55,6 +57,7 @@ struct Options {
   int machines = 4, faults = 300, min_per_kind = 20;
   int64_t lease_s = 5, max_seconds = 2700, run_seconds = 600;
   uint32_t seed = 0;
+  std::vector<std::string> kinds = kFaultKinds;  // --kinds a,b: only those
   bool keep = false;
   bool allow_unmatched = false;  // make test: reported, not failed
 };
@@ -219,7 +222,7 @@ void Torture::StartSlot(Slot* s, const std::string& run) {
   Event({{"e", "start"}, {"slot", s->name}, {"run", run}, {"mono", MonoMs()}});
   s->pid = StartCommand(bed_.InMachine(s->machine, s->name, args),
                         {{"WIZQ_STORE", bed_.MachineStore()}},
-                        work_ + "/logs/" + s->name + ".log");
+                        work_ + "/logs/" + s->name + ".log", /*stamp=*/true);
 }
 
 // Reaps what exited and starts again what should run.
@@ -370,8 +373,9 @@ int Torture::Run() {
     fprintf(stderr, "machines torture: the bed failed: %s\n", error.c_str());
     return 3;
   }
-  injector_ = std::make_unique<Injector>(&bed_, o_.seed + 1, o_.lease_s * 1000,
-                                         machines_, work_ + "/faults.jsonl");
+  injector_ =
+      std::make_unique<Injector>(&bed_, o_.seed + 1, o_.lease_s * 1000,
+                                 machines_, o_.kinds, work_ + "/faults.jsonl");
   std::atomic<bool> active{false}, stop{false};
   std::thread faults([&] {
     std::mt19937 gaps(o_.seed + 2);
@@ -438,7 +442,7 @@ int Torture::Report(const std::vector<Fault>& faults) {
     total++;
   }
   bool enough = true;
-  for (const std::string& k : kFaultKinds) {
+  for (const std::string& k : o_.kinds) {
     printf("fault %-18s injected %4d counted %4d\n", k.c_str(), injected[k],
            counted[k]);
     if (counted[k] < o_.min_per_kind) {
@@ -462,6 +466,19 @@ int Torture::Report(const std::vector<Fault>& faults) {
       sum.extra_runs_unmatched, sum.flipped);
   fflush(stdout);
   return errors.empty() && enough ? 0 : 1;
+}
+
+std::vector<std::string> Kinds(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string k; std::getline(in, k, ',');) {
+    if (std::find(kFaultKinds.begin(), kFaultKinds.end(), k) ==
+        kFaultKinds.end())
+      throw std::invalid_argument("--kinds: no fault kind " + k);
+    out.push_back(k);
+  }
+  if (out.empty()) throw std::invalid_argument("--kinds: none given");
+  return out;
 }
 
 bool ParseArgs(int argc, char** argv, Options* o) {
@@ -490,6 +507,8 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       o->max_seconds = std::stoll(next("--max-seconds"));
     else if (a == "--run-seconds")
       o->run_seconds = std::stoll(next("--run-seconds"));
+    else if (a == "--kinds")
+      o->kinds = Kinds(next("--kinds"));
     else if (a == "--keep")
       o->keep = true;
     else if (a == "--allow-unmatched")

@@ -22,11 +22,13 @@ const std::vector<std::string> kFaultKinds = {"partition",
                                               "drop_commit_reply"};
 
 Injector::Injector(Bed* bed, uint32_t seed, int64_t lease_ms,
-                   std::vector<std::string> machines, std::string log)
+                   std::vector<std::string> machines,
+                   std::vector<std::string> kinds, std::string log)
     : bed_(bed),
       rng_(seed),
       lease_ms_(lease_ms),
       machines_(std::move(machines)),
+      kinds_(std::move(kinds)),
       log_(std::move(log)) {}
 
 int64_t Injector::Pick(int64_t lo, int64_t hi) {
@@ -42,10 +44,9 @@ std::string Injector::PickMachine() {
 std::string Injector::PickKind() {
   std::lock_guard<std::mutex> l(mu_);
   int least = INT32_MAX;
-  for (const std::string& k : kFaultKinds)
-    least = std::min(least, per_kind_[k]);
+  for (const std::string& k : kinds_) least = std::min(least, per_kind_[k]);
   std::vector<std::string> some;
-  for (const std::string& k : kFaultKinds) {
+  for (const std::string& k : kinds_) {
     if (per_kind_[k] <= least + 1) some.push_back(k);
   }
   return some[static_cast<size_t>(Pick(0, some.size() - 1))];

@@ -45,9 +45,11 @@ Json FaultJson(const Fault& f);
 
 class Injector {
  public:
-  // Each fault is also appended to `log` (JSON lines: FaultJson).
+  // Each fault, of one of `kinds` (of kFaultKinds), is also appended to
+  // `log` (JSON lines: FaultJson).
   Injector(Bed* bed, uint32_t seed, int64_t lease_ms,
-           std::vector<std::string> machines, std::string log);
+           std::vector<std::string> machines, std::vector<std::string> kinds,
+           std::string log);
 
   // Injects one fault of a kind chosen at random (the kinds least injected
   // so far first) and heals it; blocks for the fault's length.
@@ -80,6 +82,7 @@ class Injector {
   std::mt19937 rng_;
   int64_t lease_ms_;
   std::vector<std::string> machines_;
+  std::vector<std::string> kinds_;
   std::string log_;
   std::mutex mu_;
   std::vector<Fault> faults_;

@@ -15,7 +15,7 @@ namespace {
 constexpr int64_t kClaimSlackMs = 1000;
 // After a whole-machine thaw, the machine's spawner needs a moment to end
 // the attempts whose local deadline passed while frozen.
-constexpr int64_t kThawGraceMs = 3000;
+constexpr int64_t kThawGraceMs = 1000;
 
 int64_t Int(const Json& j, const char* key) {
   if (!j.is_object() || !j.contains(key)) return 0;
@@ -124,37 +124,93 @@ void Duplicated(const std::map<int64_t, TaskLife>& lives,
   }
 }
 
-bool FrozenAt(const std::vector<Fault>& faults, const std::string& machine,
-              int64_t mono) {
+// The whole-machine freeze of `machine` that `mono` falls in (or within
+// the thaw's grace), else nullptr.
+const Fault* FrozenAt(const std::vector<Fault>& faults,
+                      const std::string& machine, int64_t mono) {
   for (const Fault& f : faults) {
     if (f.whole_machine_freeze && f.machine == machine && f.t0 <= mono &&
         mono <= f.t1 + kThawGraceMs) {
-      return true;
+      return &f;
     }
   }
-  return false;
+  return nullptr;
 }
 
+// One attempt found running while another of its task started.
+struct Overlap {
+  std::string what;
+  bool frozen = true;  // its holder's machine frozen all along (exempt)
+};
+
+// Two ways to see one: the later attempt found the flock held (an
+// `overlap` record: its holder was running when it started), or the
+// earlier attempt's `end` came after the later one's start (its holder
+// ran on past it: a frozen machine's attempt must end at the thaw, by its
+// local deadline, not run to its end).
 void Overlapped(const std::vector<LedgerRecord>& ledger, const std::string& run,
                 const std::vector<Fault>& faults, RunVerdict* v) {
+  std::map<std::string, Overlap> seen;  // task holder-m.pid new-m.pid
+  auto key = [](int64_t task, const std::string& hm, int64_t hp,
+                const std::string& m, int64_t p) {
+    return std::to_string(task) + " " + hm + "." + std::to_string(hp) + " " +
+           m + "." + std::to_string(p);
+  };
+  std::map<std::string, const LedgerRecord*> started;  // task m.pid
+  std::vector<const LedgerRecord*> starts;
   for (const LedgerRecord& r : ledger) {
-    if (r.e != "overlap" || r.run != run) continue;
-    const std::string holder = Str(r.holder, "m");
+    if (r.run != run) continue;
+    if (r.e == "start") {
+      starts.push_back(&r);
+      started[std::to_string(r.task) + " " + r.m + "." +
+              std::to_string(r.pid)] = &r;
+    }
+    if (r.e != "overlap") continue;
+    const std::string hm = Str(r.holder, "m");
+    Overlap& o = seen[key(r.task, hm, Int(r.holder, "pid"), r.m, r.pid)];
     std::ostringstream msg;
     msg << "task " << r.task << " attempt " << r.attempt << " on " << r.m
         << " (pid " << r.pid << ") started while " << r.holder.dump()
         << " held it";
-    if (FrozenAt(faults, holder, r.mono)) {
+    o.what = msg.str();
+    o.frozen = o.frozen && FrozenAt(faults, hm, r.mono) != nullptr;
+  }
+  for (const LedgerRecord& e : ledger) {
+    if (e.run != run || e.e != "end") continue;
+    auto it = started.find(std::to_string(e.task) + " " + e.m + "." +
+                           std::to_string(e.pid));
+    if (it == started.end()) continue;
+    for (const LedgerRecord* s : starts) {
+      if (s->task != e.task || s->mono <= it->second->mono ||
+          s->mono >= e.mono || (s->m == e.m && s->pid == e.pid)) {
+        continue;
+      }
+      Overlap& o = seen[key(e.task, e.m, e.pid, s->m, s->pid)];
+      const Fault* f = FrozenAt(faults, e.m, s->mono);
+      o.frozen = o.frozen && f != nullptr && e.mono <= f->t1 + kThawGraceMs;
+      if (o.what.empty()) {
+        o.what = "task " + std::to_string(e.task) + " attempt " +
+                 std::to_string(e.attempt) + " on " + e.m + " (pid " +
+                 std::to_string(e.pid) + ") ran until " +
+                 std::to_string(e.mono) + ", past the start of attempt " +
+                 std::to_string(s->attempt) + " on " + s->m + " at " +
+                 std::to_string(s->mono);
+      }
+    }
+  }
+  for (const auto& [k, o] : seen) {
+    if (o.frozen) {
       v->overlapped_frozen_machine++;
     } else {
       v->overlapped++;
-      v->errors.push_back("overlapped: " + msg.str());
+      v->errors.push_back("overlapped: " + o.what);
     }
   }
 }
 
 // The ledger start of the attempt that completed `id`, identified by its
 // response (the Mark child: machine, attempt, pid), else by its number.
+// `starts` are in monotonic order.
 const LedgerRecord* CompletedStart(
     int64_t id, const TaskLife& l, const std::map<int64_t, TaskLife>& lives,
     const std::vector<const LedgerRecord*>& starts, RunVerdict* v) {
@@ -180,10 +236,14 @@ const LedgerRecord* CompletedStart(
                         " with the response of " + mark.dump());
     return nullptr;
   }
+  // Unmarked: the last start of that number. A number repeats when a
+  // remote rescue refunded a claim whose start the store had not been told
+  // of yet (docs/RELIABILITY.md); the completion is the later claim's.
+  const LedgerRecord* last = nullptr;
   for (const LedgerRecord* s : starts) {
-    if (s->task == id && s->attempt == l.completed_attempt) return s;
+    if (s->task == id && s->attempt == l.completed_attempt) last = s;
   }
-  return nullptr;
+  return last;
 }
 
 // True if a fault that may cost a claim hit `s`'s machine between `s`

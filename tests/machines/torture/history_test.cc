@@ -114,6 +114,29 @@ TEST(MachinesHistoryTest,
   EXPECT_EQ(v.overlapped_frozen_machine, 1);  // 2000 is within the thaw's grace
 }
 
+// A frozen machine's attempt must end at the thaw (its local deadline
+// passed while frozen): one that runs on to its end past the thaw's grace
+// overlapped the attempt started meanwhile, frozen or not.
+TEST(MachinesHistoryTest, AnAttemptRunningOnPastTheThawIsOverlapped) {
+  for (const int64_t end : {1500, 5000}) {
+    CheckInput in;
+    in.run = "r0";
+    in.status = "completed";
+    in.audit = {Submitted(1, "Shared", {{"s", 1}}), Claimed(1, 1),
+                Claimed(1, 2), Completed(1)};
+    LedgerRecord o = Rec("overlap", "m1", 1, 2, 21, 800);
+    o.holder = {{"m", "m3"}, {"attempt", 1}, {"pid", 11}};
+    const std::vector<LedgerRecord> ledger = {
+        Rec("start", "m3", 1, 1, 11, 100), Rec("start", "m1", 1, 2, 21, 800), o,
+        Rec("end", "m1", 1, 2, 21, 1800), Rec("end", "m3", 1, 1, 11, end)};
+    Fault f = MakeFault("freeze_machine", "m3", 200, 1200, true);
+    f.whole_machine_freeze = true;
+    const RunVerdict v = CheckRun(in, ledger, {f});
+    EXPECT_EQ(v.overlapped, end == 5000 ? 1 : 0) << end;
+    EXPECT_EQ(v.overlapped_frozen_machine, end == 5000 ? 0 : 1) << end;
+  }
+}
+
 TEST(MachinesHistoryTest, AResponseOfAnotherAttemptIsStale) {
   Fixture f(2, 1);  // attempt 2 completed, with attempt 1's response
   f.faults.push_back(MakeFault("machine_death", "m1", 1200, 1300, true));
@@ -146,6 +169,26 @@ TEST(MachinesHistoryTest, AnExtraRunIsMatchedOnlyByAFaultThatMayCostItsClaim) {
   Fixture db(2, 2);  // a database fault hits every machine
   db.faults.push_back(MakeFault("terminate", "", 1200, 1300, true));
   EXPECT_EQ(db.Check().extra_runs_matched, 1);
+}
+
+// A claim refunded by a remote rescue before its start was recorded: its
+// number is claimed again, and the completion is that later claim's.
+TEST(MachinesHistoryTest, ARefundedNumberRunsAgainAndTheLaterStartCompleted) {
+  CheckInput in;
+  in.run = "r0";
+  in.status = "completed";
+  in.audit = {Submitted(1, "Shared", {{"s", 1}}), Claimed(1, 1), Claimed(1, 1),
+              Completed(1)};
+  std::vector<LedgerRecord> ledger = {
+      Rec("start", "m1", 1, 1, 11, 1000), Rec("end", "m1", 1, 1, 11, 1200),
+      Rec("start", "m2", 1, 1, 21, 7000), Rec("end", "m2", 1, 1, 21, 7200)};
+  RunVerdict v = CheckRun(in, ledger, {});
+  EXPECT_EQ(v.extra_runs, 1);
+  EXPECT_EQ(v.extra_runs_unmatched, 1);
+  EXPECT_NE(v.errors.at(0).find("on m1"), std::string::npos) << v.errors[0];
+  v = CheckRun(in, ledger, {MakeFault("stop_worker", "m1", 1020, 7500, true)});
+  EXPECT_EQ(v.extra_runs_matched, 1);
+  EXPECT_TRUE(v.errors.empty()) << v.errors[0];
 }
 
 TEST(MachinesHistoryTest, AnAnswerRecordedOrPassedOnOtherwiseIsFlipped) {
