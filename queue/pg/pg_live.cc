@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include "queue/pg/pg_store.h"
 #include "queue/pg/pg_txn.h"
@@ -71,7 +72,7 @@ Status PgStore::RenewClaims() {
     s = txn.Begin();
     if (s.ok()) s = Renew(live_.get());
     if (s.ok()) s = txn.Commit();
-    if (s.ok()) proof_mono_ms_ = began;
+    if (s.ok()) NoteProof(began);
   }
   if (!live_->lost()) return s;
   if (!live_lost_.load()) live_lost_at_ms_ = MonoMs();
@@ -89,14 +90,34 @@ Status PgStore::Renew(PgConn* c) {
                   "FROM {s}.runs WHERE run = $1 FOR UPDATE"),
               {run_}, &r));
   if (r.rows() == 0) return Status::NotFound("the run left the store");
-  WIZQ_RETURN_IF_ERROR(c->Exec(
-      Sql("UPDATE {s}.tasks SET claim_until_ms = " + std::string(kPgNowMsSql) +
-          " + $3 WHERE run = $1 AND state = 1 AND claimed_by = $2 AND "
-          "lease_token IS NULL"),
-      {run_, worker_id_, worker_lease_ms_}));
+  WIZQ_RETURN_IF_ERROR(ExtendClaims(c));
   live_seq_ = r.GetInt(0, "next_seq");
   server_up_ = r.Get(0, "up");
   return Status::OK();
+}
+
+// Inside a transaction of `c` that locked the run's row: every claim of
+// this worker (among `ids`, when given: its transactions know what they
+// hold, and look up only that) holds worker_lease_ms more.
+Status PgStore::ExtendClaims(PgConn* c, const std::vector<int64_t>* ids) {
+  const std::string sql =
+      "UPDATE {s}.tasks SET claim_until_ms = " + std::string(kPgNowMsSql) +
+      " + $3 WHERE run = $1 AND state = 1 AND claimed_by = $2 AND "
+      "lease_token IS NULL";
+  if (ids == nullptr) {
+    return c->Exec(Sql(sql), {run_, worker_id_, worker_lease_ms_});
+  }
+  if (ids->empty()) return Status::OK();
+  return c->Exec(Sql(sql + " AND task_id = ANY($4::bigint[])"),
+                 {run_, worker_id_, worker_lease_ms_, PgIntArray(*ids)});
+}
+
+// A proof of life that renewed every claim of this worker, begun at
+// `began`, committed: the local deadline moves on (never back).
+void PgStore::NoteProof(int64_t began) {
+  int64_t was = proof_mono_ms_.load();
+  while (was < began && !proof_mono_ms_.compare_exchange_weak(was, began)) {
+  }
 }
 
 // Takes the lost liveness back by the rule above, or marks it gone. An
@@ -141,7 +162,7 @@ Status PgStore::Relive() {
   WIZQ_RETURN_IF_ERROR(txn.Commit());
   live_ = std::move(c);
   live_lost_ = false;
-  proof_mono_ms_ = began;
+  NoteProof(began);
   return Status::OK();
 }
 

@@ -208,9 +208,19 @@ Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
                             int64_t give_up_ms, bool* again) {
   PgRun run;
   int64_t now = 0;
+  const int64_t began = MonoMs();
   Status s = Begin(run_, &run, &now);
   if (s.IsConflict()) writable_ = s;  // archived: it stays so
   bool committing = false;
+  // A worker that holds its liveness renews every claim of its own in each
+  // transaction too, first (before a row is read into PgWork): what it
+  // claims or starts holds a lease from now whatever its renewer's luck.
+  const bool renews = !worker_id_.empty() && live();
+  if (s.ok() && renews) {
+    std::vector<int64_t> ids;
+    for (const auto& [id, held] : held_) ids.push_back(id);
+    s = ExtendClaims(conn_.get(), &ids);
+  }
   if (s.ok()) {
     PgWork w(conn_.get(), quoted_, &run, now);
     s = Reclaim(&w, &reclaimed_);
@@ -220,6 +230,7 @@ Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
     committing = s.ok();
     if (committing) s = Commit(&w, give_up_ms, again);
     if (s.ok()) txn.Merge(&held_);
+    if (s.ok() && renews) NoteProof(began);
   }
   if (s.ok()) return s;
   const bool lost = conn_ == nullptr || conn_->lost();

@@ -130,6 +130,8 @@ class PgStore : public Store {
   void RenewLoop();
   Status RenewClaims();
   Status Renew(PgConn* c);
+  Status ExtendClaims(PgConn* c, const std::vector<int64_t>* ids = nullptr);
+  void NoteProof(int64_t began);
   Status Relive();
   Status WhyNotRelive(PgConn* c, bool ended_here, std::string* why);
 

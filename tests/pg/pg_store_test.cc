@@ -298,6 +298,24 @@ TEST_F(PgStoreTest, ALivenessSessionEndedHereForASlowAnswerIsTakenBack) {
   EXPECT_EQ(got.size(), 1u) << "it claims again";
 }
 
+// Every transaction of a live worker renews all its claims too: its local
+// deadline moves on with each commit, not only with its renewer (here a
+// minute apart), so that what it claims is never started already past it.
+TEST_F(PgStoreTest, EachTransactionOfALiveWorkerIsAProofOfLife) {
+  StoreOptions oa = Options({MakeNew("S", "{}")});
+  oa.worker_lease_ms = 60000;
+  auto a = OpenOk(oa);
+  ASSERT_NE(a, nullptr);
+  const int64_t before = a->LocalDeadlineMs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ClaimFilter f;
+  f.steps = {"S"};
+  std::vector<wizq::Task> got;
+  ASSERT_OK(ClaimStarted(a.get(), f, &got));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_GE(a->LocalDeadlineMs(), before + 300);
+}
+
 // The backend of the store's transaction session (its last statement
 // named the schema), found as the superuser.
 int SessionOf(PgConn* admin, const std::string& schema) {

@@ -35,19 +35,53 @@ int64_t Injector::Pick(int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
 }
 
+// A machine that is up (not killed and waiting to start again), if any:
+// a fault on a dead machine hits no attempt.
 std::string Injector::PickMachine() {
-  return machines_[static_cast<size_t>(Pick(0, machines_.size() - 1))];
+  std::vector<std::string> up;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const std::string& m : machines_) {
+      auto it = down_until_.find(m);
+      if (it == down_until_.end() || it->second <= MonoMs()) up.push_back(m);
+    }
+  }
+  if (up.empty()) up = machines_;
+  return up[static_cast<size_t>(Pick(0, up.size() - 1))];
 }
 
-// The kinds injected least so far, one of them at random: every kind gets
-// its share whatever the size.
+// How many of each COMMIT fault the proxy's log shows fired.
+std::map<std::string, int> Injector::Fired() {
+  std::map<std::string, int> out;
+  std::ifstream in(bed_->proxy_log());
+  for (std::string line; std::getline(in, line);) {
+    Json j = Json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;
+    std::string kind = j.value("fault", "");
+    std::replace(kind.begin(), kind.end(), '-', '_');
+    out[kind]++;
+  }
+  return out;
+}
+
+// The kinds that occurred least so far (a COMMIT fault once the proxy
+// fired it, not when armed), one of them at random: every kind gets its
+// share whatever the size.
 std::string Injector::PickKind() {
+  const std::map<std::string, int> fired = Fired();
   std::lock_guard<std::mutex> l(mu_);
+  std::map<std::string, int> n;
+  for (const std::string& k : kinds_) {
+    auto it = fired.find(k);
+    n[k] = k.rfind("drop_commit", 0) == 0
+               ? (it == fired.end() ? 0 : it->second)
+               : occurred_[k];
+  }
   int least = INT32_MAX;
-  for (const std::string& k : kinds_) least = std::min(least, per_kind_[k]);
+  for (const std::string& k : kinds_) least = std::min(least, n[k]);
   std::vector<std::string> some;
   for (const std::string& k : kinds_) {
-    if (per_kind_[k] <= least + 1) some.push_back(k);
+    if (n[k] <= least + 1) some.push_back(k);
   }
   return some[static_cast<size_t>(Pick(0, some.size() - 1))];
 }
@@ -66,7 +100,7 @@ Json FaultJson(const Fault& f) {
 void Injector::Record(Fault f) {
   std::lock_guard<std::mutex> l(mu_);
   std::ofstream(log_, std::ios::app) << FaultJson(f).dump() << "\n";
-  per_kind_[f.kind]++;
+  if (f.occurred) occurred_[f.kind]++;
   faults_.push_back(std::move(f));
 }
 

@@ -51,8 +51,9 @@ class Injector {
            std::vector<std::string> machines, std::vector<std::string> kinds,
            std::string log);
 
-  // Injects one fault of a kind chosen at random (the kinds least injected
-  // so far first) and heals it; blocks for the fault's length.
+  // Injects one fault of a kind chosen at random (the kinds that occurred
+  // least so far first), on a machine that is up, and heals it; blocks for
+  // the fault's length.
   void InjectOne();
 
   // The faults so far (drop_commit* completed from the proxy's log).
@@ -66,6 +67,7 @@ class Injector {
   int64_t Pick(int64_t lo, int64_t hi);
   std::string PickMachine();
   std::string PickKind();
+  std::map<std::string, int> Fired();
   void Record(Fault f);
   void Partition(Fault* f);
   void Death(Fault* f);
@@ -87,7 +89,7 @@ class Injector {
   std::mutex mu_;
   std::vector<Fault> faults_;
   std::map<std::string, int64_t> down_until_;
-  std::map<std::string, int> per_kind_;
+  std::map<std::string, int> occurred_;
 };
 
 }  // namespace wizq::machines
