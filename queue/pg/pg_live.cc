@@ -57,17 +57,24 @@ void PgStore::RenewLoop() {
 }
 
 // The worker's claims (not the leased ones, which their agents renew) hold
-// for worker_lease_ms. The run's row is locked first, as by every
-// transaction, so that renewals never deadlock with them. Called by the
-// renewer, and by a transaction or read that found its own session lost
-// (PgStore::OnSession).
+// for worker_lease_ms. The run's row is not locked: a transaction frozen
+// while it holds it (a frozen machine, a cut link) stalls the run's
+// transactions for up to kPgRunIdleInTransactionMs, never the renewals of
+// the others. A rescue locks what it puts back and judges it again
+// (PgStore::Reclaim), so a renewal and a rescue of one claim serialise on
+// its row. Called by the renewer, and by a transaction or read that found
+// its own session lost (PgStore::OnSession).
 Status PgStore::RenewClaims() {
   std::lock_guard<std::mutex> g(live_mu_);
   if (live_ == nullptr) return Status::OK();  // closed
   if (live_gone_) return Status::IOError("the liveness session was lost");
   Status s;
   if (!live_->lost()) {
-    const int64_t began = MonoMs();
+    // A transaction of this worker still under way may commit claims this
+    // renewal does not see: they hold from its start, so the proof does.
+    const int64_t inflight = txn_began_ms_.load();
+    const int64_t began =
+        inflight > 0 ? std::min(inflight, MonoMs()) : MonoMs();
     PgTxn txn(live_.get());
     s = txn.Begin();
     if (s.ok()) s = Renew(live_.get());
@@ -80,14 +87,15 @@ Status PgStore::RenewClaims() {
   return Relive();
 }
 
-// Inside a transaction of `c`: the run's row locked, then every claim of
-// this worker holds worker_lease_ms more; notes the run's next seq and
-// the server's start time, as of this proof of life.
+// Inside a transaction of `c`: every claim of this worker holds
+// worker_lease_ms more; notes the run's next seq (read first: a put-back
+// committed meanwhile is after it) and the server's start time, as of
+// this proof of life.
 Status PgStore::Renew(PgConn* c) {
   PgResult r;
   WIZQ_RETURN_IF_ERROR(
       c->Exec(Sql("SELECT next_seq, pg_postmaster_start_time()::text AS up "
-                  "FROM {s}.runs WHERE run = $1 FOR UPDATE"),
+                  "FROM {s}.runs WHERE run = $1"),
               {run_}, &r));
   if (r.rows() == 0) return Status::NotFound("the run left the store");
   WIZQ_RETURN_IF_ERROR(ExtendClaims(c));

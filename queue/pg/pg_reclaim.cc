@@ -53,72 +53,83 @@ bool PgStore::SharesWorkspace(const std::string& claim_host) const {
          h.workspace_ino == mine.workspace_ino;
 }
 
+// Whether `t` (another holder's claim, in progress) is to be put back or
+// timed out at `now`; `alive` the live workers, asked for only when a
+// claim of this host is still within its lease (`ask` says so).
+bool PgStore::Reclaimable(const PgTask& t, int64_t now,
+                          const std::set<std::string>* alive, bool* ask) const {
+  if (!t.t.lease_token.empty()) {
+    return AttemptTimedOut(t.t, now) || HolderOf(t.t).LeaseLapsed(now);
+  }
+  if (t.claim_until_ms < now) return true;
+  if (!options_.reclaim_worker_claims) return false;
+#ifdef WIZQ_MUTANT_NO_GUARDED_RESCUE
+  // Mutant (tests/machines/torture, make torture-mutants): unguarded rescue.
+  const bool here = true;
+#else
+  const bool here = OnThisHost(t.t.claim_host);
+#endif
+  if (!here) return false;
+  if (alive == nullptr) {
+    *ask = true;
+    return false;
+  }
+  return alive->count(t.t.claimed_by) == 0 &&
+         (!OnThisHost(t.t.claim_host) || !WorkerProcessRuns(t.t.claimed_by));
+}
+
+// Two steps: the tasks other holders have in progress are read without a
+// lock (none is below held_floor; the first of them, or of this worker's
+// own claims, is the new floor, so that the dead index entries an old
+// snapshot keeps below it are not walked over again); only those to be
+// put back are then locked, read again and judged again. A transaction
+// never waits on, nor holds, the claims it leaves alone: a holder's
+// renewal (which does not lock the run's row) is not held up by a
+// transaction frozen in mid-flight.
 Status PgStore::Reclaim(PgWork* w, Reclaimed* out) {
   *out = Reclaimed();
+  const std::string select = std::string("SELECT ") + kPgTaskColumns +
+                             " FROM {s}.tasks t WHERE t.run = $1 AND "
+                             "t.state = 1 AND (t.lease_token IS NOT NULL OR "
+                             "t.claimed_by <> $2) AND ";
   PgResult r;
-  // The tasks other holders have in progress (none is below held_floor).
-  // The first of them, or of this worker's own claims, is the new floor,
-  // so that the dead index entries an old snapshot keeps below it are not
-  // walked over again.
-  WIZQ_RETURN_IF_ERROR(conn_->Exec(
-      Sql(std::string("SELECT ") + kPgTaskColumns +
-          " FROM {s}.tasks t WHERE t.run = $1 AND t.state = 1 AND "
-          "(t.lease_token IS NOT NULL OR t.claimed_by <> $2) AND t.task_id >= "
-          "$3 ORDER BY t.task_id FOR UPDATE OF t"),
-      {run_, worker_id_, w->run().held_floor}, &r));
+  WIZQ_RETURN_IF_ERROR(
+      conn_->Exec(Sql(select + "t.task_id >= $3 ORDER BY t.task_id"),
+                  {run_, worker_id_, w->run().held_floor}, &r));
   int64_t floor = w->run().next_task;
   if (r.rows() > 0) floor = r.GetInt(0, "task_id");
   if (!held_.empty()) floor = std::min(floor, held_.begin()->first);
   w->SetHeldFloor(floor);
   const int64_t now = w->now_ms();
-  std::vector<PgTask*> rows;
-  std::vector<std::string> ask;  // workers whose liveness decides
-  for (int i = 0; i < r.rows(); i++) {
-    PgTask row;
-    PgTaskFromRow(r, i, &row);
-    rows.push_back(w->Cache(row));
-    const PgTask& t = *rows.back();
-#ifdef WIZQ_MUTANT_NO_GUARDED_RESCUE
-    // Mutant (tests/machines/torture, make torture-mutants): unguarded rescue.
-    if (t.t.lease_token.empty() && t.claim_until_ms >= now &&
-        options_.reclaim_worker_claims) {
-      ask.push_back(t.t.claimed_by);
-    }
-#else
-    if (t.t.lease_token.empty() && t.claim_until_ms >= now &&
-        options_.reclaim_worker_claims && OnThisHost(t.t.claim_host)) {
-      ask.push_back(t.t.claimed_by);
-    }
-#endif
-  }
+  std::vector<PgTask> rows(static_cast<size_t>(r.rows()));
+  bool ask = false;
+  for (int i = 0; i < r.rows(); i++) PgTaskFromRow(r, i, &rows[i]);
+  for (const PgTask& t : rows) Reclaimable(t, now, nullptr, &ask);
   std::set<std::string> alive;
-  if (!ask.empty()) {
+  if (ask) {
     std::vector<WorkerInfo> live;
     WIZQ_RETURN_IF_ERROR(LiveWorkers(run_, &live));
     for (const WorkerInfo& x : live) alive.insert(x.id);
   }
-  for (PgTask* t : rows) {
-    if (!t->t.lease_token.empty()) {
-      if (AttemptTimedOut(t->t, now)) {
-        WIZQ_RETURN_IF_ERROR(TimeOut(w, t, out));
-      } else if (HolderOf(t->t).LeaseLapsed(now)) {
-        WIZQ_RETURN_IF_ERROR(PutBack(w, t, out));
-      }
-      continue;
+  std::vector<int64_t> ids;
+  for (const PgTask& t : rows) {
+    if (Reclaimable(t, now, &alive, &ask)) ids.push_back(t.t.id);
+  }
+  if (ids.empty()) return Status::OK();
+  WIZQ_RETURN_IF_ERROR(conn_->Exec(
+      Sql(select + "t.task_id = ANY($3::bigint[]) ORDER BY t.task_id FOR "
+                   "UPDATE OF t"),
+      {run_, worker_id_, PgIntArray(ids)}, &r));
+  for (int i = 0; i < r.rows(); i++) {  // as they are now, locked
+    PgTask row;
+    PgTaskFromRow(r, i, &row);
+    if (!Reclaimable(row, now, &alive, &ask)) continue;  // renewed meanwhile
+    PgTask* t = w->Cache(row);
+    if (!t->t.lease_token.empty() && AttemptTimedOut(t->t, now)) {
+      WIZQ_RETURN_IF_ERROR(TimeOut(w, t, out));
+    } else {
+      WIZQ_RETURN_IF_ERROR(PutBack(w, t, out));
     }
-    const bool lapsed = t->claim_until_ms < now;
-#ifdef WIZQ_MUTANT_NO_GUARDED_RESCUE
-    // Mutant (tests/machines/torture, make torture-mutants): unguarded rescue.
-    const bool dead =
-        options_.reclaim_worker_claims && alive.count(t->t.claimed_by) == 0 &&
-        (!OnThisHost(t->t.claim_host) || !WorkerProcessRuns(t->t.claimed_by));
-#else
-    const bool dead = options_.reclaim_worker_claims &&
-                      OnThisHost(t->t.claim_host) &&
-                      alive.count(t->t.claimed_by) == 0 &&
-                      !WorkerProcessRuns(t->t.claimed_by);
-#endif
-    if (lapsed || dead) WIZQ_RETURN_IF_ERROR(PutBack(w, t, out));
   }
   return Status::OK();
 }

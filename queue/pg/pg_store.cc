@@ -209,6 +209,11 @@ Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
   PgRun run;
   int64_t now = 0;
   const int64_t began = MonoMs();
+  txn_began_ms_ = began;
+  struct Ended {
+    std::atomic<int64_t>* began;
+    ~Ended() { *began = 0; }
+  } ended{&txn_began_ms_};
   Status s = Begin(run_, &run, &now);
   if (s.IsConflict()) writable_ = s;  // archived: it stays so
   bool committing = false;

@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -137,6 +138,8 @@ class PgStore : public Store {
 
   // queue/pg/pg_reclaim.cc
   Status Reclaim(PgWork* w, Reclaimed* out);
+  bool Reclaimable(const PgTask& t, int64_t now,
+                   const std::set<std::string>* alive, bool* ask) const;
   Status PutBack(PgWork* w, PgTask* t, Reclaimed* out);
   Status TimeOut(PgWork* w, PgTask* t, Reclaimed* out);
   bool OnThisHost(const std::string& claim_host) const;
@@ -177,6 +180,8 @@ class PgStore : public Store {
   // CLOCK_MONOTONIC ms when the last proof of life that renewed every
   // claim of this worker began (LocalDeadlineMs).
   std::atomic<int64_t> proof_mono_ms_{0};
+  // MonoMs when the transaction under way began (0: none), for renewals.
+  std::atomic<int64_t> txn_began_ms_{0};
   std::thread renewer_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

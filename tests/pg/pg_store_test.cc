@@ -260,11 +260,11 @@ TEST_F(PgStoreTest, AfterARestartLongerThanTheLeaseTheWorkerStaysGone) {
   EXPECT_FALSE(AliveWithin(b.get(), a->worker_id(), 2000));
 }
 
-// A renewal that waited behind the run's row (held by a session that is
-// only slow) past its answer timeout: this side ended the liveness session
-// itself, nobody acted on the worker's death and it held no claim that
-// could lapse, so it takes its liveness back and claims again; the old
-// backend lets go of the lock once it sees its client gone.
+// A renewal that waited behind a lock (held by a session that is only
+// slow: here all of `tasks`) past its answer timeout: this side ended the
+// liveness session itself, nobody acted on the worker's death and it held
+// no claim that could lapse, so it takes its liveness back and claims
+// again; the old backend lets go of the lock once it sees its client gone.
 TEST_F(PgStoreTest, ALivenessSessionEndedHereForASlowAnswerIsTakenBack) {
   StoreOptions oa = Options();
   oa.worker_lease_ms = 5000;  // renewals every 1.7 s; no answer after 4 s
@@ -273,7 +273,7 @@ TEST_F(PgStoreTest, ALivenessSessionEndedHereForASlowAnswerIsTakenBack) {
   auto* pa = dynamic_cast<PgStore*>(a.get());
   ASSERT_NE(pa, nullptr);
   ASSERT_OK(admin_->Exec("BEGIN"));
-  ASSERT_OK(admin_->Exec("SELECT run FROM " + schema_ + ".runs FOR UPDATE"));
+  ASSERT_OK(admin_->Exec("LOCK TABLE " + schema_ + ".tasks IN EXCLUSIVE MODE"));
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(7);
   bool lost = false;
   while (std::chrono::steady_clock::now() < until) {
@@ -296,6 +296,38 @@ TEST_F(PgStoreTest, ALivenessSessionEndedHereForASlowAnswerIsTakenBack) {
     return txn.Claim(f, &got);
   }));
   EXPECT_EQ(got.size(), 1u) << "it claims again";
+}
+
+// A session frozen while it holds the run's row (a frozen machine's
+// worker, mid-transaction) stalls the run's transactions, not the renewals
+// of the other workers: a claim held across a hold longer than its lease
+// is still held when the row comes free.
+TEST_F(PgStoreTest, RenewalsGoOnWhileTheRunsRowIsHeld) {
+  StoreOptions oa = Options({MakeNew("S", "{}")});
+  oa.worker_lease_ms = 1500;  // renewed every 0.5 s
+  auto a = OpenOk(oa);
+  ClaimFilter f;
+  f.steps = {"S"};
+  std::vector<wizq::Task> got;
+  ASSERT_OK(ClaimStarted(a.get(), f, &got));
+  ASSERT_EQ(got.size(), 1u);
+  std::unique_ptr<PgConn> reader;
+  ASSERT_OK(cluster_->Connect(&reader));
+  ASSERT_OK(admin_->Exec("BEGIN"));
+  ASSERT_OK(admin_->Exec("SELECT run FROM " + schema_ + ".runs FOR UPDATE"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  PgResult r;
+  ASSERT_OK(reader->Exec("SELECT claim_until_ms - " + std::string(kPgNowMsSql) +
+                             " AS left FROM " + schema_ +
+                             ".tasks WHERE task_id = 1",
+                         {}, &r));
+  ASSERT_OK(admin_->Exec("COMMIT"));
+  EXPECT_GT(r.GetInt(0, "left"), 0)
+      << "the claim lapsed while the row was held";
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  EXPECT_GT(a->LocalDeadlineMs(),
+            int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000);
 }
 
 // Every transaction of a live worker renews all its claims too: its local
