@@ -219,7 +219,7 @@ TORTURE_MUTANT_FAULTS ?= 110
 torture-mutants: test-deps
 	@missed=""; for m in $(TORTURE_MUTANTS); do \
 	  dir=$(BUILD)-mutant-$$m; \
-	  cmake -S . -B $$dir -DCMAKE_BUILD_TYPE=Release -DWIZQ_MUTANT=$$m \
+	  cmake -S . -B $$dir -DCMAKE_BUILD_TYPE=Release -DWIZQ_WERROR=ON -DWIZQ_MUTANT=$$m \
 	    $(CMAKE_FLAGS) >/dev/null && \
 	  cmake --build $$dir -j$(JOBS) --target wizq_machines_torture >/dev/null || exit 2; \
 	  echo "== mutant $$m"; \

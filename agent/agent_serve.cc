@@ -198,7 +198,9 @@ bool Server::TakeOne(double wait_seconds, std::string* error, int* code) {
     *code = kExitEnvironment;
     return false;
   }
-  Status s = Start(r.json, asked);
+  // The lease runs from the claim, which a long wait may put well after
+  // the asking: a deadline from the asking would end the COMMAND early.
+  Status s = Start(r.json, std::max(asked, r.claim_began_mono_ms));
   if (!s.ok()) {
     *error = s.message();
     *code = kExitEnvironment;
@@ -212,7 +214,11 @@ void Server::Heartbeats() {
     if (job.next_heartbeat_ms > now) continue;
     const int64_t asked = MonoMs();
     const AgentReply r = service_->Heartbeat(job.task_id, job.lease);
-    job.next_heartbeat_ms = now + job.lease_ms / 3;
+    // A store that could not be reached is asked again soon: the outage
+    // may end well before the next third of the lease.
+    job.next_heartbeat_ms =
+        now + (r.io_error ? std::min<int64_t>(job.lease_ms / 3, 300)
+                          : job.lease_ms / 3);
     if (r.exit_code == kExitCompleted) {
       job.deadline_mono_ms = asked + job.lease_ms - job.lease_ms / 5;
     } else {

@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <algorithm>
 #include <climits>
@@ -356,11 +357,16 @@ AgentReply StoreAgentService::Take(const TakeRequest& request) {
     if (!s.ok()) break;
     if (worth) {
       std::string payload;
+      timespec began;
+      clock_gettime(CLOCK_MONOTONIC, &began);
       s = TryTake(*store, filter, &payload, &run.status);
       if (!s.ok()) break;
       if (!payload.empty()) {
         store->Close().IgnoreError();
-        return Reply(kExitCompleted, payload);
+        AgentReply taken = Reply(kExitCompleted, payload);
+        taken.claim_began_mono_ms =
+            int64_t{began.tv_sec} * 1000 + began.tv_nsec / 1'000'000;
+        return taken;
       }
       if (run.status != wizq::RunStatus::kRunning) continue;  // it finished
       wake = NowMs() + kRecheckMs;  // unless a commit (ours) comes first

@@ -41,12 +41,12 @@ int64_t PgStore::LocalDeadlineMs() const {
 }
 
 // Renewed every third of the lease; while the liveness session is lost
-// (the claims' clock runs), it is sought again every second.
+// (the claims' clock runs), it is sought again every quarter second.
 void PgStore::RenewLoop() {
   std::unique_lock<std::mutex> lock(stop_mu_);
   while (!stop_) {
     const int64_t third = worker_lease_ms_ / 3;
-    const int64_t period = live_lost_ ? std::min<int64_t>(1000, third) : third;
+    const int64_t period = live_lost_ ? std::min<int64_t>(250, third) : third;
     stop_cv_.wait_for(lock, std::chrono::milliseconds(period));
     if (stop_) return;
     lock.unlock();
