@@ -196,9 +196,9 @@ torture: test-deps configure
 # faults (partitions, machine deaths, freezes, stopped workers, database
 # crashes, terminated sessions, stalled, dropped and half-open
 # connections, dropped COMMITs and COMMIT replies), at least
-# TORTURE_MACHINES_MIN of each kind with an attempt in flight. About 15
+# TORTURE_MACHINES_MIN of each kind with an attempt in flight. About 18
 # minutes; `make test` runs 33 faults on 3 machines.
-TORTURE_MACHINES_FAULTS ?= 385
+TORTURE_MACHINES_FAULTS ?= 500
 TORTURE_MACHINES_MIN ?= 20
 TORTURE_MACHINES_FLAGS ?=
 torture-machines: test-deps configure
