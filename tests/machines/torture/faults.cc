@@ -73,9 +73,8 @@ std::string Injector::PickKind() {
   std::map<std::string, int> n;
   for (const std::string& k : kinds_) {
     auto it = fired.find(k);
-    n[k] = k.rfind("drop_commit", 0) == 0
-               ? (it == fired.end() ? 0 : it->second)
-               : occurred_[k];
+    n[k] = k.rfind("drop_commit", 0) == 0 ? (it == fired.end() ? 0 : it->second)
+                                          : occurred_[k];
   }
   int least = INT32_MAX;
   for (const std::string& k : kinds_) least = std::min(least, n[k]);
