@@ -17,6 +17,17 @@
 namespace wizq::test {
 namespace {
 
+// Submits one S task with `inputs` and claims by `f`, in one transaction.
+Status SubmitAndClaim(Store* s, const ClaimFilter& f, const std::string& inputs,
+                      std::vector<wizq::Task>* got) {
+  return s->Transact([&](StoreTxn& txn) {
+    int64_t id = 0;
+    bool dup = false;
+    WIZQ_RETURN_IF_ERROR(txn.Submit(MakeNew("S", inputs), &id, &dup));
+    return txn.Claim(f, got);
+  });
+}
+
 // Anchors §7.7 row 11: concurrent claims from two processes (SKIP LOCKED,
 // one run) never hand one task to both.
 TEST_F(PgStoreTest, TwoProcessesClaimDisjointTasks) {
@@ -177,12 +188,7 @@ TEST_F(PgStoreTest, ADatabaseRestartShorterThanTheLeaseRerunsNothing) {
   ASSERT_TRUE(AliveWithin(b.get(), a->worker_id(), 20000))
       << "the worker did not take its liveness back";
   std::vector<wizq::Task> more;
-  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
-    int64_t id = 0;
-    bool dup = false;
-    WIZQ_RETURN_IF_ERROR(txn.Submit(MakeNew("S", "{\"i\":3}"), &id, &dup));
-    return txn.Claim(f, &more);
-  }));
+  ASSERT_OK(SubmitAndClaim(a.get(), f, "{\"i\":3}", &more));
   ASSERT_EQ(more.size(), 1u) << "it claims again";
 
   const std::vector<EventRecord> events = Events(b.get());
@@ -289,12 +295,7 @@ TEST_F(PgStoreTest, ALivenessSessionEndedHereForASlowAnswerIsTakenBack) {
   ClaimFilter f;
   f.steps = {"S"};
   std::vector<wizq::Task> got;
-  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
-    int64_t id = 0;
-    bool dup = false;
-    WIZQ_RETURN_IF_ERROR(txn.Submit(MakeNew("S", "{}"), &id, &dup));
-    return txn.Claim(f, &got);
-  }));
+  ASSERT_OK(SubmitAndClaim(a.get(), f, "{}", &got));
   EXPECT_EQ(got.size(), 1u) << "it claims again";
 }
 
