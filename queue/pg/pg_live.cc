@@ -71,10 +71,11 @@ Status PgStore::RenewClaims() {
   Status s;
   if (!live_->lost()) {
     // A transaction of this worker still under way may commit claims this
-    // renewal does not see: they hold from its start, so the proof does.
+    // renewal does not see: they hold from when it got the run's row, so
+    // the proof does (one still waiting for the row claimed nothing yet).
+    const int64_t now = MonoMs();
     const int64_t inflight = txn_began_ms_.load();
-    const int64_t began =
-        inflight > 0 ? std::min(inflight, MonoMs()) : MonoMs();
+    const int64_t began = inflight > 0 ? std::min(inflight, now) : now;
     PgTxn txn(live_.get());
     s = txn.Begin();
     if (s.ok()) s = Renew(live_.get());

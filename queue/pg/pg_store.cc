@@ -100,11 +100,13 @@ Status PgStore::OnSession(const std::function<Status()>& fn) {
 // the transaction was kept (the server rolls back what a lost session
 // began), and nothing of it was done in the caller's memory yet. Never
 // inside one: a session lost later fails the transaction.
-Status PgStore::Begin(int64_t run, PgRun* locked, int64_t* now_ms) {
-  return OnSession([&] { return LockRun(run, locked, now_ms); });
+Status PgStore::Begin(int64_t run, PgRun* locked, int64_t* now_ms,
+                      std::atomic<int64_t>* locked_mono) {
+  return OnSession([&] { return LockRun(run, locked, now_ms, locked_mono); });
 }
 
-Status PgStore::LockRun(int64_t run, PgRun* locked, int64_t* now_ms) {
+Status PgStore::LockRun(int64_t run, PgRun* locked, int64_t* now_ms,
+                        std::atomic<int64_t>* locked_mono) {
   WIZQ_RETURN_IF_ERROR(conn_->Begin());
   PgResult r;
   WIZQ_RETURN_IF_ERROR(
@@ -121,6 +123,7 @@ Status PgStore::LockRun(int64_t run, PgRun* locked, int64_t* now_ms) {
                             " was archived since this process opened it (a "
                             "fresh run replaced it)");
   }
+  if (locked_mono != nullptr) *locked_mono = MonoMs();
   WIZQ_RETURN_IF_ERROR(
       conn_->Exec("SELECT " + std::string(kPgNowMsSql) + " AS now", {}, &r));
   *now_ms = r.GetInt(0, "now");
@@ -208,13 +211,15 @@ Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
                             int64_t give_up_ms, bool* again) {
   PgRun run;
   int64_t now = 0;
-  const int64_t began = MonoMs();
-  txn_began_ms_ = began;
+  // Set once the run's row is held: a transaction waiting for it (behind
+  // a frozen machine's session) holds back neither the renewals nor the
+  // local deadline.
   struct Ended {
     std::atomic<int64_t>* began;
     ~Ended() { *began = 0; }
   } ended{&txn_began_ms_};
-  Status s = Begin(run_, &run, &now);
+  Status s = Begin(run_, &run, &now, &txn_began_ms_);
+  const int64_t began = txn_began_ms_.load();
   if (s.IsConflict()) writable_ = s;  // archived: it stays so
   bool committing = false;
   // A worker that holds its liveness renews every claim of its own in each

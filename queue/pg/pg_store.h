@@ -115,8 +115,13 @@ class PgStore : public Store {
 
   // queue/pg/pg_store.cc
   Status OnSession(const std::function<Status()>& fn);
-  Status Begin(int64_t run, PgRun* locked, int64_t* now_ms);
-  Status LockRun(int64_t run, PgRun* locked, int64_t* now_ms);
+  // Begins a transaction that holds the run's row. `locked_mono`, when
+  // given, is set to MonoMs once the row is held and before the store's
+  // now() is read: what the transaction claims holds from no earlier.
+  Status Begin(int64_t run, PgRun* locked, int64_t* now_ms,
+               std::atomic<int64_t>* locked_mono = nullptr);
+  Status LockRun(int64_t run, PgRun* locked, int64_t* now_ms,
+                 std::atomic<int64_t>* locked_mono);
   Status TryTransact(const std::function<Status(StoreTxn&)>& fn,
                      int64_t give_up_ms, bool* again);
   Status Commit(PgWork* w, int64_t give_up_ms, bool* again);
@@ -180,7 +185,8 @@ class PgStore : public Store {
   // CLOCK_MONOTONIC ms when the last proof of life that renewed every
   // claim of this worker began (LocalDeadlineMs).
   std::atomic<int64_t> proof_mono_ms_{0};
-  // MonoMs when the transaction under way began (0: none), for renewals.
+  // MonoMs when the transaction under way got the run's row (0: none, or
+  // still waiting for it: it claimed nothing yet), for renewals.
   std::atomic<int64_t> txn_began_ms_{0};
   std::thread renewer_;
   std::mutex stop_mu_;

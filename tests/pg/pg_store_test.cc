@@ -331,6 +331,36 @@ TEST_F(PgStoreTest, RenewalsGoOnWhileTheRunsRowIsHeld) {
             int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000);
 }
 
+// A transaction of the worker itself that waits for the run's row (held
+// by a frozen machine's session) holds back neither its renewals nor its
+// local deadline: what it may claim holds from when it gets the row.
+TEST_F(PgStoreTest, AWorkersTransactionWaitingForTheRunsRowHoldsBackNothing) {
+  StoreOptions oa = Options({MakeNew("S", "{}"), MakeNew("S", "{\"n\":2}")});
+  oa.worker_lease_ms = 1500;  // renewed every 0.5 s
+  auto a = OpenOk(oa);
+  ClaimFilter f;
+  f.steps = {"S"};
+  f.max = 1;
+  std::vector<wizq::Task> got;
+  ASSERT_OK(ClaimStarted(a.get(), f, &got));
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_OK(admin_->Exec("BEGIN"));
+  ASSERT_OK(admin_->Exec("SELECT run FROM " + schema_ + ".runs FOR UPDATE"));
+  std::vector<wizq::Task> second;
+  std::thread waiting([&] {
+    EXPECT_OK(a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &second); }));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const int64_t deadline = a->LocalDeadlineMs();
+  ASSERT_OK(admin_->Exec("COMMIT"));
+  waiting.join();
+  EXPECT_GT(deadline, int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000)
+      << "the local deadline stood still while the transaction waited";
+  EXPECT_EQ(second.size(), 1u);
+}
+
 // Every transaction of a live worker renews all its claims too: its local
 // deadline moves on with each commit, not only with its renewer (here a
 // minute apart), so that what it claims is never started already past it.
