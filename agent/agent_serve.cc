@@ -200,7 +200,7 @@ bool Server::TakeOne(double wait_seconds, std::string* error, int* code) {
   }
   // The lease runs from the claim, which a long wait may put well after
   // the asking: a deadline from the asking would end the COMMAND early.
-  Status s = Start(r.json, std::max(asked, r.claim_began_mono_ms));
+  Status s = Start(r.json, std::max(asked, r.lease_from_mono_ms));
   if (!s.ok()) {
     *error = s.message();
     *code = kExitEnvironment;
@@ -220,7 +220,10 @@ void Server::Heartbeats() {
         now + (r.io_error ? std::min<int64_t>(job.lease_ms / 3, 300)
                           : job.lease_ms / 3);
     if (r.exit_code == kExitCompleted) {
-      job.deadline_mono_ms = asked + job.lease_ms - job.lease_ms / 5;
+      // From when the store renewed it: a heartbeat that waited for the
+      // run (behind a frozen machine's transaction) renewed it late.
+      const int64_t from = std::max(asked, r.lease_from_mono_ms);
+      job.deadline_mono_ms = from + job.lease_ms - job.lease_ms / 5;
     } else {
       Note("task " + std::to_string(job.task_id) + ": " + r.message);
     }

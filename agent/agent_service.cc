@@ -103,6 +103,7 @@ class StoreAgentService : public AgentService {
   Status Settle(StoreTxn& txn);
   void ReapLost(const std::vector<int64_t>& ids);
   Status TryTake(Store& store, const ClaimFilter& filter, std::string* payload,
+                 int64_t* lease_from,
                  wizq::RunStatus* status);
   AgentReply WithLease(
       int64_t task_id, const std::string& lease, const char* what,
@@ -277,7 +278,7 @@ void StoreAgentService::ReapLost(const std::vector<int64_t>& ids) {
 // Claims a task and builds its payload, or leaves *payload empty; *status:
 // the run's status after the transaction (its settling may finish it).
 Status StoreAgentService::TryTake(Store& store, const ClaimFilter& filter,
-                                  std::string* payload,
+                                  std::string* payload, int64_t* lease_from,
                                   wizq::RunStatus* status) {
   Task t;
   RunInfo run;
@@ -292,6 +293,7 @@ Status StoreAgentService::TryTake(Store& store, const ClaimFilter& filter,
     WIZQ_RETURN_IF_ERROR(txn.Claim(filter, &claimed));
     if (claimed.empty()) return Status::OK();
     t = claimed[0];
+    *lease_from = txn.lease_from_mono_ms();
     // The payload goes to the agent right after this commit: its attempt
     // starts with the claim (a lapsed lease's attempt counts). Recorded as
     // the lease's holder, which this transaction acts for.
@@ -359,13 +361,14 @@ AgentReply StoreAgentService::Take(const TakeRequest& request) {
       std::string payload;
       timespec began;
       clock_gettime(CLOCK_MONOTONIC, &began);
-      s = TryTake(*store, filter, &payload, &run.status);
+      int64_t lease_from = 0;
+      s = TryTake(*store, filter, &payload, &lease_from, &run.status);
       if (!s.ok()) break;
       if (!payload.empty()) {
         store->Close().IgnoreError();
         AgentReply taken = Reply(kExitCompleted, payload);
-        taken.claim_began_mono_ms =
-            int64_t{began.tv_sec} * 1000 + began.tv_nsec / 1'000'000;
+        taken.lease_from_mono_ms = std::max(
+            lease_from, int64_t{began.tv_sec} * 1000 + began.tv_nsec / 1'000'000);
         return taken;
       }
       if (run.status != wizq::RunStatus::kRunning) continue;  // it finished
@@ -451,6 +454,7 @@ AgentReply StoreAgentService::Heartbeat(int64_t task_id,
         w.Key("lease_expires_ms").Int(expires);
         w.Key("lease_seconds").Double(ms / 1000.0).EndObject();
         *reply = Reply(kExitCompleted, out);
+        reply->lease_from_mono_ms = txn.lease_from_mono_ms();
         return Status::OK();
       });
 }

@@ -45,9 +45,10 @@ struct AgentReply {
   // kExitEnvironment because the store (or a file) could not be read or
   // written (Status::IOError): it may pass, unlike a refusal.
   bool io_error = false;
-  // Take: CLOCK_MONOTONIC ms when the transaction that claimed the task
-  // began (its lease starts no earlier); 0 otherwise.
-  int64_t claim_began_mono_ms = 0;
+  // Take, Heartbeat: CLOCK_MONOTONIC ms no later than the store's clock
+  // when the lease was granted or renewed (StoreTxn::lease_from_mono_ms;
+  // else when the transaction was asked for); 0 otherwise.
+  int64_t lease_from_mono_ms = 0;
 };
 
 struct TakeRequest {

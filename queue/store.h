@@ -368,6 +368,10 @@ class Store : public StoreReads {
 class StoreTxn : public StoreReads {
  public:
   virtual int64_t now_ms() const = 0;  // the store's clock
+  // CLOCK_MONOTONIC ms of this machine no later than now_ms(): a lease
+  // this transaction grants or renews runs from no earlier here (an agent's
+  // local deadline). 0: the store does not say.
+  virtual int64_t lease_from_mono_ms() const { return 0; }
   // The tasks this transaction put back before its callback ran; the
   // caller ends what the lost attempts of its host may have left running.
   virtual const Reclaimed& reclaimed() const = 0;

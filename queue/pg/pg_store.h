@@ -97,6 +97,8 @@ class PgStore : public Store {
   // The key of this worker's liveness lock; 0 if it holds none.
   int32_t lock_key() const { return lock_key_; }
   bool HeldByMe(const PgTask& t) const;
+  // MonoMs when the transaction under way got the run's row (0: none).
+  int64_t run_held_since_mono_ms() const { return txn_began_ms_.load(); }
 
  private:
   PgStore(const StoreOptions& options, std::unique_ptr<PgConn> conn);

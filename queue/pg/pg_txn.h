@@ -40,6 +40,9 @@ class PgStoreTxn : public StoreTxn {
         quoted_(std::move(quoted)) {}
 
   int64_t now_ms() const override { return w_->now_ms(); }
+  int64_t lease_from_mono_ms() const override {
+    return store_->run_held_since_mono_ms();
+  }
   const Reclaimed& reclaimed() const override { return *reclaimed_; }
   Status GetRun(RunInfo* run) override;
   Status GetTask(int64_t id, Task* task) override;
