@@ -203,6 +203,7 @@ TORTURE_MACHINES_MIN ?= 20
 TORTURE_MACHINES_FLAGS ?=
 torture-machines: test-deps configure
 	cmake --build $(BUILD) -j$(JOBS) --target wizq_machines_torture
+	sh tests/mcp/npm_setup.sh tests/mcp $(BUILD)/node >/dev/null
 	$(BUILD)/wizq_machines_torture --build $(abspath $(BUILD)) --source $(CURDIR) \
 	  --machines 4 --faults $(TORTURE_MACHINES_FAULTS) \
 	  --min-per-kind $(TORTURE_MACHINES_MIN) --lease 5 --max-seconds 2700 \
@@ -221,7 +222,8 @@ torture-mutants: test-deps
 	  dir=$(BUILD)-mutant-$$m; \
 	  cmake -S . -B $$dir -DCMAKE_BUILD_TYPE=Release -DWIZQ_WERROR=ON -DWIZQ_MUTANT=$$m \
 	    $(CMAKE_FLAGS) >/dev/null && \
-	  cmake --build $$dir -j$(JOBS) --target wizq_machines_torture >/dev/null || exit 2; \
+	  cmake --build $$dir -j$(JOBS) --target wizq_machines_torture >/dev/null && \
+	  sh tests/mcp/npm_setup.sh tests/mcp $$dir/node >/dev/null || exit 2; \
 	  echo "== mutant $$m"; \
 	  if $$dir/wizq_machines_torture --build $(abspath $$dir) --source $(CURDIR) \
 	      --machines 4 --faults $(TORTURE_MUTANT_FAULTS) --min-per-kind 0 \

@@ -103,8 +103,7 @@ class StoreAgentService : public AgentService {
   Status Settle(StoreTxn& txn);
   void ReapLost(const std::vector<int64_t>& ids);
   Status TryTake(Store& store, const ClaimFilter& filter, std::string* payload,
-                 int64_t* lease_from,
-                 wizq::RunStatus* status);
+                 int64_t* lease_from, wizq::RunStatus* status);
   AgentReply WithLease(
       int64_t task_id, const std::string& lease, const char* what,
       const std::function<Status(StoreTxn&, const Task&, AgentReply*)>& fn);
@@ -367,8 +366,9 @@ AgentReply StoreAgentService::Take(const TakeRequest& request) {
       if (!payload.empty()) {
         store->Close().IgnoreError();
         AgentReply taken = Reply(kExitCompleted, payload);
-        taken.lease_from_mono_ms = std::max(
-            lease_from, int64_t{began.tv_sec} * 1000 + began.tv_nsec / 1'000'000);
+        taken.lease_from_mono_ms =
+            std::max(lease_from,
+                     int64_t{began.tv_sec} * 1000 + began.tv_nsec / 1'000'000);
         return taken;
       }
       if (run.status != wizq::RunStatus::kRunning) continue;  // it finished

@@ -348,7 +348,8 @@ TEST_F(PgStoreTest, AWorkersTransactionWaitingForTheRunsRowHoldsBackNothing) {
   ASSERT_OK(admin_->Exec("SELECT run FROM " + schema_ + ".runs FOR UPDATE"));
   std::vector<wizq::Task> second;
   std::thread waiting([&] {
-    EXPECT_OK(a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &second); }));
+    EXPECT_OK(
+        a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &second); }));
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   timespec now;

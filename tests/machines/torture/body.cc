@@ -6,7 +6,8 @@
 //
 // It runs in a "machine" (tests/machines/machines.sh): its machine is its
 // hostname. The run, task and attempt come from WIZQ_RUN_ID, WIZQ_TASK_ID
-// and WIZQ_ATTEMPT. It
+// and WIZQ_ATTEMPT; WIZQ_TORTURE_VIA (cli, mcp) names an agent that is
+// not `wizq agent serve`, recorded as `via`. It
 //   1. takes an flock on LEDGER_DIR/locks/<run>.<task>, held until it
 //      exits (the kernel lets go of it when it dies, however). Found held,
 //      it appends an `overlap` record naming the holder (read from
@@ -93,6 +94,9 @@ int main(int argc, char** argv) {
   const std::string lock = dir + "/locks/" + run + "." + std::to_string(id);
   Json me = {{"m", host},          {"run", run}, {"task", id},
              {"attempt", attempt}, {"pid", pid}, {"kind", kind}};
+  // An agent over the CLI or MCP (cli_agent.sh, mcp_agent.mjs) says so:
+  // nothing ends its attempt when its lease is lost (late_agent).
+  if (!Env("WIZQ_TORTURE_VIA").empty()) me["via"] = Env("WIZQ_TORTURE_VIA");
   const int fd = open(lock.c_str(), O_RDWR | O_CREAT, 0644);
   if (fd < 0) {
     perror(lock.c_str());

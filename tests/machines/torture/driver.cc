@@ -9,9 +9,10 @@
 //       [--allow-unmatched] [--keep]
 //
 // N machines (tests/machines/machines.sh; default 4), each with two `wizq
-// run` workers and one `wizq agent serve`, its wall clock off by up to an
-// hour, all reaching the database through the fault proxy. Runs follow one
-// another: each is a fan-out of Work (Command), Review (Pool, answered by
+// run` workers, one `wizq agent serve` and one agent over MCP (the SDK
+// client, mcp_agent.mjs) or the CLI (cli_agent.sh), its wall clock off by
+// up to an hour, all reaching the database through the fault proxy. Runs follow
+// one another: each is a fan-out of Work (Command), Review (Pool, answered by
 // the agents), Ask (Prompt, answered by `wizq answer` from a machine at
 // random), Shared (the same child spawned by many: dedup) and Root's
 // finally hook; the last machine joins each run late. Meanwhile the
@@ -24,10 +25,11 @@
 // Output: per kind, injected and counted; then
 //   MACHINES-TORTURE faults=<counted> lost=0 duplicated=0 overlapped=0
 //   stale=0 extra_runs_unmatched=0 flipped=0
-// and a worker that outlived its run by 30 s is `hung`. --allow-unmatched
+// and a worker that outlived its run by 30 s is `hung`, a claim neither
+// started nor ended for 3 leases `idle` (history.h). --allow-unmatched
 // (make test, until full runs show none in a row) prints unmatched extra
-// runs and hung workers as warnings. Exit 0 if all of those are 0, every
-// run completed, the clocks calibrate and each kind was counted at least
+// runs, hung workers and idle claims as warnings. Exit 0 if all of those are 0,
+// every run completed, the clocks calibrate and each kind was counted at least
 // --min-per-kind times; 1 otherwise
 // (the directory is kept and named), 2 bad arguments, 3 the bed failed.
 #include <signal.h>
@@ -67,7 +69,8 @@ struct Options {
 struct Slot {
   std::string name, machine;
   bool agent = false;
-  pid_t pid = -1;  // the host-side nsenter
+  std::string via;  // an agent over "cli" or "mcp"; "": `wizq agent serve`
+  pid_t pid = -1;   // the host-side nsenter
   int64_t start_at = 0;
   bool done = false;
 };
@@ -90,6 +93,8 @@ class Torture {
   std::string Wizq() const { return o_.build + "/wizq"; }
   std::string Body() const { return o_.build + "/wizq_torture_body"; }
   std::string Ledger() const { return work_ + "/ledger"; }
+  // Beside the MCP SDK that tests/mcp/npm_setup.sh installed.
+  std::string McpAgent() const { return o_.build + "/node/mcp_agent.mjs"; }
   bool SetUp(std::string* error);
   void Calibrate(const std::string& machine);
   std::string Workflow(int round);
@@ -121,6 +126,16 @@ bool Torture::SetUp(std::string* error) {
   fs::create_directories(Ledger() + "/locks");
   fs::create_directories(work_ + "/pids");
   fs::create_directories(work_ + "/logs");
+  std::error_code ec;
+  fs::copy_file(o_.source + "/tests/machines/torture/mcp_agent.mjs", McpAgent(),
+                fs::copy_options::overwrite_existing, ec);
+  if (ec ||
+      !fs::exists(o_.build + "/node/node_modules/@modelcontextprotocol/sdk")) {
+    *error = "the MCP SDK is not installed in " + o_.build +
+             "/node (run: sh tests/mcp/npm_setup.sh tests/mcp " + o_.build +
+             "/node)";
+    return false;
+  }
   if (!bed_.Up(machines_, error)) return false;
   // Every machine but the first off by up to an hour, either way.
   for (size_t i = 1; i < machines_.size(); i++) {
@@ -205,7 +220,13 @@ std::string Torture::Workflow(int round) {
 
 void Torture::StartSlot(Slot* s, const std::string& run) {
   std::vector<std::string> args;
-  if (s->agent) {
+  if (s->via == "cli") {
+    args = {"bash", o_.source + "/tests/machines/torture/cli_agent.sh",
+            Wizq(), run,
+            Body(), Ledger()};
+  } else if (s->via == "mcp") {
+    args = {"node", McpAgent(), Wizq(), run, Body(), Ledger()};
+  } else if (s->agent) {
     args = {Wizq(), "agent", "serve", "--agent", s->name, "--run-id",
             run,    "--dir", "/mnt",  "--",      Body(),  Ledger()};
   } else {
@@ -327,8 +348,12 @@ bool Torture::OneRound(int round, std::atomic<bool>* active) {
     // The last machine joins the run late.
     const int64_t at =
         i + 1 == machines_.size() ? start + Pick(3000, 10000) : start;
-    for (const char* role : {".w1", ".w2", ".a"}) {
-      Slot s{machines_[i] + role, machines_[i], role[1] == 'a'};
+    // Two workers and an `agent serve` each; every other machine an agent
+    // over MCP, the others one over the CLI.
+    const char* other = i % 2 == 0 ? ".mcp" : ".cli";
+    for (const char* role : {".w1", ".w2", ".a", other}) {
+      Slot s{machines_[i] + role, machines_[i], role[1] != 'w'};
+      if (std::string(role) == other) s.via = other + 1;
       s.start_at = at;
       slots.push_back(s);
     }
@@ -353,6 +378,7 @@ bool Torture::OneRound(int round, std::atomic<bool>* active) {
   in.run = run;
   in.status = status.empty() ? "unfinished" : status;
   in.answers_given = answers_[run];
+  in.idle_claim_ms = 3 * o_.lease_s * 1000;
   const std::string path = work_ + "/runs/" + run + ".audit.jsonl";
   for (int i = 0; i < 5; i++) {
     Ran r = RunCommand({Wizq(), "export", "--format", "audit", "--store",
@@ -378,9 +404,9 @@ int Torture::Run() {
     fprintf(stderr, "machines torture: the bed failed: %s\n", error.c_str());
     return 3;
   }
-  injector_ =
-      std::make_unique<Injector>(&bed_, o_.seed + 1, o_.lease_s * 1000,
-                                 machines_, o_.kinds, work_ + "/faults.jsonl");
+  injector_ = std::make_unique<Injector>(
+      &bed_, o_.seed + 1, o_.lease_s * 1000, machines_, o_.kinds,
+      work_ + "/faults.jsonl", Ledger() + "/ledger");
   std::atomic<bool> active{false}, stop{false};
   std::thread faults([&] {
     std::mt19937 gaps(o_.seed + 2);
@@ -425,12 +451,15 @@ int Torture::Report(const std::vector<Fault>& faults) {
     sum.lost += v.lost, sum.duplicated += v.duplicated,
         sum.overlapped += v.overlapped;
     sum.overlapped_frozen_machine += v.overlapped_frozen_machine;
+    sum.late_agent += v.late_agent;
     sum.stale += v.stale, sum.extra_runs += v.extra_runs,
         sum.flipped += v.flipped;
     sum.extra_runs_matched += v.extra_runs_matched;
     sum.extra_runs_unmatched += v.extra_runs_unmatched;
+    sum.idle_claims += v.idle_claims;
     for (const std::string& e : v.errors) {
-      if (o_.allow_unmatched && e.rfind("extra run unmatched", 0) == 0) {
+      if (o_.allow_unmatched && (e.rfind("extra run unmatched", 0) == 0 ||
+                                 e.rfind("idle claim", 0) == 0)) {
         printf("WARNING %s: %s\n", v.run.c_str(), e.c_str());
         continue;
       }
@@ -469,10 +498,11 @@ int Torture::Report(const std::vector<Fault>& faults) {
   for (const std::string& e : errors) printf("ERROR %s\n", e.c_str());
   printf(
       "machines=%d lease=%llds runs=%zu injected=%zu extra_runs=%d matched=%d "
-      "overlapped_frozen_machine=%d late_agent=0 hung=%zu\n",
+      "overlapped_frozen_machine=%d late_agent=%d hung=%zu idle_claims=%d\n",
       o_.machines, static_cast<long long>(o_.lease_s), runs_.size(),
       faults.size(), sum.extra_runs, sum.extra_runs_matched,
-      sum.overlapped_frozen_machine, hung_.size());
+      sum.overlapped_frozen_machine, sum.late_agent, hung_.size(),
+      sum.idle_claims);
   printf(
       "MACHINES-TORTURE faults=%d lost=%d duplicated=%d overlapped=%d stale=%d "
       "extra_runs_unmatched=%d flipped=%d\n",

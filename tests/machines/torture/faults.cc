@@ -23,13 +23,15 @@ const std::vector<std::string> kFaultKinds = {"partition",
 
 Injector::Injector(Bed* bed, uint32_t seed, int64_t lease_ms,
                    std::vector<std::string> machines,
-                   std::vector<std::string> kinds, std::string log)
+                   std::vector<std::string> kinds, std::string log,
+                   std::string ledger)
     : bed_(bed),
       rng_(seed),
       lease_ms_(lease_ms),
       machines_(std::move(machines)),
       kinds_(std::move(kinds)),
-      log_(std::move(log)) {}
+      log_(std::move(log)),
+      ledger_(std::move(ledger)) {}
 
 int64_t Injector::Pick(int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
@@ -37,15 +39,49 @@ int64_t Injector::Pick(int64_t lo, int64_t hi) {
 
 // A machine that is up (not killed and waiting to start again), if any:
 // a fault on a dead machine hits no attempt.
+std::set<std::string> Injector::Busy() {
+  std::ifstream in(ledger_);
+  in.seekg(ledger_read_);
+  for (std::string line; std::getline(in, line) && !in.eof();) {
+    ledger_read_ = in.tellg();
+    const Json j = Json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;
+    const std::string key = j.value("m", "") + " " + j.value("run", "") + " " +
+                            std::to_string(j.value("pid", 0));
+    const std::string e = j.value("e", "");
+    if (e == "start") running_[key] = {j.value("m", ""), j.value("mono", 0)};
+    if (e == "end") running_.erase(key);
+  }
+  // A killed attempt has no end: after 7 s (the longest body runs 6) it
+  // is taken for over.
+  std::set<std::string> busy;
+  const int64_t now = MonoMs();
+  for (auto it = running_.begin(); it != running_.end();) {
+    if (now - it->second.second > 7000) {
+      it = running_.erase(it);
+      continue;
+    }
+    busy.insert(it->second.first);
+    ++it;
+  }
+  return busy;
+}
+
+// A machine that is up, one with an attempt in flight if there is one (a
+// fault counts only then).
 std::string Injector::PickMachine() {
-  std::vector<std::string> up;
+  const std::set<std::string> busy = Busy();
+  std::vector<std::string> up, aimed;
   {
     std::lock_guard<std::mutex> l(mu_);
     for (const std::string& m : machines_) {
       auto it = down_until_.find(m);
-      if (it == down_until_.end() || it->second <= MonoMs()) up.push_back(m);
+      if (it != down_until_.end() && it->second > MonoMs()) continue;
+      up.push_back(m);
+      if (busy.count(m) > 0) aimed.push_back(m);
     }
   }
+  if (!aimed.empty()) up = aimed;
   if (up.empty()) up = machines_;
   return up[static_cast<size_t>(Pick(0, up.size() - 1))];
 }

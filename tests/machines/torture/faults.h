@@ -31,6 +31,7 @@
 #include <atomic>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,10 +47,11 @@ Json FaultJson(const Fault& f);
 class Injector {
  public:
   // Each fault, of one of `kinds` (of kFaultKinds), is also appended to
-  // `log` (JSON lines: FaultJson).
+  // `log` (JSON lines: FaultJson). `ledger`: the history's ledger file,
+  // read as it grows to aim at machines with an attempt in flight.
   Injector(Bed* bed, uint32_t seed, int64_t lease_ms,
            std::vector<std::string> machines, std::vector<std::string> kinds,
-           std::string log);
+           std::string log, std::string ledger);
 
   // Injects one fault of a kind chosen at random (the kinds that occurred
   // least so far first), on a machine that is up, and heals it; blocks for
@@ -66,6 +68,9 @@ class Injector {
  private:
   int64_t Pick(int64_t lo, int64_t hi);
   std::string PickMachine();
+  // Machines with an attempt started in the last few seconds and not
+  // ended, from the ledger's new lines.
+  std::set<std::string> Busy();
   std::string PickKind();
   std::map<std::string, int> Fired();
   void Record(Fault f);
@@ -86,6 +91,9 @@ class Injector {
   std::vector<std::string> machines_;
   std::vector<std::string> kinds_;
   std::string log_;
+  std::string ledger_;
+  std::streamoff ledger_read_ = 0;
+  std::map<std::string, std::pair<std::string, int64_t>> running_;  // m, t0
   std::mutex mu_;
   std::vector<Fault> faults_;
   std::map<std::string, int64_t> down_until_;

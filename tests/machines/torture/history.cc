@@ -140,7 +140,8 @@ const Fault* FrozenAt(const std::vector<Fault>& faults,
 // One attempt found running while another of its task started.
 struct Overlap {
   std::string what;
-  bool frozen = true;  // its holder's machine frozen all along (exempt)
+  bool frozen = true;       // its holder's machine frozen all along (exempt)
+  bool late_agent = false;  // its holder a CLI/MCP agent (no deadline)
 };
 
 // Two ways to see one: the later attempt found the flock held (an
@@ -174,6 +175,7 @@ void Overlapped(const std::vector<LedgerRecord>& ledger, const std::string& run,
         << " held it";
     o.what = msg.str();
     o.frozen = o.frozen && FrozenAt(faults, hm, r.mono) != nullptr;
+    o.late_agent = !Str(r.holder, "via").empty();
   }
   for (const LedgerRecord& e : ledger) {
     if (e.run != run || e.e != "end") continue;
@@ -188,6 +190,7 @@ void Overlapped(const std::vector<LedgerRecord>& ledger, const std::string& run,
       Overlap& o = seen[key(e.task, e.m, e.pid, s->m, s->pid)];
       const Fault* f = FrozenAt(faults, e.m, s->mono);
       o.frozen = o.frozen && f != nullptr && e.mono <= f->t1 + kThawGraceMs;
+      o.late_agent = !e.via.empty();
       if (o.what.empty()) {
         o.what = "task " + std::to_string(e.task) + " attempt " +
                  std::to_string(e.attempt) + " on " + e.m + " (pid " +
@@ -199,7 +202,9 @@ void Overlapped(const std::vector<LedgerRecord>& ledger, const std::string& run,
     }
   }
   for (const auto& [k, o] : seen) {
-    if (o.frozen) {
+    if (o.late_agent) {
+      v->late_agent++;
+    } else if (o.frozen) {
       v->overlapped_frozen_machine++;
     } else {
       v->overlapped++;
@@ -312,6 +317,42 @@ void Flipped(const CheckInput& in, const std::map<int64_t, TaskLife>& lives,
   }
 }
 
+void IdleClaims(const CheckInput& in, RunVerdict* v) {
+  if (in.idle_claim_ms <= 0) return;
+  static const std::set<std::string> kEnds = {"task_started", "task_reset",
+                                              "task_failed", "task_completed",
+                                              "task_adopted"};
+  std::map<int64_t, const Json*> open;  // task -> its claim
+  auto idle = [&](const Json& claim, const std::string& until) {
+    v->idle_claims++;
+    v->errors.push_back("idle claim: task " + std::to_string(Int(claim, "id")) +
+                        " attempt " + std::to_string(Int(claim, "attempt")) +
+                        " claimed by " + claim.value("worker", "?") + " " +
+                        until);
+  };
+  for (const Json& e : in.audit) {
+    if (!e.is_object() || !e.contains("ts") || !e.contains("id")) continue;
+    const std::string event = e.value("event", "");
+    const int64_t id = Int(e, "id");
+    if (event == "task_claimed") {
+      open[id] = &e;
+      continue;
+    }
+    auto it = open.find(id);
+    if (it == open.end() || kEnds.count(event) == 0) continue;
+    const int64_t waited = Int(e, "ts") - Int(*it->second, "ts");
+    if (waited > in.idle_claim_ms) {
+      idle(*it->second, "was neither started nor ended for " +
+                            std::to_string(waited) + " ms (then " + event +
+                            ")");
+    }
+    open.erase(it);
+  }
+  for (const auto& [id, claim] : open) {
+    idle(*claim, "was never started nor ended");
+  }
+}
+
 }  // namespace
 
 std::vector<LedgerRecord> ParseLedger(const std::string& text,
@@ -337,6 +378,7 @@ std::vector<LedgerRecord> ParseLedger(const std::string& text,
     r.pid = Int(j, "pid");
     r.mono = Int(j, "mono");
     r.holder = j.value("holder", Json());
+    r.via = Str(j, "via");
     r.before = Int(j, "before");
     r.after = Int(j, "after");
     out.push_back(std::move(r));
@@ -365,6 +407,7 @@ RunVerdict CheckRun(const CheckInput& in,
   Overlapped(ledger, in.run, faults, &v);
   ExtraRuns(lives, starts, faults, &v);
   Flipped(in, lives, &v);
+  IdleClaims(in, &v);
   return v;
 }
 

@@ -25,9 +25,17 @@
 //               one <type, dedup_key>, two finally hooks of one owner;
 //   overlapped  an `overlap` record (an attempt found the previous one's
 //               flock held); one whose holder's whole machine was frozen
-//               then is `overlapped_frozen_machine` (not guaranteed);
+//               then is `overlapped_frozen_machine` (not guaranteed); one
+//               whose holder is an agent over the CLI or MCP (`via`: it
+//               has no local deadline) is `late_agent`;
 //   stale       a completed Work or Review whose response (its Mark child:
 //               machine, attempt, pid) is not its completed attempt's;
+//   idle claims a claim neither started nor ended (reset, failed,
+//               completed, adopted) within CheckInput::idle_claim_ms of
+//               the store's clock: the store holds it for a worker that
+//               does not know (a COMMIT whose reply was lost taken for not
+//               committed, and claimed again). A claim is started at once,
+//               or lapses and goes back within about a lease;
 //   extra runs  every ledger start but the completed attempt's: matched
 //               when a `may_rerun` fault hit its machine between the start
 //               (less a second: the claim came before) and the task's next
@@ -50,6 +58,7 @@ struct LedgerRecord {
   std::string m;     // machine (hostname)
   std::string run;   // WIZQ_RUN_ID
   std::string kind;  // the task's kind (Work, Review, ...)
+  std::string via;   // "cli", "mcp": an agent with no local deadline
   int64_t task = 0;
   int64_t attempt = 0;
   int64_t pid = 0;
@@ -79,7 +88,8 @@ struct RunVerdict {
   int lost = 0, duplicated = 0, overlapped = 0, overlapped_frozen_machine = 0;
   int stale = 0, extra_runs = 0, extra_runs_matched = 0;
   int extra_runs_unmatched = 0, flipped = 0;
-  int late_agent = 0;
+  int late_agent = 0;  // overlaps whose earlier attempt was a CLI/MCP agent's
+  int idle_claims = 0;
   std::vector<std::string> errors;  // one message per violation
 };
 
@@ -90,6 +100,9 @@ struct CheckInput {
   // For flipped: the answer each Prompt task was given (by task type and
   // inputs' "q"), as the driver sent it; empty if it answered none.
   std::map<std::string, std::string> answers_given;
+  // For idle claims: how long (store clock, the events' `ts`) a claim may
+  // stay neither started nor ended; 0: not checked.
+  int64_t idle_claim_ms = 0;
 };
 
 RunVerdict CheckRun(const CheckInput& in,

@@ -206,6 +206,62 @@ TEST(MachinesHistoryTest, AnAnswerRecordedOrPassedOnOtherwiseIsFlipped) {
   }
 }
 
+// An agent over the CLI or MCP has no local deadline: its attempt that
+// runs on past its lease, beside the next, is a late agent, not an
+// overlap; a `serve` agent's is an overlap.
+TEST(MachinesHistoryTest, AnAttemptOfACliOrMcpAgentPastItsLeaseIsLate) {
+  for (const std::string via : {"", "cli", "mcp"}) {
+    CheckInput in;
+    in.run = "r0";
+    in.status = "completed";
+    in.audit = {Submitted(1, "Review", {{"r", 0}}), Claimed(1, 1),
+                Claimed(1, 2), Completed(1)};
+    std::vector<LedgerRecord> ledger = {
+        Rec("start", "m1", 1, 1, 11, 1000), Rec("start", "m2", 1, 2, 21, 7000),
+        Rec("end", "m1", 1, 1, 11, 8000), Rec("end", "m2", 1, 2, 21, 9000)};
+    ledger[0].via = ledger[2].via = via;
+    const RunVerdict v = CheckRun(in, ledger, {});
+    EXPECT_EQ(v.overlapped, via.empty() ? 1 : 0) << via;
+    EXPECT_EQ(v.late_agent, via.empty() ? 0 : 1) << via;
+  }
+}
+
+// A claim the store holds for a worker that does not know of it (its
+// COMMIT's reply was lost and it claimed again): never started, it ends
+// only when its worker does. One reset within the limit is not idle.
+TEST(MachinesHistoryTest, AClaimNeitherStartedNorEndedForLongIsIdle) {
+  auto at = [](Json e, int64_t ts) {
+    e["ts"] = ts;
+    e["worker"] = "w1";
+    return e;
+  };
+  CheckInput in;
+  in.run = "r0";
+  in.status = "completed";
+  in.idle_claim_ms = 15000;
+  in.audit = {Submitted(1, "Work", {{"i", 0}}),
+              Submitted(2, "Work", {{"i", 1}}),
+              at(Claimed(1, 1), 1000),
+              at(Claimed(2, 1), 1000),
+              at({{"event", "task_started"}, {"id", 1}}, 1100),
+              at(Completed(1), 2000),
+              at({{"event", "task_reset"}, {"id", 2}}, 9000),
+              at(Claimed(2, 2), 9100),
+              at({{"event", "task_started"}, {"id", 2}}, 9200),
+              at(Completed(2), 10000)};
+  RunVerdict v = CheckRun(in, {}, {});
+  EXPECT_EQ(v.idle_claims, 0) << (v.errors.empty() ? "" : v.errors[0]);
+  in.audit[7] = at(Claimed(2, 2), 9100);
+  in.audit[8] = at({{"event", "task_started"}, {"id", 2}}, 30000);
+  v = CheckRun(in, {}, {});
+  EXPECT_EQ(v.idle_claims, 1);
+  in.audit.resize(8);  // claimed again, and nothing more
+  v = CheckRun(in, {}, {});
+  EXPECT_EQ(v.idle_claims, 1);
+  EXPECT_NE(v.errors.back().find("never started"), std::string::npos)
+      << v.errors.back();
+}
+
 TEST(MachinesHistoryTest,
      AMachineClockOutsideTheHostsReadingsFailsCalibration) {
   LedgerRecord c;
