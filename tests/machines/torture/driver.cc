@@ -352,7 +352,10 @@ bool Torture::OneRound(int round, std::atomic<bool>* active) {
     // over MCP, the others one over the CLI.
     const char* other = i % 2 == 0 ? ".mcp" : ".cli";
     for (const char* role : {".w1", ".w2", ".a", other}) {
-      Slot s{machines_[i] + role, machines_[i], role[1] != 'w'};
+      Slot s;
+      s.name = machines_[i] + role;
+      s.machine = machines_[i];
+      s.agent = role[1] != 'w';
       if (std::string(role) == other) s.via = other + 1;
       s.start_at = at;
       slots.push_back(s);
