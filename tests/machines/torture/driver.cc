@@ -264,8 +264,10 @@ void Torture::Supervise(std::vector<Slot>* slots, const std::string& run,
              {"code", WIFEXITED(status) ? WEXITSTATUS(status)
                                         : 128 + WTERMSIG(status)}});
       s.done = ok;  // 0: the run ended
-      s.start_at =
-          std::max(now + Pick(200, 1000), injector_->DownUntil(s.machine));
+      // Not before its machine is back: asked again at each start (while
+      // a death kills, its machine is down for good: reaped then, a slot
+      // that took that for its start time was never started again).
+      s.start_at = now + Pick(200, 1000);
     }
     if (s.pid < 0 && !over && !s.done && now >= s.start_at &&
         now >= injector_->DownUntil(s.machine)) {
