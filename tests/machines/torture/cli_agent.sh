@@ -16,6 +16,22 @@ wizq=$1 run=$2 body=$3 ledger=$4
 agent="$(hostname).cli"
 at() { "$wizq" agent "$@" --run-id "$run" --dir /mnt; }
 
+# `done`, asked again while the store cannot be reached (a database
+# restart, a dropped session), for up to 5 s, as `agent serve` does; a
+# refusal (the lease was lost meanwhile: the store drops the late result)
+# ends it.
+deliver() {
+  local until=$((SECONDS + 5)) err
+  while :; do
+    err=$(at done --task "$1" --lease "$2" --response "$3" 2>&1 >/dev/null) &&
+      return
+    grep -qE 'lease lost|already|held by another|never taken|timed out|gave it back|invalid' \
+      <<<"$err" && return
+    ((SECONDS < until)) || return
+    sleep 0.3
+  done
+}
+
 while :; do
   payload=$(at take --wait 3 --agent "$agent" 2>/dev/null)
   code=$?
@@ -38,7 +54,5 @@ while :; do
     WIZQ_TORTURE_VIA=cli "$body" "$ledger" <<<"$payload")
   kill "$beats" 2>/dev/null
   wait "$beats" 2>/dev/null
-  # Refused (exit 3) when the lease was lost meanwhile: the late result is
-  # dropped by the store.
-  at done --task "$task" --lease "$lease" --response "$out" >/dev/null
+  deliver "$task" "$lease" "$out"
 done

@@ -39,6 +39,23 @@ function runBody(payload) {
   return new Promise((res) => child.on('close', () => res(out)));
 }
 
+// submit_response, asked again while the store cannot be reached (a
+// database restart, a dropped session) for up to 5 s, as `agent serve`
+// does; a refusal (the lease was lost meanwhile: the store drops the late
+// result) ends it.
+const refused =
+  /lease lost|already|held by another|never taken|timed out|gave it back|invalid/;
+async function deliver(call, p, response) {
+  const until = Date.now() + 5000;
+  for (;;) {
+    const r = await call('submit_response',
+      { task_id: p.task_id, lease: p.lease, response });
+    const text = (r.content ?? []).map((c) => c.text ?? '').join(' ');
+    if (!r.isError || refused.test(text) || Date.now() > until) return;
+    await sleep(300);
+  }
+}
+
 async function main() {
   const transport = new StdioClientTransport({
     command: wizq,
@@ -64,10 +81,7 @@ async function main() {
       await Promise.race([done, sleep(1000)]);
       if (working) await call('heartbeat', { task_id: p.task_id, lease: p.lease });
     }
-    // Refused when the lease was lost meanwhile: the store drops the late
-    // result.
-    await call('submit_response',
-      { task_id: p.task_id, lease: p.lease, response: await done });
+    await deliver(call, p, await done);
   }
   await client.close();
 }
