@@ -49,21 +49,12 @@
 #include "tests/machines/torture/bed.h"
 #include "tests/machines/torture/faults.h"
 #include "tests/machines/torture/history.h"
+#include "tests/machines/torture/options.h"
 
 namespace wizq::machines {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Options {
-  std::string build, source;
-  int machines = 4, faults = 300, min_per_kind = 20;
-  int64_t lease_s = 5, max_seconds = 2700, run_seconds = 600;
-  uint32_t seed = 0;
-  std::vector<std::string> kinds = kFaultKinds;  // --kinds a,b: only those
-  bool keep = false;
-  bool allow_unmatched = false;  // make test: unmatched, hung reported only
-};
 
 // One process the supervisor keeps running: a worker or an agent.
 struct Slot {
@@ -101,7 +92,8 @@ class Torture {
   bool OneRound(int round, std::atomic<bool>* active);
   void Supervise(std::vector<Slot>* slots, const std::string& run, bool over);
   void StartSlot(Slot* s, const std::string& run);
-  void EndSlots(std::vector<Slot>* slots);
+  void EndSlots(std::vector<Slot>* slots, const std::string& run);
+  void Backtraces(pid_t root, const std::string& path);
   Json Status(const std::string& run);
   void Answer(const std::string& run, const Json& status);
   int Report(const std::vector<Fault>& faults);
@@ -315,7 +307,26 @@ void Torture::Answer(const std::string& run, const Json& status) {
   }
 }
 
-void Torture::EndSlots(std::vector<Slot>* slots) {
+// For a post-mortem of a hung worker: every thread's stack of each `wizq`
+// under `root` (the host-side nsenter of its slot), by gdb, into `path`.
+void Torture::Backtraces(pid_t root, const std::string& path) {
+  std::vector<std::string> todo = {std::to_string(root)};
+  std::ofstream out(path);
+  while (!todo.empty()) {
+    const std::string pid = todo.back();
+    todo.pop_back();
+    std::ifstream children("/proc/" + pid + "/task/" + pid + "/children");
+    for (std::string c; children >> c;) todo.push_back(c);
+    std::string comm;
+    std::getline(std::ifstream("/proc/" + pid + "/comm"), comm);
+    if (comm != "wizq") continue;
+    const Ran r = RunCommand(
+        {"gdb", "-batch", "-ex", "thread apply all bt", "-p", pid}, {}, 30);
+    out << "== pid " << pid << " (host)\n" << r.out << "\n";
+  }
+}
+
+void Torture::EndSlots(std::vector<Slot>* slots, const std::string& run) {
   const int64_t until = MonoMs() + 30000;
   for (Slot& s : *slots) {
     while (s.pid > 0 && MonoMs() < until &&
@@ -327,11 +338,18 @@ void Torture::EndSlots(std::vector<Slot>* slots) {
       std::string pid;
       in >> pid;
       fprintf(stderr,
-              "machines torture: %s did not exit after its run; killed\n",
-              s.name.c_str());
+              "machines torture: %s did not exit after run %s; killed\n",
+              s.name.c_str(), run.c_str());
       // A worker hangs only on a store that never answers (a half-open
       // connection with neither keepalives nor the answer timeout).
-      if (!s.agent) hung_.push_back(s.name);
+      if (!s.agent) {
+        hung_.push_back(s.name);
+        Backtraces(s.pid, work_ + "/logs/" + s.name + ".hung-" + run + ".txt");
+      }
+      Event({{"e", "killed"},
+             {"slot", s.name},
+             {"run", run},
+             {"mono", MonoMs()}});
       if (!pid.empty()) bed_.Machines({"exec", s.machine, "kill", "-9", pid});
       kill(s.pid, SIGCONT);
       waitpid(s.pid, nullptr, 0);
@@ -378,7 +396,7 @@ bool Torture::OneRound(int round, std::atomic<bool>* active) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   active->store(false);
-  EndSlots(&slots);
+  EndSlots(&slots, run);
   CheckInput in;
   in.run = run;
   in.status = status.empty() ? "unfinished" : status;
@@ -515,62 +533,6 @@ int Torture::Report(const std::vector<Fault>& faults) {
       sum.extra_runs_unmatched, sum.flipped);
   fflush(stdout);
   return errors.empty() && enough ? 0 : 1;
-}
-
-std::vector<std::string> Kinds(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string k; std::getline(in, k, ',');) {
-    if (std::find(kFaultKinds.begin(), kFaultKinds.end(), k) ==
-        kFaultKinds.end())
-      throw std::invalid_argument("--kinds: no fault kind " + k);
-    out.push_back(k);
-  }
-  if (out.empty()) throw std::invalid_argument("--kinds: none given");
-  return out;
-}
-
-bool ParseArgs(int argc, char** argv, Options* o) {
-  for (int i = 1; i < argc; i++) {
-    const std::string a = argv[i];
-    auto next = [&](const char* name) -> std::string {
-      if (i + 1 >= argc)
-        throw std::invalid_argument(std::string(name) + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--build")
-      o->build = next("--build");
-    else if (a == "--source")
-      o->source = next("--source");
-    else if (a == "--machines")
-      o->machines = std::stoi(next("--machines"));
-    else if (a == "--faults")
-      o->faults = std::stoi(next("--faults"));
-    else if (a == "--min-per-kind")
-      o->min_per_kind = std::stoi(next("--min-per-kind"));
-    else if (a == "--lease")
-      o->lease_s = std::stoll(next("--lease"));
-    else if (a == "--seed")
-      o->seed = static_cast<uint32_t>(std::stoul(next("--seed")));
-    else if (a == "--max-seconds")
-      o->max_seconds = std::stoll(next("--max-seconds"));
-    else if (a == "--run-seconds")
-      o->run_seconds = std::stoll(next("--run-seconds"));
-    else if (a == "--kinds")
-      o->kinds = Kinds(next("--kinds"));
-    else if (a == "--keep")
-      o->keep = true;
-    else if (a == "--allow-unmatched")
-      o->allow_unmatched = true;
-    else
-      throw std::invalid_argument("unknown argument " + a);
-  }
-  if (o->build.empty() || o->source.empty())
-    throw std::invalid_argument("--build and --source are needed");
-  if (o->machines < 2 || o->machines > 20)
-    throw std::invalid_argument("--machines: 2 to 20");
-  if (o->lease_s < 2) throw std::invalid_argument("--lease: at least 2");
-  return true;
 }
 
 }  // namespace
