@@ -300,6 +300,11 @@ void Flipped(const CheckInput& in, const std::map<int64_t, TaskLife>& lives,
     auto given = in.answers_given.find(q);
     if (given == in.answers_given.end()) continue;
     const Json want = given->second;
+    // Not completed (a run that did not finish): lost, and its answer has
+    // not been passed on yet; flipped only if recorded otherwise.
+    if (l.completions == 0 && (l.answer.is_null() || l.answer == want)) {
+      continue;
+    }
     bool ok = l.answer == want;
     // The answer is the response: the Echo child carries it.
     int echoes = 0;

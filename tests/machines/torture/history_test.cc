@@ -262,6 +262,20 @@ TEST(MachinesHistoryTest, AClaimNeitherStartedNorEndedForLongIsIdle) {
       << v.errors.back();
 }
 
+// An Ask answered as given whose run never finished is lost, not flipped:
+// its Echo was never spawned.
+TEST(MachinesHistoryTest, AnAnsweredAskThatNeverCompletedIsLostNotFlipped) {
+  Fixture f(1, 1);
+  f.in.status = "running";
+  f.in.audit.push_back(Submitted(5, "Ask", {{"q", 0}}));
+  f.in.audit.push_back(
+      {{"event", "task_answered"}, {"id", 5}, {"answer", "yes"}});
+  f.in.answers_given["0"] = "yes";
+  const RunVerdict v = f.Check();
+  EXPECT_EQ(v.lost, 1);
+  EXPECT_EQ(v.flipped, 0);
+}
+
 TEST(MachinesHistoryTest,
      AMachineClockOutsideTheHostsReadingsFailsCalibration) {
   LedgerRecord c;
