@@ -86,16 +86,26 @@ std::string Injector::PickMachine() {
   return up[static_cast<size_t>(Pick(0, up.size() - 1))];
 }
 
-// How many of each COMMIT fault the proxy's log shows fired.
-std::map<std::string, int> Injector::Fired() {
-  std::map<std::string, int> out;
+// The COMMIT faults the proxy's log shows fired, by "kind conn" (the
+// kind as kFaultKinds names it), in order.
+std::map<std::string, std::vector<Json>> Injector::Firings() {
+  std::map<std::string, std::vector<Json>> out;
   std::ifstream in(bed_->proxy_log());
   for (std::string line; std::getline(in, line);) {
     Json j = Json::parse(line, nullptr, false);
     if (!j.is_object()) continue;
     std::string kind = j.value("fault", "");
     std::replace(kind.begin(), kind.end(), '-', '_');
-    out[kind]++;
+    out[kind + " " + std::to_string(j.value("conn", 0))].push_back(j);
+  }
+  return out;
+}
+
+// How many of each COMMIT fault fired.
+std::map<std::string, int> Injector::Fired() {
+  std::map<std::string, int> out;
+  for (const auto& [key, lines] : Firings()) {
+    out[key.substr(0, key.find(' '))] += static_cast<int>(lines.size());
   }
   return out;
 }
@@ -348,15 +358,7 @@ std::vector<Fault> Injector::Faults() {
     out = faults_;
   }
   // The COMMIT faults happened when the proxy's log says (once per arming).
-  std::ifstream in(bed_->proxy_log());
-  std::map<std::string, std::vector<Json>> fired;  // "kind conn" -> lines
-  for (std::string line; std::getline(in, line);) {
-    Json j = Json::parse(line, nullptr, false);
-    if (!j.is_object()) continue;
-    std::string kind = j.value("fault", "");
-    std::replace(kind.begin(), kind.end(), '-', '_');
-    fired[kind + " " + std::to_string(j.value("conn", 0))].push_back(j);
-  }
+  std::map<std::string, std::vector<Json>> fired = Firings();
   for (Fault& f : out) {
     if (f.kind.rfind("drop_commit", 0) != 0 || f.detail.rfind("conn ", 0) != 0)
       continue;

@@ -72,6 +72,7 @@ class Injector {
   // ended, from the ledger's new lines.
   std::set<std::string> Busy();
   std::string PickKind();
+  std::map<std::string, std::vector<Json>> Firings();
   std::map<std::string, int> Fired();
   void Record(Fault f);
   void Partition(Fault* f);
