@@ -107,6 +107,10 @@ class StoreAgentService : public AgentService {
   AgentReply WithLease(
       int64_t task_id, const std::string& lease, const char* what,
       const std::function<Status(StoreTxn&, const Task&, AgentReply*)>& fn);
+  AgentReply WithLeaseOn(
+      Store* store, bool finished, int64_t task_id, const std::string& lease,
+      const char* what,
+      const std::function<Status(StoreTxn&, const Task&, AgentReply*)>& fn);
 
   const RunPlace place_;
   const std::string dir_;
@@ -390,6 +394,19 @@ AgentReply StoreAgentService::Take(const TakeRequest& request) {
 // Runs `fn` for the holder of `lease` on `task_id`, in one transaction with
 // the lease check. A lost lease records nothing but the reclaim any
 // transaction does, and answers exit 3.
+namespace {
+
+std::string RenewedJson(int64_t task_id, int64_t expires_ms, int64_t ms) {
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject().Key("task_id").Int(task_id);
+  w.Key("lease_expires_ms").Int(expires_ms);
+  w.Key("lease_seconds").Double(ms / 1000.0).EndObject();
+  return out;
+}
+
+}  // namespace
+
 AgentReply StoreAgentService::WithLease(
     int64_t task_id, const std::string& lease, const char* what,
     const std::function<Status(StoreTxn&, const Task&, AgentReply*)>& fn) {
@@ -397,6 +414,14 @@ AgentReply StoreAgentService::WithLease(
   bool finished = false;
   Status s = OpenRun(&store, &finished);
   if (!s.ok()) return EnvError(s);
+  return WithLeaseOn(store.get(), finished, task_id, lease, what, fn);
+}
+
+AgentReply StoreAgentService::WithLeaseOn(
+    Store* store, bool finished, int64_t task_id, const std::string& lease,
+    const char* what,
+    const std::function<Status(StoreTxn&, const Task&, AgentReply*)>& fn) {
+  Status s;
   AgentReply reply;
   std::vector<int64_t> lost;
   if (finished) {
@@ -440,20 +465,40 @@ AgentReply StoreAgentService::WithLease(
   return reply;
 }
 
+// The lease is renewed by Store::RenewHeldLease where the store has it
+// (PostgreSQL: without waiting for the run's row); where it is refused, or
+// the store has none, by a transaction, which says why and puts back what
+// lapsed.
 AgentReply StoreAgentService::Heartbeat(int64_t task_id,
                                         const std::string& lease) {
-  return WithLease(
-      task_id, lease, "renewing the lease of",
+  std::unique_ptr<Store> store;
+  bool finished = false;
+  Status s = OpenRun(&store, &finished);
+  if (!s.ok()) return EnvError(s);
+  Task t;
+  if (!finished && store->GetTask(task_id, &t).ok()) {
+    int64_t expires = 0, from = 0;
+    const int64_t ms = LeaseMs(t.type);
+    s = store->RenewHeldLease(task_id, lease, ms, &expires, &from);
+    if (s.ok()) {
+      store->Close().IgnoreError();
+      AgentReply reply =
+          Reply(kExitCompleted, RenewedJson(task_id, expires, ms));
+      reply.lease_from_mono_ms = from;
+      return reply;
+    }
+    if (!s.IsConflict() && !s.IsInvalidArgument() && !s.IsNotSupported()) {
+      return EnvError(
+          s.Annotate("renewing the lease of task " + std::to_string(task_id)));
+    }
+  }
+  return WithLeaseOn(
+      store.get(), finished, task_id, lease, "renewing the lease of",
       [&](StoreTxn& txn, const Task& t, AgentReply* reply) {
         int64_t expires = 0;
         const int64_t ms = LeaseMs(t.type);
         WIZQ_RETURN_IF_ERROR(txn.RenewLease(task_id, lease, ms, &expires));
-        std::string out;
-        JsonWriter w(&out);
-        w.BeginObject().Key("task_id").Int(task_id);
-        w.Key("lease_expires_ms").Int(expires);
-        w.Key("lease_seconds").Double(ms / 1000.0).EndObject();
-        *reply = Reply(kExitCompleted, out);
+        *reply = Reply(kExitCompleted, RenewedJson(task_id, expires, ms));
         reply->lease_from_mono_ms = txn.lease_from_mono_ms();
         return Status::OK();
       });

@@ -349,6 +349,20 @@ class Store : public StoreReads {
   // calling `fn`, when it was archived or replaced since Open. Not inside
   // Transact.
   virtual Status WhileCurrent(const std::function<Status()>& fn) = 0;
+  // An agent's heartbeat outside a transaction: extends the lease `token`
+  // holds on `id` to now + lease_ms on the task alone, without waiting for
+  // the run's transactions and without a lease_renewed event (the
+  // PostgreSQL store, docs/POSTGRES.md). *from_mono_ms: as StoreTxn::
+  // lease_from_mono_ms. Conflict where StoreTxn::ActAs would refuse the
+  // lease (a transaction then says why and puts back what lapsed);
+  // NotSupported where the store has no such path (the directory store,
+  // whose transactions wait for no other machine): use RenewLease.
+  virtual Status RenewHeldLease(int64_t id, std::string_view token,
+                                int64_t lease_ms, int64_t* expires_ms,
+                                int64_t* from_mono_ms) {
+    (void)id, (void)token, (void)lease_ms, (void)expires_ms, (void)from_mono_ms;
+    return Status::NotSupported("renewing a lease outside a transaction");
+  }
 
   // The local deadline (SPEC §14), in CLOCK_MONOTONIC ms: until then every
   // claim this worker holds is sure to hold on the store's clock (its last

@@ -258,6 +258,54 @@ Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
   return s;
 }
 
+// One statement on the task's row, not the run's: a heartbeat does not
+// wait behind the run's transactions (a frozen machine's session holds the
+// row for up to kPgRunIdleInTransactionMs, and a cut link queues several),
+// so an agent's lease outlives them. Not an event: the seq of the run's
+// events needs its row. Renewed only under the conditions
+// StoreTxn::ActAs checks (a lease lapsed but not yet put back is not
+// renewed; nor is one of an archived run).
+Status PgStore::RenewHeldLease(int64_t id, std::string_view token,
+                               int64_t lease_ms, int64_t* expires_ms,
+                               int64_t* from_mono_ms) {
+  bool renewed = false;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    WIZQ_RETURN_IF_ERROR(writable_);
+    WIZQ_RETURN_IF_ERROR(OnSession([&] {
+      *from_mono_ms = MonoMs();  // the statement's clock is no earlier
+      PgResult r;
+      WIZQ_RETURN_IF_ERROR(conn_->Exec(
+          Sql("WITH c AS (SELECT " + std::string(kPgNowMsSql) +
+              " AS now) UPDATE {s}.tasks t SET lease_expires_ms = "
+              "GREATEST(t.lease_expires_ms, c.now + $4), claim_until_ms = "
+              "GREATEST(t.claim_until_ms, c.now + $4) FROM c WHERE t.run = "
+              "$1 AND t.task_id = $2 AND t.state = 1 AND t.lease_token = $3 "
+              "AND t.lease_expires_ms >= c.now AND (t.deadline_ms = 0 OR "
+              "t.deadline_ms >= c.now) AND NOT EXISTS (SELECT 1 FROM "
+              "{s}.runs r WHERE r.run = $1 AND r.archived_at IS NOT NULL) "
+              "RETURNING t.lease_expires_ms"),
+          {run_, id, std::string(token), lease_ms}, &r));
+      renewed = r.rows() == 1;
+      if (renewed) *expires_ms = r.GetInt(0, "lease_expires_ms");
+      return Status::OK();
+    }));
+  }
+  if (renewed) return Status::OK();
+  Task t;
+  Status s = GetTask(id, &t);
+  if (s.IsNotFound()) {
+    return Status::InvalidArgument("no task " + std::to_string(id) +
+                                   " in this run");
+  }
+  WIZQ_RETURN_IF_ERROR(s);
+  if (t.state != TaskState::kInProgress || t.lease_token != token) {
+    return Status::Conflict(WhyNotHeld(t));
+  }
+  return Status::Conflict("lease lost: task " + std::to_string(id) +
+                          ": its lease lapsed or its attempt timed out");
+}
+
 Status PgStore::Close() {
   std::lock_guard<std::mutex> guard(mu_);
   if (writable_.ok() && !worker_id_.empty()) {

@@ -76,6 +76,8 @@ class PgStore : public Store {
   Status ListRuns(std::vector<RunRef>* runs) override;
   Status OpenRun(const RunRef& run, std::unique_ptr<Store>* out) override;
   Status WhileCurrent(const std::function<Status()>& fn) override;
+  Status RenewHeldLease(int64_t id, std::string_view token, int64_t lease_ms,
+                        int64_t* expires_ms, int64_t* from_mono_ms) override;
   const std::string& worker_id() const override { return worker_id_; }
   std::string DisplayLocation() const override;
   int64_t LocalDeadlineMs() const override;

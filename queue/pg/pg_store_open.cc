@@ -72,14 +72,16 @@ Status PgStore::Open(const StoreOptions& o, std::unique_ptr<Store>* out,
 }
 
 // The current (not archived) run of the run_id, locked unless the store is
-// opened read-only (a reader must not wait for the workers' transactions,
-// which hold the row: `wizq status` on a busy run); with no run_id, the
-// latest current run.
+// opened read-only or for leases only (a reader or an agent's heartbeat
+// must not wait for the workers' transactions, which hold the row: `wizq
+// status` on a busy run); with no run_id, the latest current run.
 Status PgStore::FindCurrent(PgRun* run, bool* found) {
   PgResult r;
   const std::string cols = std::string("SELECT ") + kPgRunColumns;
-  const std::string lock =
-      options_.mode == OpenMode::kReadOnly ? "" : " FOR UPDATE";
+  const bool looks =
+      options_.mode == OpenMode::kReadOnly ||
+      (options_.mode == OpenMode::kAttach && options_.leases_only);
+  const std::string lock = looks ? "" : " FOR UPDATE";
   if (options_.run_id.empty()) {
     WIZQ_RETURN_IF_ERROR(
         conn_->Exec(Sql(cols +
@@ -254,8 +256,8 @@ Status PgStore::ResumeRun(PgRun* run, OpenReport* report) {
   return Status::OK();
 }
 
-// Attaching never starts, resumes or archives: one more worker (none for
-// leases only), which puts back what lost holders held.
+// Attaching never starts, resumes or archives: one more worker, which puts
+// back what lost holders held; for leases only, a look at the run.
 Status PgStore::AttachRun(PgRun* run, OpenReport* report) {
   report->tasks_pending = run->by_state[static_cast<int>(TaskState::kPending)];
   report->tasks_done = run->by_state[static_cast<int>(TaskState::kDone)];
@@ -266,7 +268,13 @@ Status PgStore::AttachRun(PgRun* run, OpenReport* report) {
                                         " is finished: nothing changes it");
     return conn_->Rollback();
   }
-  if (!options_.leases_only) WIZQ_RETURN_IF_ERROR(Register(run->run));
+  // Holding leases only, it has nothing to register nor to put back
+  // first (its every transaction does) and does not wait for the row.
+  if (options_.leases_only) {
+    report->action = OpenAction::kAttached;
+    return conn_->Rollback();
+  }
+  WIZQ_RETURN_IF_ERROR(Register(run->run));
   PgResult r;
   WIZQ_RETURN_IF_ERROR(
       conn_->Exec("SELECT " + std::string(kPgNowMsSql) + " AS now", {}, &r));
@@ -275,9 +283,7 @@ Status PgStore::AttachRun(PgRun* run, OpenReport* report) {
   report->tasks_reset = static_cast<int64_t>(reclaimed_.reset.size());
   report->tasks_lost = static_cast<int64_t>(reclaimed_.lost.size());
   report->tasks_pending = run->by_state[static_cast<int>(TaskState::kPending)];
-  if (!options_.leases_only) {
-    WIZQ_RETURN_IF_ERROR(w.Stage(WorkerJoined{worker_id_, getpid()}));
-  }
+  WIZQ_RETURN_IF_ERROR(w.Stage(WorkerJoined{worker_id_, getpid()}));
   WIZQ_RETURN_IF_ERROR(Commit(&w));
   report->action = OpenAction::kAttached;
   return Status::OK();

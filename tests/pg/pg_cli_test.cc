@@ -303,9 +303,22 @@ TEST_F(PgCliTest, AnAgentOnAnotherDirectoryTakesAPoolTask) {
   }
   ASSERT_FALSE(payload.is_null()) << r.Describe();
   EXPECT_EQ(payload["run_id"], "pool");
-  r = Wizq({"agent", "done", "--run-id", "pool", "--task",
-            std::to_string(payload["task_id"].get<int64_t>()), "--lease",
-            payload["lease"].get<std::string>(), "--response", "[]"});
+  const std::string task = std::to_string(payload["task_id"].get<int64_t>());
+  const std::string lease = payload["lease"].get<std::string>();
+  // A heartbeat waits for nobody's transaction: a session that holds the
+  // run's row (a frozen machine's) delays none.
+  std::unique_ptr<PgConn> holder = Connect();
+  ASSERT_OK(holder->Exec("BEGIN"));
+  ASSERT_OK(holder->Exec("SELECT 1 FROM \"" + schema_ +
+                         "\".runs WHERE run_id = 'pool' FOR UPDATE"));
+  const auto t0 = std::chrono::steady_clock::now();
+  r = Wizq({"agent", "heartbeat", "--run-id", "pool", "--task", task, "--lease",
+            lease});
+  EXPECT_EQ(r.code, 0) << r.Describe();
+  EXPECT_LT(SecondsSince(t0), 3.0) << "the heartbeat waited for the row";
+  ASSERT_OK(holder->Exec("ROLLBACK"));
+  r = Wizq({"agent", "done", "--run-id", "pool", "--task", task, "--lease",
+            lease, "--response", "[]"});
   EXPECT_EQ(r.code, 0) << r.Describe();
   const WizqResult& rr = run.Wait();
   EXPECT_EQ(rr.code, 0) << rr.Describe();

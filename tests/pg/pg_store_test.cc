@@ -362,6 +362,35 @@ TEST_F(PgStoreTest, AWorkersTransactionWaitingForTheRunsRowHoldsBackNothing) {
   EXPECT_EQ(second.size(), 1u);
 }
 
+// An agent's heartbeat (Store::RenewHeldLease) does not wait for the
+// run's row, which a frozen machine's session may hold past the agent's
+// lease: it renews on the task's row alone.
+TEST_F(PgStoreTest, AnAgentsHeartbeatDoesNotWaitForTheRunsRow) {
+  auto a = OpenOk(Options({MakeNew("P", "{}")}));
+  ClaimFilter f;
+  f.steps = {"P"};
+  f.lease = true;
+  f.lease_ms = 1000;
+  std::vector<wizq::Task> got;
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &got); }));
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_OK(admin_->Exec("BEGIN"));
+  ASSERT_OK(admin_->Exec("SELECT run FROM " + schema_ + ".runs FOR UPDATE"));
+  for (int i = 0; i < 6; i++) {  // 3 s, three leases, the row held
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    int64_t expires = 0, from = 0;
+    ASSERT_OK(a->RenewHeldLease(got[0].id, got[0].lease_token, 1000, &expires,
+                                &from));
+  }
+  ASSERT_OK(admin_->Exec("COMMIT"));
+  std::vector<int64_t> ids;
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) {
+    EXPECT_TRUE(txn.reclaimed().reset.empty());
+    WIZQ_RETURN_IF_ERROR(txn.ActAs(got[0].id, got[0].lease_token));
+    return txn.Complete(got[0].id, Completion(), &ids);
+  }));
+}
+
 // Every transaction of a live worker renews all its claims too: its local
 // deadline moves on with each commit, not only with its renewer (here a
 // minute apart), so that what it claims is never started already past it.

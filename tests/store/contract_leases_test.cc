@@ -2,6 +2,8 @@
 // back by any transaction, the started fact, attaching and workers.
 // Seeded from queue_attach_test.cc and the lease cases of
 // agent_service_test.cc (which fake the clock; these use short leases).
+#include <time.h>
+
 #include <thread>
 
 #include "tests/store/store_contract.h"
@@ -44,6 +46,54 @@ TEST_P(StoreContractTest, ALeasedClaimCarriesATokenAndIsRenewed) {
                  return txn.Complete(1, Completion(), &ids);
                }).ok());
   EXPECT_EQ(Get(s.get(), 1).state, TaskState::kDone);
+}
+
+// An agent's heartbeat outside a transaction (Store::RenewHeldLease):
+// where a store has it, it renews what RenewLease would and refuses what
+// ActAs would; only the directory store may say it has none.
+TEST_P(StoreContractTest, AHeartbeatOutsideATransactionRenewsOnlyAHeldLease) {
+  auto s =
+      OpenOk(Options({MakeTask("P", "{}", 0, 2, Origin::kInitial),
+                      MakeTask("P", "{\"n\":2}", 0, 2, Origin::kInitial)}));
+  std::vector<Task> got = Claim(s.get(), LeaseOf("P", 300));
+  ASSERT_EQ(got.size(), 1u);
+  const std::string token = got[0].lease_token;
+  int64_t expires = 0, from = 0;
+  Status st = s->RenewHeldLease(1, token, 300, &expires, &from);
+  if (st.IsNotSupported()) {
+    EXPECT_EQ(GetParam().name, "dir") << st.ToString();
+    return;
+  }
+  for (int i = 0; i < 4; i++) {  // 600 ms in all, renewed every 150 ms
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    timespec mono;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    EXPECT_GT(from, 0);
+    EXPECT_LE(from, int64_t{mono.tv_sec} * 1000 + mono.tv_nsec / 1000000);
+    EXPECT_EQ(Get(s.get(), 1).lease_expires_ms, expires);
+    SleepMs(150);
+    st = s->RenewHeldLease(1, token, 300, &expires, &from);
+  }
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Get(s.get(), 1).state, TaskState::kInProgress);
+  EXPECT_TRUE(EventsNamed(s.get(), "lease_renewed").empty());
+  EXPECT_TRUE(
+      s->RenewHeldLease(1, "not-the-token", 300, &expires, &from).IsConflict());
+  EXPECT_TRUE(
+      s->RenewHeldLease(99, token, 300, &expires, &from).IsInvalidArgument());
+  std::vector<Task> second = Claim(s.get(), LeaseOf("P", 50));
+  ASSERT_EQ(second.size(), 1u);
+  SleepMs(150);  // lapsed, not yet put back: not renewed
+  const Status lapsed =
+      s->RenewHeldLease(2, second[0].lease_token, 60000, &expires, &from);
+  EXPECT_TRUE(lapsed.IsConflict()) << lapsed.ToString();
+  std::vector<int64_t> ids;
+  ASSERT_TRUE(s->Transact([&](StoreTxn& txn) {
+                 EXPECT_EQ(txn.reclaimed().reset.size(), 1u);
+                 WIZQ_RETURN_IF_ERROR(txn.ActAs(1, token));
+                 return txn.Complete(1, Completion(), &ids);
+               }).ok());
+  EXPECT_EQ(Get(s.get(), 2).state, TaskState::kPending);
 }
 
 TEST_P(StoreContractTest, LapsedLeasesArePutBackByAnyTransaction) {
