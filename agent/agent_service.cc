@@ -1,7 +1,9 @@
 // AgentService on the store contract (queue/store.h): every call opens the
 // run with OpenMode::kAttach and StoreOptions::leases_only (no worker is
-// registered: an agent holds leases, not a worker's liveness), does its
-// work in one transaction and closes it again.
+// registered: an agent holds leases, not a worker's liveness; on
+// PostgreSQL the run's row is not locked), does its work in one
+// transaction (a heartbeat maybe in none: agent_lease.cc) and closes it
+// again. Here: opening the run, take and status.
 #include "agent/agent_service.h"
 
 #include <limits.h>
@@ -14,6 +16,7 @@
 
 #include "agent/agent_response.h"
 #include "agent/run_status.h"
+#include "agent/store_agent_service.h"
 #include "fs/env.h"
 #include "fs/path.h"
 #include "queue/run_place.h"
@@ -40,20 +43,6 @@ constexpr int64_t kLookPage = 64;
 constexpr double kOrphanGraceSeconds = 1.0;
 constexpr double kOrphanMaxWaitSeconds = 10.0;
 
-AgentReply Reply(int code, std::string json, std::string message = "") {
-  AgentReply r;
-  r.exit_code = code;
-  r.json = std::move(json);
-  r.message = std::move(message);
-  return r;
-}
-
-AgentReply EnvError(const Status& s) {
-  AgentReply r = Reply(kExitEnvironment, "", s.message());
-  r.io_error = s.IsIOError();
-  return r;
-}
-
 std::string FinishedJson(RunStatus status) {
   std::string out;
   JsonWriter w(&out);
@@ -71,54 +60,22 @@ int64_t LeaseDueMs(const Task& t) {
   return due;
 }
 
-class StoreAgentService : public AgentService {
- public:
-  StoreAgentService(RunPlace place, Env* env)
-      : place_(std::move(place)),
-        dir_(place_.dir),
-        env_(env != nullptr ? env : Env::Posix()) {}
+}  // namespace
 
-  AgentReply Take(const TakeRequest& request) override;
-  AgentReply Heartbeat(int64_t task_id, const std::string& lease) override;
-  AgentReply Done(int64_t task_id, const std::string& lease,
-                  const std::string& response) override;
-  AgentReply Fail(int64_t task_id, const std::string& lease,
-                  std::string_view reason, const std::string& message) override;
-  AgentReply Release(int64_t task_id, const std::string& lease) override;
-  AgentReply RunStatus() override;
-  std::string workspace() const override { return workspace_; }
+AgentReply StoreAgentService::Reply(int code, std::string json,
+                                    std::string message) {
+  AgentReply r;
+  r.exit_code = code;
+  r.json = std::move(json);
+  r.message = std::move(message);
+  return r;
+}
 
- private:
-  int64_t NowMs() const {
-    return static_cast<int64_t>(env_->NowMicros() / 1000);
-  }
-  std::string InstallDir() const;
-  Status OpenRun(std::unique_ptr<Store>* store, bool* finished);
-  Status Thaw(const RunInfo& run);
-  const Step* PoolStepOf(const Task& t) const;
-  int64_t LeaseMs(const std::string& step) const;
-  Status PoolFilter(const TakeRequest& request, ClaimFilter* filter) const;
-  Status Look(Store& store, const ClaimFilter& filter, bool* worth,
-              int64_t* wake_ms);
-  Status Settle(StoreTxn& txn);
-  void ReapLost(const std::vector<int64_t>& ids);
-  Status TryTake(Store& store, const ClaimFilter& filter, std::string* payload,
-                 int64_t* lease_from, wizq::RunStatus* status);
-  AgentReply WithLease(
-      int64_t task_id, const std::string& lease, const char* what,
-      const std::function<Status(StoreTxn&, const Task&, AgentReply*)>& fn);
-  AgentReply WithLeaseOn(
-      Store* store, bool finished, int64_t task_id, const std::string& lease,
-      const char* what,
-      const std::function<Status(StoreTxn&, const Task&, AgentReply*)>& fn);
-
-  const RunPlace place_;
-  const std::string dir_;
-  std::string workspace_;  // of the run of the last task taken
-  Env* const env_;
-  std::string frozen_;  // the workflow text `workflow_` was thawed from
-  std::unique_ptr<Workflow> workflow_;
-};
+AgentReply StoreAgentService::EnvError(const Status& s) {
+  AgentReply r = Reply(kExitEnvironment, "", s.message());
+  r.io_error = s.IsIOError();
+  return r;
+}
 
 // The install directory as an absolute path (as given if it cannot be
 // resolved).
@@ -391,201 +348,6 @@ AgentReply StoreAgentService::Take(const TakeRequest& request) {
   return EnvError(s);
 }
 
-// Runs `fn` for the holder of `lease` on `task_id`, in one transaction with
-// the lease check. A lost lease records nothing but the reclaim any
-// transaction does, and answers exit 3.
-namespace {
-
-std::string RenewedJson(int64_t task_id, int64_t expires_ms, int64_t ms) {
-  std::string out;
-  JsonWriter w(&out);
-  w.BeginObject().Key("task_id").Int(task_id);
-  w.Key("lease_expires_ms").Int(expires_ms);
-  w.Key("lease_seconds").Double(ms / 1000.0).EndObject();
-  return out;
-}
-
-}  // namespace
-
-AgentReply StoreAgentService::WithLease(
-    int64_t task_id, const std::string& lease, const char* what,
-    const std::function<Status(StoreTxn&, const Task&, AgentReply*)>& fn) {
-  std::unique_ptr<Store> store;
-  bool finished = false;
-  Status s = OpenRun(&store, &finished);
-  if (!s.ok()) return EnvError(s);
-  return WithLeaseOn(store.get(), finished, task_id, lease, what, fn);
-}
-
-AgentReply StoreAgentService::WithLeaseOn(
-    Store* store, bool finished, int64_t task_id, const std::string& lease,
-    const char* what,
-    const std::function<Status(StoreTxn&, const Task&, AgentReply*)>& fn) {
-  Status s;
-  AgentReply reply;
-  std::vector<int64_t> lost;
-  if (finished) {
-    Task task;
-    RunInfo run;
-    s = store->GetRun(&run);
-    Status found = s.ok() ? store->GetTask(task_id, &task) : s;
-    if (found.IsNotFound()) {
-      reply = Reply(kExitInvalid, "",
-                    "no task " + std::to_string(task_id) + " in this run");
-    } else if (!found.ok()) {
-      return EnvError(found);
-    } else {
-      reply = Reply(kExitEnvironment, "",
-                    WhyNotHeld(task) + " (the run has finished, " +
-                        RunStatusName(run.status) + ")");
-    }
-  } else {
-    s = store->Transact([&](StoreTxn& txn) {
-      lost = txn.reclaimed().lost;
-      reply = AgentReply();
-      Status u = txn.ActAs(task_id, lease);
-      if (u.IsConflict() || u.IsInvalidArgument()) {
-        reply = Reply(u.IsConflict() ? kExitEnvironment : kExitInvalid, "",
-                      u.message());
-        return Settle(txn);  // the reclaim is kept; nothing else is done
-      }
-      WIZQ_RETURN_IF_ERROR(u);
-      Task t;
-      WIZQ_RETURN_IF_ERROR(txn.GetTask(task_id, &t));
-      WIZQ_RETURN_IF_ERROR(fn(txn, t, &reply));
-      return Settle(txn);
-    });
-    if (!s.ok()) {
-      return EnvError(
-          s.Annotate(std::string(what) + " task " + std::to_string(task_id)));
-    }
-  }
-  ReapLost(lost);
-  store->Close().IgnoreError();
-  return reply;
-}
-
-// The lease is renewed by Store::RenewHeldLease where the store has it
-// (PostgreSQL: without waiting for the run's row); where it is refused, or
-// the store has none, by a transaction, which says why and puts back what
-// lapsed.
-AgentReply StoreAgentService::Heartbeat(int64_t task_id,
-                                        const std::string& lease) {
-  std::unique_ptr<Store> store;
-  bool finished = false;
-  Status s = OpenRun(&store, &finished);
-  if (!s.ok()) return EnvError(s);
-  Task t;
-  if (!finished && store->GetTask(task_id, &t).ok()) {
-    int64_t expires = 0, from = 0;
-    const int64_t ms = LeaseMs(t.type);
-    s = store->RenewHeldLease(task_id, lease, ms, &expires, &from);
-    if (s.ok()) {
-      store->Close().IgnoreError();
-      AgentReply reply =
-          Reply(kExitCompleted, RenewedJson(task_id, expires, ms));
-      reply.lease_from_mono_ms = from;
-      return reply;
-    }
-    if (!s.IsConflict() && !s.IsInvalidArgument() && !s.IsNotSupported()) {
-      return EnvError(
-          s.Annotate("renewing the lease of task " + std::to_string(task_id)));
-    }
-  }
-  return WithLeaseOn(
-      store.get(), finished, task_id, lease, "renewing the lease of",
-      [&](StoreTxn& txn, const Task& t, AgentReply* reply) {
-        int64_t expires = 0;
-        const int64_t ms = LeaseMs(t.type);
-        WIZQ_RETURN_IF_ERROR(txn.RenewLease(task_id, lease, ms, &expires));
-        *reply = Reply(kExitCompleted, RenewedJson(task_id, expires, ms));
-        reply->lease_from_mono_ms = txn.lease_from_mono_ms();
-        return Status::OK();
-      });
-}
-
-AgentReply StoreAgentService::Done(int64_t task_id, const std::string& lease,
-                                   const std::string& response) {
-  return WithLease(
-      task_id, lease, "completing",
-      [&](StoreTxn& txn, const Task& t, AgentReply* reply) {
-        Completion c;
-        std::string text;
-        Status v = AgentResponseText(response, &text);
-        if (v.ok()) v = ChildrenOf(*workflow_, t, text, &c.children);
-        std::string out;
-        JsonWriter w(&out);
-        w.BeginObject().Key("task_id").Int(task_id);
-        if (!v.ok()) {
-          const Step* step = workflow_->FindStep(t.type);
-          Failure f;
-          f.reason = std::string(kReasonInvalidResponse);
-          f.message = v.message();
-          f.retryable =
-              step == nullptr || step->options.retry_on_invalid_response;
-          f.retry_delay_ms = RetryDelayMs(t.attempts);
-          bool again = false;
-          WIZQ_RETURN_IF_ERROR(txn.Fail(task_id, f, &again));
-          w.Field("status", "invalid_response").Field("will_retry", again);
-          w.EndObject();
-          *reply = Reply(kExitTaskFailed, out,
-                         "invalid response for task " +
-                             std::to_string(task_id) + " (" + t.type +
-                             "): " + v.message() + "; the attempt failed (" +
-                             std::string(kReasonInvalidResponse) + ")" +
-                             (again ? " and the task will be retried"
-                                    : " and the task failed for good"));
-          return Status::OK();
-        }
-        std::vector<int64_t> ids;
-        WIZQ_RETURN_IF_ERROR(txn.Complete(task_id, c, &ids));
-        w.Field("status", "done").Key("children").BeginArray();
-        for (int64_t id : ids) w.Int(id);
-        w.EndArray().EndObject();
-        *reply = Reply(kExitCompleted, out);
-        return Status::OK();
-      });
-}
-
-AgentReply StoreAgentService::Fail(int64_t task_id, const std::string& lease,
-                                   std::string_view reason,
-                                   const std::string& message) {
-  return WithLease(
-      task_id, lease, "failing",
-      [&](StoreTxn& txn, const Task& t, AgentReply* reply) {
-        const Step* step = workflow_->FindStep(t.type);
-        Failure f;
-        f.reason = std::string(reason);
-        f.message = message.empty() ? "the agent gave up" : message;
-        f.retryable = reason != kReasonTimeout || step == nullptr ||
-                      step->options.retry_on_timeout;
-        f.retry_delay_ms = RetryDelayMs(t.attempts);
-        bool again = false;
-        WIZQ_RETURN_IF_ERROR(txn.Fail(task_id, f, &again));
-        std::string out;
-        JsonWriter w(&out);
-        w.BeginObject().Key("task_id").Int(task_id);
-        w.Field("status", "failed").Field("will_retry", again).EndObject();
-        *reply = Reply(kExitCompleted, out);
-        return Status::OK();
-      });
-}
-
-AgentReply StoreAgentService::Release(int64_t task_id,
-                                      const std::string& lease) {
-  return WithLease(
-      task_id, lease, "giving back",
-      [&](StoreTxn& txn, const Task&, AgentReply* reply) {
-        WIZQ_RETURN_IF_ERROR(txn.Release(task_id, kReasonReleased));
-        std::string out;
-        JsonWriter w(&out);
-        w.BeginObject().Key("task_id").Int(task_id);
-        w.Field("status", "released").EndObject();
-        *reply = Reply(kExitCompleted, out);
-        return Status::OK();
-      });
-}
-
 AgentReply StoreAgentService::RunStatus() {
   StoreOptions o;
   o.env = env_;
@@ -600,8 +362,6 @@ AgentReply StoreAgentService::RunStatus() {
   if (!s.ok()) return EnvError(s);
   return Reply(kExitCompleted, json);
 }
-
-}  // namespace
 
 std::unique_ptr<AgentService> AgentService::Open(const std::string& install_dir,
                                                  Env* env) {

@@ -1,13 +1,14 @@
 // wizq_torture_body: the task body of the machines torture (Command tasks,
-// finally hooks, and the COMMAND of `wizq agent serve`), writing the
-// history the checker reads (tests/machines/torture/history.h).
+// finally hooks, and the COMMAND of `wizq agent serve` and `wizq run
+// --agent`), writing the history the checker reads
+// (tests/machines/torture/history.h).
 //
 //   wizq_torture_body LEDGER_DIR        the task's JSON on stdin
 //
 // It runs in a "machine" (tests/machines/machines.sh): its machine is its
 // hostname. The run, task and attempt come from WIZQ_RUN_ID, WIZQ_TASK_ID
 // and WIZQ_ATTEMPT; WIZQ_TORTURE_VIA (cli, mcp) names an agent that is
-// not `wizq agent serve`, recorded as `via`. It
+// not `wizq agent serve` nor `run --agent`, recorded as `via`. It
 //   1. takes an flock on LEDGER_DIR/locks/<run>.<task>, held until it
 //      exits (the kernel lets go of it when it dies, however). Found held,
 //      it appends an `overlap` record naming the holder (read from

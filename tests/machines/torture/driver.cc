@@ -9,8 +9,10 @@
 //       [--allow-unmatched] [--keep]
 //
 // N machines (tests/machines/machines.sh; default 4), each with two `wizq
-// run` workers, one `wizq agent serve` and one agent over MCP (the SDK
-// client, mcp_agent.mjs) or the CLI (cli_agent.sh), its wall clock off by
+// run` workers (on every other machine one of them `wizq run --agent`,
+// which runs Pool tasks itself), one `wizq agent serve` and one agent over
+// MCP (the SDK client, mcp_agent.mjs) or the CLI (cli_agent.sh), its wall
+// clock off by
 // up to an hour, all reaching the database through the fault proxy. Runs follow
 // one another: each is a fan-out of Work (Command), Review (Pool, answered by
 // the agents), Ask (Prompt, answered by `wizq answer` from a machine at
@@ -61,7 +63,8 @@ struct Slot {
   std::string name, machine;
   bool agent = false;
   std::string via;  // an agent over "cli" or "mcp"; "": `wizq agent serve`
-  pid_t pid = -1;   // the host-side nsenter
+  bool run_agent = false;  // a worker `wizq run --agent`
+  pid_t pid = -1;          // the host-side nsenter
   int64_t start_at = 0;
   bool done = false;
 };
@@ -165,13 +168,18 @@ std::string Torture::Workflow(int round) {
   const std::string body = Body() + " " + Ledger();
   Json roots = Json::array();
   const int64_t lengths[] = {300, 1000, 2000, 3000, 3000, 6000};
+  // Reviews: ten first, more than the agents take at once, so that a
+  // worker `run --agent` (which claims in id order) gets some too; then
+  // one after every eighth Work.
+  auto review = [&](int r) {
+    roots.push_back({{"kind", "Review"},
+                     {"value", {{"r", r}, {"ms", lengths[Pick(0, 5)]}}}});
+  };
+  for (int r = 0; r < 10; r++) review(r);
   for (int i = 0; i < 80; i++) {
     roots.push_back(
         {{"kind", "Work"}, {"value", {{"i", i}, {"ms", lengths[Pick(0, 5)]}}}});
-  }
-  for (int r = 0; r < 10; r++) {
-    roots.push_back({{"kind", "Review"},
-                     {"value", {{"r", r}, {"ms", lengths[Pick(0, 5)]}}}});
+    if (i % 8 == 7) review(10 + i / 8);
   }
   for (int q = 0; q < 2; q++)
     roots.push_back({{"kind", "Ask"}, {"value", {{"q", q}}}});
@@ -232,6 +240,10 @@ void Torture::StartSlot(Slot* s, const std::string& run) {
             "--dir",
             "/mnt",
             "--quiet"};
+    if (s->run_agent) {
+      args.insert(args.end(),
+                  {"--agent", "'" + Body() + "' '" + Ledger() + "'"});
+    }
   }
   fs::remove(bed_.PidFile(s->name));
   Event({{"e", "start"}, {"slot", s->name}, {"run", run}, {"mono", MonoMs()}});
@@ -326,34 +338,38 @@ void Torture::Backtraces(pid_t root, const std::string& path) {
   }
 }
 
+// Every slot has 30 s from the run's end to exit; each is judged by its
+// own state at that time (a slot that exited while another was waited for
+// is not hung).
 void Torture::EndSlots(std::vector<Slot>* slots, const std::string& run) {
   const int64_t until = MonoMs() + 30000;
+  auto reap = [](Slot& s) {
+    if (s.pid > 0 && waitpid(s.pid, nullptr, WNOHANG) == s.pid) s.pid = -1;
+    return s.pid > 0;
+  };
+  for (bool left = true; left && MonoMs() < until;) {
+    left = false;
+    for (Slot& s : *slots) left = reap(s) || left;
+    if (left) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   for (Slot& s : *slots) {
-    while (s.pid > 0 && MonoMs() < until &&
-           waitpid(s.pid, nullptr, WNOHANG) != s.pid) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!reap(s)) continue;
+    std::ifstream in(bed_.PidFile(s.name));
+    std::string pid;
+    in >> pid;
+    fprintf(stderr, "machines torture: %s did not exit after run %s; killed\n",
+            s.name.c_str(), run.c_str());
+    // A worker hangs only on a store that never answers (a half-open
+    // connection with neither keepalives nor the answer timeout).
+    if (!s.agent) {
+      hung_.push_back(s.name);
+      Backtraces(s.pid, work_ + "/logs/" + s.name + ".hung-" + run + ".txt");
     }
-    if (s.pid > 0 && MonoMs() >= until) {
-      std::ifstream in(bed_.PidFile(s.name));
-      std::string pid;
-      in >> pid;
-      fprintf(stderr,
-              "machines torture: %s did not exit after run %s; killed\n",
-              s.name.c_str(), run.c_str());
-      // A worker hangs only on a store that never answers (a half-open
-      // connection with neither keepalives nor the answer timeout).
-      if (!s.agent) {
-        hung_.push_back(s.name);
-        Backtraces(s.pid, work_ + "/logs/" + s.name + ".hung-" + run + ".txt");
-      }
-      Event({{"e", "killed"},
-             {"slot", s.name},
-             {"run", run},
-             {"mono", MonoMs()}});
-      if (!pid.empty()) bed_.Machines({"exec", s.machine, "kill", "-9", pid});
-      kill(s.pid, SIGCONT);
-      waitpid(s.pid, nullptr, 0);
-    }
+    Event(
+        {{"e", "killed"}, {"slot", s.name}, {"run", run}, {"mono", MonoMs()}});
+    if (!pid.empty()) bed_.Machines({"exec", s.machine, "kill", "-9", pid});
+    kill(s.pid, SIGCONT);
+    waitpid(s.pid, nullptr, 0);
     s.pid = -1;
   }
 }
@@ -369,7 +385,7 @@ bool Torture::OneRound(int round, std::atomic<bool>* active) {
     const int64_t at =
         i + 1 == machines_.size() ? start + Pick(3000, 10000) : start;
     // Two workers and an `agent serve` each; every other machine an agent
-    // over MCP, the others one over the CLI.
+    // over MCP, the others one over the CLI and a worker `run --agent`.
     const char* other = i % 2 == 0 ? ".mcp" : ".cli";
     for (const char* role : {".w1", ".w2", ".a", other}) {
       Slot s;
@@ -377,6 +393,7 @@ bool Torture::OneRound(int round, std::atomic<bool>* active) {
       s.machine = machines_[i];
       s.agent = role[1] != 'w';
       if (std::string(role) == other) s.via = other + 1;
+      s.run_agent = i % 2 == 1 && std::string(role) == ".w2";
       s.start_at = at;
       slots.push_back(s);
     }
