@@ -68,14 +68,7 @@ class DatabasePerCase : public ::testing::EmptyTestEventListener {
   // Whether the case's database has wizq's schema (a command opened a run).
   bool HoldsARun() {
     Status started;
-    std::unique_ptr<PgConn> c;
-    Status s = PgConn::Open(SharedPgCluster(&started).Location("wizq", db_),
-                            PgConnOptions(), &c);
-    PgResult r;
-    if (s.ok()) {
-      s = c->Exec("SELECT 1 FROM pg_namespace WHERE nspname = 'wizq'", {}, &r);
-    }
-    return s.ok() && r.rows() == 1;
+    return PgHoldsWizqSchema(SharedPgCluster(&started).Location("wizq", db_));
   }
   void Empty() {
     Drop();

@@ -434,4 +434,14 @@ std::string PgCluster::NewSchemaName(const std::string& prefix) {
 
 std::string PgTemplateDir() { return BuildDir() + "/pg15-template"; }
 
+bool PgHoldsWizqSchema(const std::string& location) {
+  std::unique_ptr<PgConn> c;
+  PgResult r;
+  Status s = PgConn::Open(location, PgConnOptions(), &c);
+  if (s.ok()) {
+    s = c->Exec("SELECT 1 FROM pg_namespace WHERE nspname = 'wizq'", {}, &r);
+  }
+  return s.ok() && r.rows() == 1;
+}
+
 }  // namespace wizq::test

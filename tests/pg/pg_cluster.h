@@ -107,6 +107,10 @@ class PgCluster {
 // The directory a PgCluster of a test binary caches initdb's output in.
 std::string PgTemplateDir();
 
+// Whether the database at `location` has wizq's default schema (a command
+// opened a run there).
+bool PgHoldsWizqSchema(const std::string& location);
+
 }  // namespace wizq::test
 
 #endif  // WIZQ_TESTS_PG_PG_CLUSTER_H_

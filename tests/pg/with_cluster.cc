@@ -46,17 +46,6 @@ int RunChild(char** argv) {
   return WEXITSTATUS(status);
 }
 
-// Whether the database at `location` has wizq's schema.
-bool HoldsARun(const std::string& location) {
-  std::unique_ptr<wizq::PgConn> c;
-  wizq::PgResult r;
-  Status s = wizq::PgConn::Open(location, wizq::PgConnOptions(), &c);
-  if (s.ok()) {
-    s = c->Exec("SELECT 1 FROM pg_namespace WHERE nspname = 'wizq'", {}, &r);
-  }
-  return s.ok() && r.rows() == 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,7 +83,7 @@ int main(int argc, char** argv) {
     code = RunChild(argv + first);
     // A command that passed without reaching the store proves nothing
     // about it.
-    if (code == 0 && !HoldsARun(location)) {
+    if (code == 0 && !wizq::test::PgHoldsWizqSchema(location)) {
       std::fprintf(stderr, "with_pg_cluster: no run reached PostgreSQL\n");
       code = 1;
     }
