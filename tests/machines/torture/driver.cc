@@ -29,8 +29,8 @@
 //   stale=0 extra_runs_unmatched=0 flipped=0
 // and a worker that outlived its run by 30 s is `hung`, a claim neither
 // started nor ended for 3 leases `idle` (history.h). --allow-unmatched
-// (make test, until full runs show none in a row) prints unmatched extra
-// runs, hung workers and idle claims as warnings. Exit 0 if all of those are 0,
+// prints unmatched extra runs, hung workers and idle claims as warnings
+// (a post-mortem's look past them). Exit 0 if all of those are 0,
 // every run completed, the clocks calibrate and each kind was counted at least
 // --min-per-kind times; 1 otherwise
 // (the directory is kept and named), 2 bad arguments, 3 the bed failed.
