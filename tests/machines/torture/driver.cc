@@ -38,10 +38,12 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -90,7 +92,7 @@ class Torture {
   // Beside the MCP SDK that tests/mcp/npm_setup.sh installed.
   std::string McpAgent() const { return o_.build + "/node/mcp_agent.mjs"; }
   bool SetUp(std::string* error);
-  void Calibrate(const std::string& machine);
+  void Calibrate(const std::string& machine, int64_t offset_s);
   std::string Workflow(int round);
   bool OneRound(int round, std::atomic<bool>* active);
   void Supervise(std::vector<Slot>* slots, const std::string& run, bool over);
@@ -133,10 +135,11 @@ bool Torture::SetUp(std::string* error) {
   }
   if (!bed_.Up(machines_, error)) return false;
   // Every machine but the first off by up to an hour, either way.
-  for (size_t i = 1; i < machines_.size(); i++) {
-    bed_.Machines({"clock", machines_[i], std::to_string(Pick(-3600, 3600))});
+  for (size_t i = 0; i < machines_.size(); i++) {
+    const int64_t offset = i == 0 ? 0 : Pick(-3600, 3600);
+    bed_.Machines({"clock", machines_[i], std::to_string(offset)});
+    Calibrate(machines_[i], offset);
   }
-  for (const std::string& m : machines_) Calibrate(m);
   Ran r = RunCommand({Wizq(), "db", "migrate", "--store", bed_.HostStore()});
   if (r.code != 0) {
     *error = "wizq db migrate: " + r.out;
@@ -147,7 +150,9 @@ bool Torture::SetUp(std::string* error) {
 
 // A calibration record: the machine's monotonic clock (and that its wizq,
 // linked with jemalloc, loads libfaketime when its wall clock is off).
-void Torture::Calibrate(const std::string& m) {
+void Torture::Calibrate(const std::string& m, int64_t offset_s) {
+  timespec host_wall;
+  clock_gettime(CLOCK_REALTIME, &host_wall);
   const int64_t before = MonoMs();
   Ran r = bed_.Machines({"exec", m, o_.build + "/wizq_clock_probe"});
   const int64_t after = MonoMs();
@@ -159,7 +164,10 @@ void Torture::Calibrate(const std::string& m) {
               {"before", before},
               {"after", after},
               {"mono", static_cast<int64_t>(mono * 1000)},
-              {"wall", wall},
+              {"wall_ms", std::llround(wall * 1000)},
+              {"host_wall_ms",
+               int64_t{host_wall.tv_sec} * 1000 + host_wall.tv_nsec / 1000000},
+              {"offset_s", offset_s},
               {"libs", libs}};
   std::ofstream(Ledger() + "/ledger", std::ios::app) << rec.dump() << "\n";
 }

@@ -386,6 +386,10 @@ std::vector<LedgerRecord> ParseLedger(const std::string& text,
     r.via = Str(j, "via");
     r.before = Int(j, "before");
     r.after = Int(j, "after");
+    r.wall_ms = Int(j, "wall_ms");
+    r.host_wall_ms = Int(j, "host_wall_ms");
+    r.offset_s = Int(j, "offset_s");
+    r.libs = Str(j, "libs");
     out.push_back(std::move(r));
   }
   return out;
@@ -427,6 +431,18 @@ std::vector<std::string> CheckCalibration(
                        std::to_string(r.mono) + " between the host's " +
                        std::to_string(r.before) + " and " +
                        std::to_string(r.after) + ": not the shared clock");
+    }
+    const int64_t off = r.wall_ms - r.host_wall_ms - r.offset_s * 1000;
+    if (off < -5000 || off > 5000) {
+      errors.push_back("machine " + r.m + "'s wall clock is off by " +
+                       std::to_string(r.wall_ms - r.host_wall_ms) +
+                       " ms, not the " + std::to_string(r.offset_s) +
+                       " s asked for");
+    }
+    const bool both = r.libs == "jemalloc,faketime";
+    if (r.offset_s != 0 && !both) {
+      errors.push_back("machine " + r.m + ": a program linked like wizq " +
+                       "maps \"" + r.libs + "\", not jemalloc and libfaketime");
     }
   }
   return errors;

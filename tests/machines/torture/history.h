@@ -65,6 +65,11 @@ struct LedgerRecord {
   int64_t mono = 0;  // ms
   Json holder;       // overlap: the record of the attempt holding the flock
   int64_t before = 0, after = 0;  // calibration: the host's clock around
+  // Calibration: the machine's wall clock (ms), the host's just before it
+  // was read, the offset asked for (s), the libraries mapped into the
+  // probe (linked like wizq): "jemalloc,faketime".
+  int64_t wall_ms = 0, host_wall_ms = 0, offset_s = 0;
+  std::string libs;
 };
 
 struct Fault {
@@ -109,7 +114,9 @@ RunVerdict CheckRun(const CheckInput& in,
                     const std::vector<LedgerRecord>& ledger,
                     const std::vector<Fault>& faults);
 
-// The calibration records that contradict a shared monotonic clock.
+// The calibration records that contradict a shared monotonic clock, or a
+// machine's wall clock off by what was asked (within 5 s), with
+// libfaketime loaded beside jemalloc where the offset is not 0.
 std::vector<std::string> CheckCalibration(
     const std::vector<LedgerRecord>& ledger);
 

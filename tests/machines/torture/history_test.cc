@@ -285,6 +285,21 @@ TEST(MachinesHistoryTest,
   EXPECT_EQ(CheckCalibration({c}).size(), 1u);
 }
 
+TEST(MachinesHistoryTest, AMachineWallClockNotMovedAsAskedFailsCalibration) {
+  LedgerRecord c;
+  c.e = "calibration", c.m = "m2", c.before = 100, c.after = 120, c.mono = 110;
+  c.host_wall_ms = 1'000'000'000, c.wall_ms = c.host_wall_ms - 1'800'000;
+  c.offset_s = -1800, c.libs = "jemalloc,faketime";
+  EXPECT_TRUE(CheckCalibration({c}).empty());
+  c.wall_ms = c.host_wall_ms;  // libfaketime did not take
+  EXPECT_EQ(CheckCalibration({c}).size(), 1u);
+  c.wall_ms = c.host_wall_ms - 1'800'000;
+  c.libs = "jemalloc";  // not mapped: the wall clock came from elsewhere
+  EXPECT_EQ(CheckCalibration({c}).size(), 1u);
+  c.offset_s = 0, c.wall_ms = c.host_wall_ms + 20;  // the first machine
+  EXPECT_TRUE(CheckCalibration({c}).empty());
+}
+
 TEST(MachinesHistoryTest, AFaultCountsWhenAnAttemptRanOnItsMachineMeanwhile) {
   const std::vector<LedgerRecord> ledger = {
       Rec("start", "m1", 1, 1, 11, 1000), Rec("end", "m1", 1, 1, 11, 2000),
