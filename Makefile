@@ -191,7 +191,8 @@ torture: test-deps configure
 
 # Machines mode (tests/machines/torture/, docs/RELIABILITY.md "Many
 # machines under faults"; needs root): 4 machines as network namespaces,
-# two `wizq run` and one `wizq agent serve` each, sharing runs on one
+# two `wizq run` (one of them `run --agent` on every other machine), one
+# `wizq agent serve` and one MCP or CLI agent each, sharing runs on one
 # PostgreSQL store through a fault proxy, under TORTURE_MACHINES_FAULTS
 # faults (partitions, machine deaths, freezes, stopped workers, database
 # crashes, terminated sessions, stalled, dropped and half-open
