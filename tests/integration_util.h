@@ -1,5 +1,5 @@
 // Helpers of the tests that drive the real `wizq` binary
-// (tests/wizq_cli_test.cc, tests/wizq_crash_test.cc). Header-only: CMake
+// (tests/wizq_cli*_test.cc, tests/wizq_crash_test.cc). Header-only: CMake
 // builds each tests/*_test.cc with tests/test_util.cc only.
 //
 // - WizqProcess / RunWizq: fork/exec `wizq` with stdout and stderr captured
