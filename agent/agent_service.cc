@@ -14,7 +14,6 @@
 #include <climits>
 #include <cmath>
 
-#include "agent/agent_response.h"
 #include "agent/run_status.h"
 #include "agent/store_agent_service.h"
 #include "fs/env.h"
@@ -24,7 +23,6 @@
 #include "tasks/exec/attempt_files.h"
 #include "tasks/exec/instructions.h"
 #include "tasks/proc/command_runner.h"
-#include "tasks/workflow/response.h"
 #include "tasks/workflow/run_rules.h"
 #include "util/exit_code.h"
 #include "util/json_writer.h"
