@@ -9,10 +9,12 @@
 // what the calls that returned OK promised: every one of them is there,
 // the failed one is there entirely or not at all, and the run can go on to
 // the end.
+//
+// The crashes while archiving and while setting a torn tail aside are in
+// queue_crash_archive_test.cc; views of a state in queue_crash_util.h.
 #include <errno.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -25,113 +27,24 @@
 #include "queue/dir/queue.h"
 #include "queue/dir/snapshot.h"
 #include "queue/dir/state.h"
+#include "tests/queue_crash_util.h"
 #include "tests/queue_test_util.h"
 #include "tests/test_util.h"
 
-namespace wizq {
+namespace wizq::queue_crash_test {
 namespace {
 
 namespace fs = std::filesystem;
 using test::MakeTask;
 using test::NoSyncEnv;
 using test::ReadAll;
-using test::ReplayFromDisk;
 using test::ScratchDir;
-using test::WriteAll;
 
 bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-// --- views of a state
-// ---------------------------------------------------------
-
-// What the test compares of a task: everything durable that does not depend
-// on the worker's id or the clock.
-struct TaskView {
-  int64_t id = 0;
-  std::string type, inputs;
-  TaskState state = TaskState::kPending;
-  int attempts = 0, max_attempts = 0;
-  int64_t parent = 0;
-  Origin origin = Origin::kInitial;
-  std::vector<int64_t> children;
-  std::string error;
-  bool has_finally = false;
-  int64_t finally_for = 0, finally_task = 0;
-};
-
-struct View {
-  RunStatus status = RunStatus::kRunning;
-  std::vector<TaskView> tasks;
-};
-
-View ViewOf(const QueueState& s) {
-  View v;
-  v.status = s.run().status;
-  for (const Task& t : s.tasks()) {
-    TaskView tv;
-    tv.id = t.id;
-    tv.type = t.type;
-    tv.inputs = t.inputs;
-    tv.state = t.state;
-    tv.attempts = t.attempts;
-    tv.max_attempts = t.max_attempts;
-    tv.parent = t.parent_id;
-    tv.origin = t.origin;
-    tv.children = t.children;
-    tv.error = t.error_reason;
-    tv.has_finally = t.has_finally;
-    tv.finally_for = t.finally_for;
-    tv.finally_task = t.finally_task;
-    v.tasks.push_back(tv);
-  }
-  return v;
-}
-
-// With `exact` false, only the shape of the run: which tasks exist, how
-// they hang together, and their states (attempts and errors depend on how
-// many crashes a task lived through).
-std::string ToString(const View& v, bool exact = true) {
-  std::string out = std::string("status ") + RunStatusName(v.status) + "\n";
-  for (const TaskView& t : v.tasks) {
-    out += std::to_string(t.id) + " " + t.type + " " + t.inputs + " " +
-           TaskStateName(t.state) + " p=" + std::to_string(t.parent) + " " +
-           OriginName(t.origin) + " fin=" + std::to_string(t.has_finally) +
-           "/" + std::to_string(t.finally_for) + "/" +
-           std::to_string(t.finally_task) + " children=";
-    for (int64_t c : t.children) out += std::to_string(c) + ",";
-    if (exact) {
-      out += " a=" + std::to_string(t.attempts) + "/" +
-             std::to_string(t.max_attempts) + " err=" + t.error;
-    }
-    out += "\n";
-  }
-  return out;
-}
-
-// What a reopen makes of a state whose worker died: its claims are put
-// back (or failed when no attempts remain), with reason worker_lost.
-View AfterWorkerDeath(View v) {
-  for (TaskView& t : v.tasks) {
-    if (t.state != TaskState::kInProgress) continue;
-    t.state =
-        t.attempts < t.max_attempts ? TaskState::kPending : TaskState::kFailed;
-    t.error = std::string(kReasonWorkerLost);
-  }
-  return v;
-}
-
-// The state recorded in `wizard`, rebuilt from its files without the Queue
-// (from the snapshot on, or from the whole log), as ToString(ViewOf()).
-std::string ViewFromDisk(const std::string& wizard, bool use_snapshot) {
-  QueueState state;
-  const std::string error = ReplayFromDisk(wizard, use_snapshot, &state);
-  return error.empty() ? ToString(ViewOf(state)) : error;
-}
-
-// --- the scripted run
-// ---------------------------------------------------------
+// --- the scripted run --------------------------------------------------------
 
 // Drives the run one call at a time, deciding each call from the state
 // alone, so that after a crash it carries on from whatever was recovered:
@@ -396,21 +309,6 @@ size_t RunUntilCrash(const Reference& ref, Driver* d,
   return i;
 }
 
-// "crash at op 7: " or "power loss at op 7: ", to prefix failures with.
-std::string CrashContext(bool power_loss, int64_t k) {
-  return std::string(power_loss ? "power loss" : "crash") + " at op " +
-         std::to_string(k) + ": ";
-}
-
-// Leaves in `env`'s files what survives the crash it simulated, and resets
-// it: the page cache survives a process crash; a power loss also drops
-// whatever was not synced.
-Status AfterCrash(FaultInjectionEnv* env, bool power_loss) {
-  if (power_loss) return env->DropUnsyncedData();  // also resets the env
-  env->ResetState();
-  return Status::OK();
-}
-
 void CrashAtEveryOp(bool power_loss, bool partial = false) {
   const Reference& ref = GetReference();
   ASSERT_GT(ref.ops, 10);
@@ -452,8 +350,7 @@ TEST(QueueCrashTest, PartialPowerLossAtEveryOpLosesNoReturnedTransition) {
   CrashAtEveryOp(/*power_loss=*/true, /*partial=*/true);
 }
 
-// --- I/O errors
-// -----------------------------------------------------------------
+// --- I/O errors --------------------------------------------------------------
 
 const char* KindName(FaultInjectionEnv::OpKind kind) {
   switch (kind) {
@@ -549,248 +446,5 @@ TEST(QueueCrashTest, SyncErrorsStopTheRunAndLeaveTheLastDurableState) {
 TEST(QueueCrashTest, RenameErrorsStopTheRunAndLeaveTheLastDurableState) {
   IoErrorAtEveryOp(FaultInjectionEnv::kRename);
 }
-
-// --- crashes while archiving and while setting a torn tail aside
-// --------------
-
-QueueOptions SimpleOptions(const std::string& install, const std::string& run,
-                           Env* env) {
-  QueueOptions o;
-  o.env = env;
-  o.install_dir = install;
-  o.run_id = run;
-  o.workflow_json = "{}";
-  o.initial_tasks.push_back(
-      MakeTask("T", "{\"run\":\"" + run + "\"}", 0, 2, Origin::kInitial));
-  return o;
-}
-
-// Every file named `name` under `root`, with its content.
-std::vector<std::string> FindAll(const std::string& root,
-                                 const std::string& name) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(root)) {
-    if (e.path().filename() == name) out.push_back(ReadAll(e.path().string()));
-  }
-  return out;
-}
-
-// A power loss while a batch that spans many sectors is being written and
-// synced, with the disk keeping a random subset of the unsynced sectors:
-// the batch is there whole or not at all, whatever mix of its sectors
-// survived, and the run goes on.
-TEST(QueueCrashTest, PartialPowerLossInABigBatchKeepsAllOrNothing) {
-  int whole = 0, lost = 0, torn = 0;
-  for (uint32_t seed = 1; seed <= 30; seed++) {
-    for (int64_t k = 1; k <= 4; k++) {
-      const std::string context = "seed " + std::to_string(seed) +
-                                  ", crash at op +" + std::to_string(k) + ": ";
-      ScratchDir dir;
-      const std::string install = fs::canonical(dir.path()).string();
-      NoSyncEnv no_sync;
-      FaultInjectionEnv env(&no_sync);
-      env.SetPartialPowerLoss(true);
-      env.SetTornWrites(true);
-      env.SetSeed(seed);
-      {
-        std::unique_ptr<Queue> q;
-        ASSERT_TRUE(
-            Queue::Open(SimpleOptions(install, "run-P", &env), &q, nullptr)
-                .ok());
-        int64_t id = 0;
-        ASSERT_TRUE(q->Transact([&](Txn& txn) {
-                       return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
-                     }).ok());
-        // 40 children of ~300 bytes: a batch of ~12 KB, 24 sectors.
-        std::vector<NewTask> kids;
-        for (int i = 0; i < 40; i++) {
-          kids.push_back(MakeTask("Child",
-                                  "{\"i\":" + std::to_string(i) +
-                                      ",\"pad\":\"" + std::string(200, 'x') +
-                                      "\"}",
-                                  id, 2, Origin::kSpawned));
-        }
-        // The Transact's ops: lock, (grow the log: write, sync,) write,
-        // sync. Crash at one of them.
-        env.CrashAtOp(env.op_count() + k);
-        Status s = q->Transact(
-            [&](Txn& txn) { return txn.Complete(id, kids, nullptr); });
-        if (s.ok()) continue;  // the crash came after the commit
-        ASSERT_TRUE(env.crashed()) << context << s.ToString();
-      }
-      ASSERT_TRUE(env.DropUnsyncedData().ok()) << context;
-      std::unique_ptr<Queue> q;
-      OpenReport report;
-      Status s =
-          Queue::Open(SimpleOptions(install, "run-P", &env), &q, &report);
-      ASSERT_TRUE(s.ok()) << context << s.ToString();
-      if (!report.torn_tail_path.empty()) torn++;
-      const size_t tasks = q->state().tasks().size();
-      if (tasks == 1) {
-        lost++;
-      } else {
-        whole++;
-        EXPECT_EQ(tasks, 41u) << context;
-      }
-      int64_t id = 0;
-      ASSERT_TRUE(q->Transact([&](Txn& txn) {
-                     return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
-                   }).ok())
-          << context;
-      EXPECT_EQ(id, tasks == 1 ? 1 : 2) << context;
-    }
-  }
-  // The loop met the interesting case: parts of the batch kept, so a torn
-  // tail with holes of padding in it.
-  EXPECT_GT(torn, 5) << "lost " << lost << ", whole " << whole;
-}
-
-TEST(QueueCrashTest, CrashWhileArchivingLosesNothing) {
-  for (bool power_loss : {false, true}) {
-    for (int64_t k = 1;; k++) {
-      const std::string context = CrashContext(power_loss, k);
-      ScratchDir dir;
-      const std::string install = fs::canonical(dir.path()).string();
-      // Run A, closed cleanly.
-      std::string a_log, a_snapshot;
-      {
-        std::unique_ptr<Queue> q;
-        ASSERT_TRUE(
-            Queue::Open(SimpleOptions(install, "run-A", nullptr), &q, nullptr)
-                .ok());
-        int64_t id = 0;
-        ASSERT_TRUE(q->Transact([&](Txn& txn) {
-                       return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
-                     }).ok());
-        ASSERT_TRUE(q->Close().ok());
-        a_log = ReadAll(install + "/.wizard/audit.jsonl");
-        a_snapshot = ReadAll(install + "/.wizard/queue.json");
-      }
-      // Run B archives it, crashing at op k.
-      NoSyncEnv no_sync;
-      FaultInjectionEnv env(&no_sync);
-      env.SetTornWrites(true);
-      env.CrashAtOp(k);
-      std::unique_ptr<Queue> q;
-      Status s =
-          Queue::Open(SimpleOptions(install, "run-B", &env), &q, nullptr);
-      if (s.ok()) {
-        ASSERT_FALSE(env.crashed());
-        ASSERT_GT(k, 5) << "too few operations to test";
-        break;  // no crash: k is past the last op
-      }
-      q.reset();
-      ASSERT_TRUE(AfterCrash(&env, power_loss).ok()) << context;
-      // Nothing of run A is ever lost.
-      std::vector<std::string> logs =
-          FindAll(install + "/.wizard", "audit.jsonl");
-      EXPECT_EQ(std::count(logs.begin(), logs.end(), a_log), 1) << context;
-      std::vector<std::string> snapshots =
-          FindAll(install + "/.wizard", "queue.json");
-      EXPECT_GE(std::count(snapshots.begin(), snapshots.end(), a_snapshot), 1)
-          << context;
-      // Run B starts (again); A's files are all archived.
-      OpenReport report;
-      s = Queue::Open(SimpleOptions(install, "run-B", &env), &q, &report);
-      ASSERT_TRUE(s.ok()) << context << s.ToString();
-      // (Resumed if run B's start was durable before the crash.)
-      EXPECT_TRUE(report.action == OpenAction::kStartedFresh ||
-                  report.action == OpenAction::kResumed)
-          << context;
-      EXPECT_EQ(q->state().run().run_id, "run-B") << context;
-      EXPECT_EQ(q->state().total(), 1) << context;
-      ASSERT_TRUE(q->Close().ok());
-      logs = FindAll(install + "/.wizard/archive", "audit.jsonl");
-      EXPECT_EQ(std::count(logs.begin(), logs.end(), a_log), 1) << context;
-      snapshots = FindAll(install + "/.wizard/archive", "queue.json");
-      EXPECT_GE(std::count(snapshots.begin(), snapshots.end(), a_snapshot), 1)
-          << context;
-      if (::testing::Test::HasFailure()) return;
-    }
-  }
-}
-
-TEST(QueueCrashTest, CrashWhileSettingATornTailAsideLosesNothing) {
-  // A run whose last batch was cut short by a crash.
-  ScratchDir seed;
-  const std::string seed_install = fs::canonical(seed.path()).string();
-  std::string tasks_before_last;
-  std::string full_log;
-  {
-    std::unique_ptr<Queue> q;
-    ASSERT_TRUE(
-        Queue::Open(SimpleOptions(seed_install, "run-T", nullptr), &q, nullptr)
-            .ok());
-    int64_t id = 0;
-    ASSERT_TRUE(q->Transact([&](Txn& txn) {
-                   return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
-                 }).ok());
-    ASSERT_TRUE(q->Transact([&](Txn& txn) {
-                   return txn.Complete(
-                       id,
-                       {MakeTask("C", "{\"c\":1}", id, 2, Origin::kSpawned)},
-                       nullptr);
-                 }).ok());
-    tasks_before_last = ToString(ViewOf(q->state()));
-    full_log =
-        test::WithoutFreeSpace(ReadAll(seed_install + "/.wizard/audit.jsonl"));
-    ASSERT_TRUE(q->Transact([&](Txn& txn) {
-                   return txn.ClaimNextOfSteps(nullptr, nullptr, &id);
-                 }).ok());
-  }
-  const std::string torn =
-      test::WithoutFreeSpace(ReadAll(seed_install + "/.wizard/audit.jsonl"));
-  const size_t committed = full_log.size();
-  ASSERT_GT(torn.size(), committed + 10);
-  const std::string torn_log = torn.substr(0, torn.size() - 7);
-  const std::string tail = torn_log.substr(committed);
-
-  for (bool power_loss : {false, true}) {
-    for (int64_t k = 1;; k++) {
-      const std::string context = CrashContext(power_loss, k);
-      ScratchDir dir;
-      const std::string install = fs::canonical(dir.path()).string();
-      fs::copy(seed_install + "/.wizard", install + "/.wizard",
-               fs::copy_options::recursive);
-      WriteAll(install + "/.wizard/audit.jsonl", torn_log);
-      // The snapshot was written for seed_install: fix its install_dir.
-      std::string snap = ReadAll(install + "/.wizard/queue.json");
-      snap.replace(snap.find(seed_install), seed_install.size(), install);
-      WriteAll(install + "/.wizard/queue.json", snap);
-
-      NoSyncEnv no_sync;
-      FaultInjectionEnv env(&no_sync);
-      env.SetTornWrites(true);
-      env.CrashAtOp(k);
-      std::unique_ptr<Queue> q;
-      Status s =
-          Queue::Open(SimpleOptions(install, "run-T", &env), &q, nullptr);
-      if (s.ok()) {
-        ASSERT_FALSE(env.crashed());
-        break;
-      }
-      q.reset();
-      ASSERT_TRUE(AfterCrash(&env, power_loss).ok()) << context;
-      const std::string log_now = ReadAll(install + "/.wizard/audit.jsonl");
-      // The committed records are intact ...
-      EXPECT_EQ(log_now.substr(0, committed), full_log) << context;
-      // ... and the torn bytes are still in the log or in an aside file.
-      bool kept = log_now.substr(committed, tail.size()) == tail;
-      for (const auto& e : fs::directory_iterator(install + "/.wizard")) {
-        if (e.path().filename().string().rfind("audit.torn-", 0) == 0 &&
-            ReadAll(e.path().string()) == tail) {
-          kept = true;
-        }
-      }
-      EXPECT_TRUE(kept) << context << "the torn tail was lost";
-      OpenReport report;
-      s = Queue::Open(SimpleOptions(install, "run-T", &env), &q, &report);
-      ASSERT_TRUE(s.ok()) << context << s.ToString();
-      EXPECT_EQ(ToString(ViewOf(q->state())), tasks_before_last) << context;
-      if (::testing::Test::HasFailure()) return;
-    }
-  }
-}
-
 }  // namespace
-}  // namespace wizq
+}  // namespace wizq::queue_crash_test
