@@ -1,6 +1,7 @@
 // wizq_fault_proxy: a TCP proxy between PostgreSQL clients and a server that
 // injects the connection faults of the multi-machine torture on command
-// (docs/RELIABILITY.md, "Machines on one box"; tests/machines/).
+// (docs/RELIABILITY.md, "Machines on one box"; tests/machines/). The
+// commands of its control socket are in fault_proxy_control.cc.
 //
 //   wizq_fault_proxy --listen ADDR:PORT --upstream ADDR:PORT
 //                    --control SOCKET --log FILE
@@ -42,6 +43,8 @@
 // ("simple" or "extended"), and for drop-commit-reply outcome, the command
 // tag the server answered ("COMMIT"; "ROLLBACK" if the transaction had
 // failed; "error"; "server-closed" if the server went away first).
+#include "tests/machines/fault_proxy.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -55,7 +58,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -70,31 +72,7 @@
 namespace wizq::machines {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 constexpr size_t kMaxPending = 1 << 20;  // stop reading a side past this
-
-[[noreturn]] void Die(const std::string& msg, int code = 2) {
-  fprintf(stderr, "wizq_fault_proxy: %s\n", msg.c_str());
-  exit(code);
-}
-
-// One proxied connection: the two sockets, what waits to be written to
-// each, the protocol state of both directions and the faults set on it.
-struct Conn {
-  int id = 0;
-  int client = -1;
-  int server = -1;
-  bool connecting = true;  // the upstream connect is under way
-  std::string to_server, to_client;
-  FrontendStream fe;
-  BackendStream be;
-  bool stalled = false;
-  bool half_open = false;
-  bool closing = false;  // flush what is pending, then close both
-  int arm_drop_commit = 0, arm_drop_reply = 0;
-  std::string peer;
-};
 
 // The time now (UTC, ISO 8601 with milliseconds) and, in `mono_ms`, the
 // monotonic clock, which every machine on the box shares.
@@ -140,7 +118,13 @@ void SetNonBlocking(int fd) {
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-// Closes `fd` with RST when `reset` (SO_LINGER 0), else with FIN.
+}  // namespace
+
+[[noreturn]] void Die(const std::string& msg, int code) {
+  fprintf(stderr, "wizq_fault_proxy: %s\n", msg.c_str());
+  exit(code);
+}
+
 void CloseSocket(int* fd, bool reset) {
   if (*fd < 0) return;
   if (reset) {
@@ -150,46 +134,6 @@ void CloseSocket(int* fd, bool reset) {
   close(*fd);
   *fd = -1;
 }
-
-class Proxy {
- public:
-  Proxy(const std::string& listen, const std::string& upstream,
-        const std::string& control, const std::string& log);
-  void Run();
-
- private:
-  void Accept();
-  void AcceptControl();
-  void ServeControl(int fd, std::string* buffer);
-  std::string Command(const std::string& line);
-  int ForTargets(const std::string& target, void (Proxy::*apply)(Conn&));
-  void Stall(Conn& c) { c.stalled = true, Log(c, "stall"); }
-  void Resume(Conn& c) { c.stalled = false, Log(c, "resume"); }
-  void Drop(Conn& c);
-  void HalfOpen(Conn& c);
-  void ArmDropCommit(Conn& c) { c.arm_drop_commit++; }
-  void ArmDropReply(Conn& c) { c.arm_drop_reply++; }
-  void OnEvents(Conn& c, bool client_side, short revents);
-  void Pump(Conn& c);
-  bool OnCommit(Conn& c, const FrontendStream::Event& ev);
-  void DroppedReply(Conn& c, const std::string& outcome);
-  void Flush(Conn& c);
-  void Finish(Conn& c, bool reset_client);
-  void Log(const Conn& c, const char* fault, const Json& extra = {});
-  std::string Describe(const Conn& c) const;
-
-  int listen_fd_ = -1;
-  int control_fd_ = -1;
-  std::string control_path_;
-  FILE* log_ = nullptr;
-  sockaddr_storage upstream_{};
-  socklen_t upstream_len_ = 0;
-  std::map<int, std::unique_ptr<Conn>> conns_;
-  std::map<int, std::string> controls_;  // control client fd -> its input
-  int next_id_ = 1;
-  bool stall_all_ = false;
-  int any_drop_commit_ = 0, any_drop_reply_ = 0;
-};
 
 Proxy::Proxy(const std::string& listen, const std::string& upstream,
              const std::string& control, const std::string& log)
@@ -269,118 +213,11 @@ void Proxy::Log(const Conn& c, const char* fault, const Json& extra) {
   fflush(log_);
 }
 
-std::string Proxy::Describe(const Conn& c) const {
-  const char* state = c.half_open    ? "half-open"
-                      : c.stalled    ? "stalled"
-                      : c.closing    ? "closing"
-                      : c.connecting ? "connecting"
-                                     : "forwarding";
-  return "conn " + std::to_string(c.id) + " client=" + c.peer +
-         " user=" + c.fe.user() + " database=" + c.fe.database() +
-         " application_name=" + c.fe.application_name() + " state=" + state +
-         " drop_commit=" + std::to_string(c.arm_drop_commit) +
-         " drop_commit_reply=" + std::to_string(c.arm_drop_reply) + "\n";
-}
-
-void Proxy::Drop(Conn& c) {
-  Log(c, "drop");
-  CloseSocket(&c.server, true);
-  CloseSocket(&c.client, true);
-}
-
-void Proxy::HalfOpen(Conn& c) {
-  if (c.half_open) return;
-  Log(c, "half-open");
-  c.half_open = true;
-  CloseSocket(&c.server, false);
-}
-
 // Closes both sides now: the server's with FIN (so it ends the session),
 // the client's with RST when `reset_client`.
 void Proxy::Finish(Conn& c, bool reset_client) {
   CloseSocket(&c.server, false);
   CloseSocket(&c.client, reset_client);
-}
-
-// Applies `apply` to connection `target` (its number) or to every open one
-// ("all"); the number of connections, or -1 if there is no such one.
-int Proxy::ForTargets(const std::string& target, void (Proxy::*apply)(Conn&)) {
-  if (target == "all") {
-    int n = 0;
-    for (auto& [id, c] : conns_) {
-      if (c->client >= 0 && !c->half_open) (this->*apply)(*c), n++;
-    }
-    return n;
-  }
-  char* end = nullptr;
-  long id = strtol(target.c_str(), &end, 10);
-  auto it = conns_.find(static_cast<int>(id));
-  if (target.empty() || *end || it == conns_.end() || it->second->client < 0) {
-    return -1;
-  }
-  (this->*apply)(*it->second);
-  return 1;
-}
-
-std::string Proxy::Command(const std::string& line) {
-  std::string verb = line.substr(0, line.find(' '));
-  std::string arg =
-      verb.size() < line.size() ? line.substr(verb.size() + 1) : std::string();
-  while (!arg.empty() && isspace(static_cast<unsigned char>(arg.back()))) {
-    arg.pop_back();
-  }
-  if (verb == "list") {
-    std::string out;
-    for (auto& [id, c] : conns_) out += Describe(*c);
-    return out + "ok " + std::to_string(conns_.size()) + "\n";
-  }
-  int n = -1;
-  if (verb == "stall") {
-    if (arg == "all") stall_all_ = true;
-    n = ForTargets(arg, &Proxy::Stall);
-  } else if (verb == "resume") {
-    if (arg == "all") stall_all_ = false;
-    n = ForTargets(arg, &Proxy::Resume);
-  } else if (verb == "drop") {
-    n = ForTargets(arg, &Proxy::Drop);
-  } else if (verb == "half-open") {
-    n = ForTargets(arg, &Proxy::HalfOpen);
-  } else if (verb == "drop-commit" || verb == "drop-commit-reply") {
-    bool reply = verb == "drop-commit-reply";
-    if (arg == "any") {
-      (reply ? any_drop_reply_ : any_drop_commit_)++;
-      return "ok armed\n";
-    }
-    if (arg == "all") return "error use \"any\" for the next COMMIT\n";
-    n = ForTargets(arg, reply ? &Proxy::ArmDropReply : &Proxy::ArmDropCommit);
-  } else {
-    return "error unknown command: " + verb + "\n";
-  }
-  if (n < 0) return "error no open connection " + arg + "\n";
-  return "ok " + std::to_string(n) + "\n";
-}
-
-void Proxy::AcceptControl() {
-  int fd = accept4(control_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-  if (fd >= 0) controls_[fd];
-}
-
-void Proxy::ServeControl(int fd, std::string* buffer) {
-  char buf[4096];
-  ssize_t n = read(fd, buf, sizeof buf);
-  if (n <= 0) {
-    close(fd);
-    controls_.erase(fd);
-    return;
-  }
-  buffer->append(buf, n);
-  size_t nl;
-  while ((nl = buffer->find('\n')) != std::string::npos) {
-    std::string reply = Command(buffer->substr(0, nl));
-    buffer->erase(0, nl + 1);
-    // Small answers to a local peer: written whole (the socket blocks).
-    send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
-  }
 }
 
 // A COMMIT the client sent, held by the frontend stream: dropped with the
@@ -563,29 +400,6 @@ void Proxy::Run() {
   unlink(control_path_.c_str());
 }
 
-// The client form: one command, its answer on stdout.
-int Send(const std::string& control, const std::string& command) {
-  sockaddr_un un{};
-  un.sun_family = AF_UNIX;
-  if (control.size() >= sizeof un.sun_path) Die("control path too long");
-  memcpy(un.sun_path, control.c_str(), control.size());
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&un), sizeof un) != 0) {
-    Die("cannot reach the proxy at " + control + ": " + strerror(errno), 3);
-  }
-  std::string line = command + "\n", answer;
-  send(fd, line.data(), line.size(), MSG_NOSIGNAL);
-  shutdown(fd, SHUT_WR);  // the proxy answers, then closes
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) answer.append(buf, n);
-  fputs(answer.c_str(), stdout);
-  size_t last = answer.rfind('\n', answer.size() < 2 ? 0 : answer.size() - 2);
-  last = last == std::string::npos ? 0 : last + 1;
-  return answer.compare(last, 2, "ok") == 0 ? 0 : 1;
-}
-
-}  // namespace
 }  // namespace wizq::machines
 
 int main(int argc, char** argv) {
