@@ -20,7 +20,12 @@
 // at once (one worker each, N/16 tasks each) against one run of 16 workers:
 // runs must not contend.
 //
-//   pg_bench [--tasks N] [--workers 1,4,16] [--batch B]
+//   pg_bench [--tasks N] [--workers 1,4,16] [--batch B] [--profile]
+//
+// --profile: after each wizq-pg figure, the statements of that run by
+// server time (pg_stat_statements, reset before the run), to see where a
+// transaction's time goes; the figures themselves are then not comparable
+// (the extension costs a little on every statement).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -216,6 +221,42 @@ double Wizq(const std::string& location, const std::string& tag, int runs,
   return s;
 }
 
+// The statements since the last reset, by server time: calls, total ms,
+// mean us, and the sum over all (to set against the wall time).
+void PrintProfile(const PgCluster& db, double wall_s) {
+  std::unique_ptr<PgConn> c;
+  Check("connect", db.Connect(&c));
+  PgResult r;
+  Check("pg_stat_statements",
+        c->Exec("SELECT calls, total_exec_time AS ms, "
+                "regexp_replace(query, '\\s+', ' ', 'g') AS q "
+                "FROM pg_stat_statements WHERE query NOT LIKE "
+                "'%pg_stat_statements%' ORDER BY total_exec_time DESC",
+                {}, &r));
+  double sum = 0;
+  for (int i = 0; i < r.rows(); i++) {
+    sum += std::stod(std::string(r.Get(i, "ms")));
+  }
+  std::printf("  server time %.0f ms of %.0f ms wall; top statements:\n", sum,
+              wall_s * 1e3);
+  for (int i = 0; i < r.rows() && i < 14; i++) {
+    const double ms = std::stod(std::string(r.Get(i, "ms")));
+    const int64_t calls = r.GetInt(i, "calls");
+    // Its start and its end: two statements often differ only in one.
+    std::string q(r.Get(i, "q"));
+    if (q.size() > 120) q = q.substr(0, 55) + " ... " + q.substr(q.size() - 60);
+    std::printf("  %8lld calls %8.0f ms %7.1f us  %s\n",
+                static_cast<long long>(calls), ms,
+                ms * 1e3 / static_cast<double>(calls), q.c_str());
+  }
+}
+
+void ResetProfile(const PgCluster& db) {
+  std::unique_ptr<PgConn> c;
+  Check("connect", db.Connect(&c));
+  Check("reset", c->Exec("SELECT pg_stat_statements_reset()"));
+}
+
 std::vector<int> IntList(const char* text) {
   std::vector<int> out;
   std::stringstream in(text);
@@ -227,20 +268,39 @@ int Main(int argc, char** argv) {
   int64_t tasks = 4000;
   int batch = 8;
   std::vector<int> workers = {1, 4, 16};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--tasks")) tasks = std::atoll(argv[i + 1]);
-    if (!strcmp(argv[i], "--batch")) batch = std::atoi(argv[i + 1]);
-    if (!strcmp(argv[i], "--workers")) workers = IntList(argv[i + 1]);
+  bool profile = false;
+  for (int i = 1; i < argc; i++) {
+    const bool value = i + 1 < argc;
+    if (!strcmp(argv[i], "--profile")) {
+      profile = true;
+    } else if (value && !strcmp(argv[i], "--tasks")) {
+      tasks = std::atoll(argv[++i]);
+    } else if (value && !strcmp(argv[i], "--batch")) {
+      batch = std::atoi(argv[++i]);
+    } else if (value && !strcmp(argv[i], "--workers")) {
+      workers = IntList(argv[++i]);
+    } else {
+      std::fprintf(stderr, "pg_bench: unknown argument %s\n", argv[i]);
+      return 2;
+    }
   }
   std::printf("%s\n", MachineLine("/tmp").c_str());
   PgClusterOptions co;
   co.fsync = true;
   co.settings = {"synchronous_commit = on", "max_connections = 200"};
+  if (profile) {
+    co.settings.push_back("shared_preload_libraries = 'pg_stat_statements'");
+    co.settings.push_back("pg_stat_statements.track = all");
+  }
   PgCluster db(co);
   Check("start PostgreSQL", db.Start());
   {
     std::unique_ptr<PgConn> c;
     Check("connect", db.Connect(&c));
+    if (profile) {
+      Check("extension",
+            c->Exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements"));
+    }
     PgResult r;
     Check("settings", c->Exec("SELECT current_setting('fsync') AS f, "
                               "current_setting('synchronous_commit') AS s",
@@ -256,8 +316,10 @@ int Main(int argc, char** argv) {
   const double us = 1e6 / static_cast<double>(tasks);
   for (int w : workers) {
     const double base = Baseline(db, w, tasks, batch) * us;
+    if (profile) ResetProfile(db);
     const double pg =
         Wizq(db.Location(), "w" + std::to_string(w), 1, w, tasks, batch) * us;
+    if (profile) PrintProfile(db, pg * static_cast<double>(tasks) / 1e6);
     const double dir = Wizq("", "d", 1, w, tasks, batch) * us;
     std::printf("%8d %14.1f %14.1f %8.2f %14.1f %8.2f\n", w, base, pg,
                 pg / base, dir, dir / base);

@@ -12,9 +12,14 @@ namespace wizq {
 // ask only when answered), within the id bound, not declined, and not a
 // hook whose owner's subtree is open again (QueueState::HookWaits), and
 // not held for another host's adoption (PgStore::PutBack: claim_until_ms of
-// a pending task is that reservation; 0 otherwise).
+// a pending task is that reservation; 0 otherwise); and only while the
+// worker's liveness lock $11 is granted (0: no such check).
 const char kPgClaimable[] =
-    " FROM {s}.tasks t WHERE t.run = $1 AND t.state = 0 AND t.retry_at_ms "
+    " FROM {s}.tasks t WHERE ($11::bigint = 0 OR EXISTS (SELECT 1 FROM "
+    "pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND "
+    "l.classid = 2003401335::oid AND l.objid = $11::oid AND l.objsubid = 2 "
+    "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname "
+    "= current_database()))) AND t.run = $1 AND t.state = 0 AND t.retry_at_ms "
     "<= $2 AND t.task_id > $3 AND ((t.origin <> 3 AND t.step = "
     "ANY($4::text[]) AND (t.answer IS NOT NULL OR NOT t.step = "
     "ANY($5::text[]))) OR (t.origin = 3 AND t.step = ANY($6::text[]))) AND "
@@ -23,6 +28,9 @@ const char kPgClaimable[] =
     "AND NOT (t.origin = 3 AND EXISTS (SELECT 1 FROM {s}.tasks o WHERE o.run = "
     "t.run AND o.task_id = t.finally_for AND o.open_children > 0)) ORDER BY "
     "t.task_id LIMIT $9 FOR UPDATE OF t SKIP LOCKED";
+
+static_assert(kPgWorkerLockSpace == 2003401335,
+              "kPgClaimable names the workers' lock space");
 
 namespace {
 
@@ -52,35 +60,16 @@ Status PgStoreTxn::Claim(const ClaimFilter& f, std::vector<Task>* claimed) {
         store_->live_gone_why() +
         "): it claims nothing more (run wizq again to go on)");
   }
-  // The server's word on it: a worker claims only while its liveness lock
-  // is granted. A liveness session the server ended (a terminated backend,
-  // a half-open connection) while the worker has not noticed yet would
-  // otherwise claim tasks a worker of its host may put back at once, or
-  // that it cannot renew: it claims nothing (its renewer finds out).
-  if (!f.lease && store_->lock_key() != 0) {
-    PgResult held;
-    WIZQ_RETURN_IF_ERROR(w_->conn()->Exec(
-        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l WHERE "
-        "l.locktype = 'advisory' AND l.granted AND l.classid = $1::oid AND "
-        "l.objid = $2::oid AND l.objsubid = 2 AND l.database = (SELECT oid "
-        "FROM pg_catalog.pg_database WHERE datname = current_database())) "
-        "AS held",
-        {static_cast<int64_t>(kPgWorkerLockSpace),
-         static_cast<int64_t>(store_->lock_key())},
-        &held));
-    if (!held.GetBool(0, "held")) return Status::OK();
-  }
   std::map<std::string, int> room = f.room;
-  // What this transaction put back (a reclaim, a retry) is written first:
-  // it may lower the floor.
-  WIZQ_RETURN_IF_ERROR(w_->Flush());
+  // What this transaction put back (a reclaim, a retry) may lower the
+  // floor; it is written with the first claim query.
+  w_->LowerFloors();
   int64_t after = w_->run().pending_floor - 1;  // none pending below
   bool more = true;
   const size_t before = claimed->size();
   while (more) {
     const int64_t left = f.max - static_cast<int64_t>(claimed->size() - before);
     if (left <= 0) break;
-    WIZQ_RETURN_IF_ERROR(w_->Flush());
     WIZQ_RETURN_IF_ERROR(ClaimBatch(f, left, &room, &after, claimed, &more));
   }
   return w_->RaisePendingFloor();
@@ -94,13 +83,22 @@ Status PgStoreTxn::ClaimBatch(const ClaimFilter& f, int64_t limit,
   const std::vector<std::string> hooks = WithRoom(f.hook_steps, *room);
   if (steps.empty() && hooks.empty()) return Status::OK();
   std::vector<int64_t> skip(f.skip_ids.begin(), f.skip_ids.end());
-  PgResult r;
-  WIZQ_RETURN_IF_ERROR(w_->conn()->Exec(
-      w_->Sql(std::string("SELECT ") + kPgTaskColumns + kPgClaimable),
-      {w_->run().run, now_ms(), *after, PgArray(steps),
-       PgArray({f.answered_only.begin(), f.answered_only.end()}),
-       PgArray(hooks), f.below_id, PgIntArray(skip), limit, store_->host_key()},
-      &r));
+  // The server's word on it: a worker claims only while its liveness lock
+  // is granted. A liveness session the server ended (a terminated backend,
+  // a half-open connection) while the worker has not noticed yet would
+  // otherwise claim tasks a worker of its host may put back at once, or
+  // that it cannot renew: it claims nothing (its renewer finds out).
+  const int64_t live_key = f.lease ? 0 : store_->lock_key();
+  // In the round trip that writes what this transaction changed so far.
+  std::vector<PgResult> got;
+  WIZQ_RETURN_IF_ERROR(w_->Flush(
+      {{w_->Sql(std::string("SELECT ") + kPgTaskColumns + kPgClaimable),
+        {w_->run().run, now_ms(), *after, PgArray(steps),
+         PgArray({f.answered_only.begin(), f.answered_only.end()}),
+         PgArray(hooks), f.below_id, PgIntArray(skip), limit,
+         store_->host_key(), live_key}}},
+      &got));
+  const PgResult& r = got[0];
   *more = r.rows() == limit;
   for (int i = 0; i < r.rows(); i++) {
     PgTask row;
@@ -109,6 +107,7 @@ Status PgStoreTxn::ClaimBatch(const ClaimFilter& f, int64_t limit,
     auto it = room->find(row.t.type);
     if (it != room->end() && it->second <= 0) continue;  // filled meanwhile
     PgTask* t = w_->Cache(row);
+    t->t.children = row.t.children;  // cached before without them
     WIZQ_RETURN_IF_ERROR(StageClaim(f, t));
     if (it != room->end()) it->second--;
     claimed->push_back(t->t);

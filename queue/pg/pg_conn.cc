@@ -4,8 +4,10 @@
 #include <libpq-fe.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "queue/pg/pg_location.h"
@@ -214,13 +216,8 @@ Status PgConn::Fail(const char* what, PGresult* res) {
                      Scrub(std::string(what) + ": " + text));
 }
 
-Status PgConn::Run(const char* what, const std::vector<PgParam>& params,
-                   PgResult* result,
-                   const std::function<PGresult*(const char* const*, const int*,
-                                                 const int*)>& send) {
-  if (lost_) return LostStatus(what);
-  std::vector<const char*> values;
-  std::vector<int> lengths, formats;
+Status PgConn::Bind(const char* what, const std::vector<PgParam>& params,
+                    Bound* out) {
   for (size_t i = 0; i < params.size(); i++) {
     const PgParam& p = params[i];
     if (!p.is_null() && !p.binary() &&
@@ -230,11 +227,21 @@ Status PgConn::Run(const char* what, const std::vector<PgParam>& params,
           std::string(what) + ": parameter $" + std::to_string(i + 1) +
           " holds a NUL byte, which a PostgreSQL text value cannot hold");
     }
-    values.push_back(p.is_null() ? nullptr : p.value().c_str());
-    lengths.push_back(static_cast<int>(p.value().size()));
-    formats.push_back(p.binary() ? 1 : 0);
+    out->values.push_back(p.is_null() ? nullptr : p.value().c_str());
+    out->lengths.push_back(static_cast<int>(p.value().size()));
+    out->formats.push_back(p.binary() ? 1 : 0);
   }
-  PGresult* res = send(values.data(), lengths.data(), formats.data());
+  return Status::OK();
+}
+
+Status PgConn::Run(const char* what, const std::vector<PgParam>& params,
+                   PgResult* result,
+                   const std::function<PGresult*(const char* const*, const int*,
+                                                 const int*)>& send) {
+  if (lost_) return LostStatus(what);
+  Bound b;
+  WIZQ_RETURN_IF_ERROR(Bind(what, params, &b));
+  PGresult* res = send(b.values.data(), b.lengths.data(), b.formats.data());
   if (res == nullptr && timed_out_) {
     timed_out_ = false;
     lost_ = true;
@@ -269,15 +276,23 @@ Status PgConn::Run(const char* what, const std::vector<PgParam>& params,
 Status PgConn::Exec(std::string_view sql, const std::vector<PgParam>& params,
                     PgResult* result) {
   const std::string text(sql);
-  const int n = static_cast<int>(params.size());
-  auto it = prepared_.find(text);
-  if (it == prepared_.end() && n > 0 && prepared_.size() < kMaxPrepared) {
-    const std::string name = "wizq_" + std::to_string(prepared_.size());
-    WIZQ_RETURN_IF_ERROR(Prepare(name, text));
-    it = prepared_.emplace(text, name).first;
-  }
-  if (it != prepared_.end()) return ExecPrepared(it->second, params, result);
+  std::string name;
+  WIZQ_RETURN_IF_ERROR(PreparedName(text, params.size(), &name));
+  if (!name.empty()) return ExecPrepared(name, params, result);
   return ExecPlanned(sql, params, result);
+}
+
+Status PgConn::PreparedName(const std::string& sql, size_t params,
+                            std::string* name) {
+  name->clear();
+  auto it = prepared_.find(sql);
+  if (it == prepared_.end() && params > 0 && prepared_.size() < kMaxPrepared) {
+    const std::string fresh = "wizq_" + std::to_string(prepared_.size());
+    WIZQ_RETURN_IF_ERROR(Prepare(fresh, sql));
+    it = prepared_.emplace(sql, fresh).first;
+  }
+  if (it != prepared_.end()) *name = it->second;
+  return Status::OK();
 }
 
 Status PgConn::ExecPlanned(std::string_view sql,
@@ -331,7 +346,7 @@ Status PgConn::ExecPrepared(const std::string& name,
       });
 }
 
-Status PgConn::Begin() { return Exec("BEGIN ISOLATION LEVEL READ COMMITTED"); }
+Status PgConn::Begin() { return Exec(kBeginSql); }
 
 Status PgConn::Commit(const std::function<void()>& after_send) {
   const bool lost_before = lost_;
@@ -439,7 +454,13 @@ Status PgConn::Listen(std::string_view channel) {
 }
 
 Status PgConn::Notify(std::string_view channel, std::string_view payload) {
-  return Exec("SELECT pg_notify($1, $2)", {channel, payload});
+  const PgStatement s = NotifyStatement(channel, payload);
+  return Exec(s.sql, s.params);
+}
+
+PgStatement PgConn::NotifyStatement(std::string_view channel,
+                                    std::string_view payload) {
+  return {"SELECT pg_notify($1, $2)", {channel, payload}};
 }
 
 Status PgConn::WaitForNotifications(std::chrono::milliseconds timeout,

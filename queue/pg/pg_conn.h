@@ -72,6 +72,13 @@ struct PgConnOptions {
   int answer_timeout_ms = kPgAnswerTimeoutMs;
 };
 
+// One statement of a pipeline (PgConn::ExecPipeline).
+struct PgStatement {
+  std::string sql;
+  std::vector<PgParam> params;
+  bool planned = false;  // never prepared, as ExecPlanned
+};
+
 // A notification received on a LISTENed channel.
 struct PgNotification {
   std::string channel;
@@ -106,6 +113,15 @@ class PgConn {
   // "Plans and dead rows").
   Status ExecPlanned(std::string_view sql, const std::vector<PgParam>& params,
                      PgResult* result);
+  // Several statements sent together and answered in one round trip
+  // (libpq's pipeline mode), each prepared as Exec prepares it, in order.
+  // They run in the caller's transaction; outside one, the server runs
+  // them in one implicit transaction (begin with BEGIN to open a real
+  // one). (*results)[i] (results may be null) gets statement i's rows. The
+  // first statement that fails gives the Status (as Exec's); the server
+  // skips the rest.
+  Status ExecPipeline(const std::vector<PgStatement>& statements,
+                      std::vector<PgResult>* results);
   // Several statements without parameters in one round trip (a schema
   // migration's DDL: constant text, never built from values).
   Status ExecScript(std::string_view sql);
@@ -116,6 +132,8 @@ class PgConn {
                       PgResult* result = nullptr);
 
   // BEGIN ISOLATION LEVEL READ COMMITTED.
+  static constexpr std::string_view kBeginSql =
+      "BEGIN ISOLATION LEVEL READ COMMITTED";
   Status Begin();
   // COMMIT. Conflict if the server rolled the transaction back instead (a
   // statement in it had failed); IOError with last_error().kind ==
@@ -132,6 +150,9 @@ class PgConn {
   // pg_notify(channel, payload): delivered at the commit of the
   // transaction it runs in (at once outside one).
   Status Notify(std::string_view channel, std::string_view payload);
+  // The same as a statement of a pipeline.
+  static PgStatement NotifyStatement(std::string_view channel,
+                                     std::string_view payload);
   // Waits up to `timeout` for at least one notification and returns those
   // received so far in *out (empty at the timeout).
   Status WaitForNotifications(std::chrono::milliseconds timeout,
@@ -169,6 +190,25 @@ class PgConn {
   PGresult* Await();
   Status ApplySessionSettings(const PgConnOptions& options);
   PGresult* SendCommit(const std::function<void()>& after_send);
+  // Parameters as libpq takes them; InvalidArgument for a text one with a
+  // NUL byte.
+  struct Bound {
+    std::vector<const char*> values;
+    std::vector<int> lengths, formats;
+  };
+  Status Bind(const char* what, const std::vector<PgParam>& params, Bound* out);
+  // The name Exec runs `sql` under, prepared on first use ("" once the
+  // session holds kMaxPrepared: planned on each run then).
+  Status PreparedName(const std::string& sql, size_t params, std::string* name);
+  // queue/pg/pg_pipeline.cc: at most kPipelineChunk statements and a sync,
+  // then their answers.
+  Status PipelineChunk(const PgStatement* statements, size_t n,
+                       PgResult* results);
+  Status ReadPipeline(size_t n, PgResult* results);
+  // The next result of a pipeline, waiting at most until `deadline`:
+  // PQgetResult's (null between statements); null with timed_out_ set
+  // past it.
+  PGresult* NextResult(std::chrono::steady_clock::time_point deadline);
   Status Run(const char* what, const std::vector<PgParam>& params,
              PgResult* result,
              const std::function<PGresult*(const char* const*, const int*,

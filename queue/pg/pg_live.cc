@@ -109,16 +109,19 @@ Status PgStore::Renew(PgConn* c) {
 // this worker (among `ids`, when given: its transactions know what they
 // hold, and look up only that) holds worker_lease_ms more.
 Status PgStore::ExtendClaims(PgConn* c, const std::vector<int64_t>* ids) {
+  if (ids != nullptr && ids->empty()) return Status::OK();
+  const PgStatement extend = ExtendStatement(ids);
+  return c->Exec(extend.sql, extend.params);
+}
+
+PgStatement PgStore::ExtendStatement(const std::vector<int64_t>* ids) const {
   const std::string sql =
       "UPDATE {s}.tasks SET claim_until_ms = " + std::string(kPgNowMsSql) +
       " + $3 WHERE run = $1 AND state = 1 AND claimed_by = $2 AND "
       "lease_token IS NULL";
-  if (ids == nullptr) {
-    return c->Exec(Sql(sql), {run_, worker_id_, worker_lease_ms_});
-  }
-  if (ids->empty()) return Status::OK();
-  return c->Exec(Sql(sql + " AND task_id = ANY($4::bigint[])"),
-                 {run_, worker_id_, worker_lease_ms_, PgIntArray(*ids)});
+  if (ids == nullptr) return {Sql(sql), {run_, worker_id_, worker_lease_ms_}};
+  return {Sql(sql + " AND task_id = ANY($4::bigint[])"),
+          {run_, worker_id_, worker_lease_ms_, PgIntArray(*ids)}};
 }
 
 // A proof of life that renewed every claim of this worker, begun at

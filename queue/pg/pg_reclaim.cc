@@ -86,24 +86,41 @@ bool PgStore::Reclaimable(const PgTask& t, int64_t now,
 // never waits on, nor holds, the claims it leaves alone: a holder's
 // renewal (which does not lock the run's row) is not held up by a
 // transaction frozen in mid-flight.
-Status PgStore::Reclaim(PgWork* w, Reclaimed* out) {
+namespace {
+
+const char kOthersHeld[] =
+    " FROM {s}.tasks t WHERE t.run = $1 AND t.state = 1 AND (t.lease_token "
+    "IS NOT NULL OR t.claimed_by <> $2) AND ";
+
+}  // namespace
+
+// The first step's read, from the run's held_floor (read from its row: the
+// statement may go in the round trip that locks it).
+PgStatement PgStore::ReclaimScan() const {
+  return {Sql(std::string("SELECT ") + kPgTaskColumns + kOthersHeld +
+              "t.task_id >= (SELECT held_floor FROM {s}.runs WHERE run = $1) "
+              "ORDER BY t.task_id"),
+          {run_, worker_id_}};
+}
+
+Status PgStore::Reclaim(PgWork* w, Reclaimed* out, const PgResult* scanned) {
   *out = Reclaimed();
-  const std::string select = std::string("SELECT ") + kPgTaskColumns +
-                             " FROM {s}.tasks t WHERE t.run = $1 AND "
-                             "t.state = 1 AND (t.lease_token IS NOT NULL OR "
-                             "t.claimed_by <> $2) AND ";
   PgResult r;
-  WIZQ_RETURN_IF_ERROR(
-      conn_->Exec(Sql(select + "t.task_id >= $3 ORDER BY t.task_id"),
-                  {run_, worker_id_, w->run().held_floor}, &r));
+  if (scanned == nullptr) {
+    const PgStatement scan = ReclaimScan();
+    WIZQ_RETURN_IF_ERROR(conn_->Exec(scan.sql, scan.params, &r));
+    scanned = &r;
+  }
   int64_t floor = w->run().next_task;
-  if (r.rows() > 0) floor = r.GetInt(0, "task_id");
+  if (scanned->rows() > 0) floor = scanned->GetInt(0, "task_id");
   if (!held_.empty()) floor = std::min(floor, held_.begin()->first);
   w->SetHeldFloor(floor);
   const int64_t now = w->now_ms();
-  std::vector<PgTask> rows(static_cast<size_t>(r.rows()));
+  std::vector<PgTask> rows(static_cast<size_t>(scanned->rows()));
   bool ask = false;
-  for (int i = 0; i < r.rows(); i++) PgTaskFromRow(r, i, &rows[i]);
+  for (int i = 0; i < scanned->rows(); i++) {
+    PgTaskFromRow(*scanned, i, &rows[i]);
+  }
   for (const PgTask& t : rows) Reclaimable(t, now, nullptr, &ask);
   std::set<std::string> alive;
   if (ask) {
@@ -117,8 +134,8 @@ Status PgStore::Reclaim(PgWork* w, Reclaimed* out) {
   }
   if (ids.empty()) return Status::OK();
   WIZQ_RETURN_IF_ERROR(conn_->Exec(
-      Sql(select + "t.task_id = ANY($3::bigint[]) ORDER BY t.task_id FOR "
-                   "UPDATE OF t"),
+      Sql(std::string("SELECT ") + kPgTaskColumns + kOthersHeld +
+          "t.task_id = ANY($3::bigint[]) ORDER BY t.task_id FOR UPDATE OF t"),
       {run_, worker_id_, PgIntArray(ids)}, &r));
   for (int i = 0; i < r.rows(); i++) {  // as they are now, locked
     PgTask row;

@@ -101,18 +101,34 @@ Status PgStore::OnSession(const std::function<Status()>& fn) {
 // began), and nothing of it was done in the caller's memory yet. Never
 // inside one: a session lost later fails the transaction.
 Status PgStore::Begin(int64_t run, PgRun* locked, int64_t* now_ms,
-                      std::atomic<int64_t>* locked_mono) {
-  return OnSession([&] { return LockRun(run, locked, now_ms, locked_mono); });
+                      std::atomic<int64_t>* locked_mono,
+                      std::vector<PgStatement> also,
+                      std::vector<PgResult>* got) {
+  return OnSession(
+      [&] { return LockRun(run, locked, now_ms, locked_mono, also, got); });
 }
 
+// One round trip: BEGIN, the row locked, the database's clock, `also`.
 Status PgStore::LockRun(int64_t run, PgRun* locked, int64_t* now_ms,
-                        std::atomic<int64_t>* locked_mono) {
-  WIZQ_RETURN_IF_ERROR(conn_->Begin());
-  PgResult r;
-  WIZQ_RETURN_IF_ERROR(
-      conn_->Exec(Sql(std::string("SELECT ") + kPgRunColumns +
-                      " FROM {s}.runs r WHERE r.run = $1 FOR UPDATE"),
-                  {run}, &r));
+                        std::atomic<int64_t>* locked_mono,
+                        std::vector<PgStatement> also,
+                        std::vector<PgResult>* got) {
+  std::vector<PgStatement> batch = {
+      {std::string(PgConn::kBeginSql), {}},
+      {Sql(std::string("SELECT ") + kPgRunColumns +
+           " FROM {s}.runs r WHERE r.run = $1 FOR UPDATE"),
+       {run}},
+      {"SELECT " + std::string(kPgNowMsSql) + " AS now", {}}};
+  for (PgStatement& s : also) batch.push_back(std::move(s));
+  std::vector<PgResult> results;
+  WIZQ_RETURN_IF_ERROR(conn_->ExecPipeline(batch, &results));
+  if (got != nullptr) {
+    got->clear();
+    for (size_t i = 3; i < results.size(); i++) {
+      got->push_back(std::move(results[i]));
+    }
+  }
+  const PgResult& r = results[1];
   if (r.rows() == 0) {
     return Status::NotFound("run " + std::to_string(run) +
                             " is no longer in the store");
@@ -124,9 +140,7 @@ Status PgStore::LockRun(int64_t run, PgRun* locked, int64_t* now_ms,
                             "fresh run replaced it)");
   }
   if (locked_mono != nullptr) *locked_mono = MonoMs();
-  WIZQ_RETURN_IF_ERROR(
-      conn_->Exec("SELECT " + std::string(kPgNowMsSql) + " AS now", {}, &r));
-  *now_ms = r.GetInt(0, "now");
+  *now_ms = results[2].GetInt(0, "now");
   return Status::OK();
 }
 
@@ -148,11 +162,12 @@ bool Retryable(PgErrorKind kind) {
 // Transact run it once more.
 Status PgStore::Commit(PgWork* w, int64_t give_up_ms, bool* again) {
   const int64_t last = w->run().next_seq - 1;
-  Status s = w->Flush();
-  if (s.ok() && w->events_staged() > 0) {
-    s = conn_->Notify(
-        schema_, std::to_string(w->run().run) + ":" + std::to_string(last));
+  std::vector<PgStatement> notify;
+  if (w->events_staged() > 0) {
+    notify.push_back(PgConn::NotifyStatement(
+        schema_, std::to_string(w->run().run) + ":" + std::to_string(last)));
   }
+  Status s = w->Flush(std::move(notify));
   if (s.ok()) {
     CrashPoint("pg.before_commit");
     s = conn_->Commit([] { CrashPoint("pg.after_commit_sent"); });
@@ -218,22 +233,27 @@ Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
     std::atomic<int64_t>* began;
     ~Ended() { *began = 0; }
   } ended{&txn_began_ms_};
-  Status s = Begin(run_, &run, &now, &txn_began_ms_);
+  // In the round trip that locks the run's row: a worker that holds its
+  // liveness renews every claim of its own (first, before a row is read:
+  // what it claims or starts holds a lease from now whatever its
+  // renewer's luck); its claims are read (a transaction mostly ends or
+  // starts them); the others' claims are read for Reclaim.
+  const bool renews = !worker_id_.empty() && live();
+  std::vector<int64_t> held;
+  for (const auto& [id, h] : held_) held.push_back(id);
+  std::vector<PgStatement> also;
+  if (renews && !held.empty()) also.push_back(ExtendStatement(&held));
+  if (!held.empty()) also.push_back(PgTaskRowsStatement(quoted_, run_, held));
+  also.push_back(ReclaimScan());
+  std::vector<PgResult> got;
+  Status s = Begin(run_, &run, &now, &txn_began_ms_, std::move(also), &got);
   const int64_t began = txn_began_ms_.load();
   if (s.IsConflict()) writable_ = s;  // archived: it stays so
   bool committing = false;
-  // A worker that holds its liveness renews every claim of its own in each
-  // transaction too, first (before a row is read into PgWork): what it
-  // claims or starts holds a lease from now whatever its renewer's luck.
-  const bool renews = !worker_id_.empty() && live();
-  if (s.ok() && renews) {
-    std::vector<int64_t> ids;
-    for (const auto& [id, held] : held_) ids.push_back(id);
-    s = ExtendClaims(conn_.get(), &ids);
-  }
   if (s.ok()) {
     PgWork w(conn_.get(), quoted_, &run, now);
-    s = Reclaim(&w, &reclaimed_);
+    if (!held.empty()) w.CacheRows(got[got.size() - 2]);
+    s = Reclaim(&w, &reclaimed_, &got.back());
     PgStoreTxn txn(this, &w, &reclaimed_, quoted_);
     if (s.ok()) s = fn(txn);
     if (s.ok()) s = w.error();

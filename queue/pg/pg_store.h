@@ -122,10 +122,14 @@ class PgStore : public Store {
   // Begins a transaction that holds the run's row. `locked_mono`, when
   // given, is set to MonoMs once the row is held and before the store's
   // now() is read: what the transaction claims holds from no earlier.
+  // `also` runs right after, in the same round trip (results in *got).
   Status Begin(int64_t run, PgRun* locked, int64_t* now_ms,
-               std::atomic<int64_t>* locked_mono = nullptr);
+               std::atomic<int64_t>* locked_mono = nullptr,
+               std::vector<PgStatement> also = {},
+               std::vector<PgResult>* got = nullptr);
   Status LockRun(int64_t run, PgRun* locked, int64_t* now_ms,
-                 std::atomic<int64_t>* locked_mono);
+                 std::atomic<int64_t>* locked_mono,
+                 std::vector<PgStatement> also, std::vector<PgResult>* got);
   Status TryTransact(const std::function<Status(StoreTxn&)>& fn,
                      int64_t give_up_ms, bool* again);
   Status Commit(PgWork* w, int64_t give_up_ms, bool* again);
@@ -141,12 +145,15 @@ class PgStore : public Store {
   Status RenewClaims();
   Status Renew(PgConn* c);
   Status ExtendClaims(PgConn* c, const std::vector<int64_t>* ids = nullptr);
+  PgStatement ExtendStatement(const std::vector<int64_t>* ids) const;
   void NoteProof(int64_t began);
   Status Relive();
   Status WhyNotRelive(PgConn* c, bool ended_here, std::string* why);
 
   // queue/pg/pg_reclaim.cc
-  Status Reclaim(PgWork* w, Reclaimed* out);
+  // `scanned`: ReclaimScan's rows, read already (else read here).
+  Status Reclaim(PgWork* w, Reclaimed* out, const PgResult* scanned = nullptr);
+  PgStatement ReclaimScan() const;
   bool Reclaimable(const PgTask& t, int64_t now,
                    const std::set<std::string>* alive, bool* ask) const;
   Status PutBack(PgWork* w, PgTask* t, Reclaimed* out);

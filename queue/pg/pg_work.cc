@@ -22,16 +22,31 @@ Status PgWork::Find(int64_t id, PgTask** task) {
   }
   if (id < 1 || id >= run_->next_task) return Status::OK();
   PgResult r;
-  WIZQ_RETURN_IF_ERROR(conn_->Exec(
-      Sql(std::string("SELECT ") + kPgTaskColumns +
-          " FROM {s}.tasks t WHERE t.run = $1 AND t.task_id = $2 FOR UPDATE "
-          "OF t"),
-      {run_->run, id}, &r));
-  if (r.rows() == 0) return Status::OK();
-  PgTask row;
-  PgTaskFromRow(r, 0, &row);
-  *task = Cache(row);
+  const PgStatement read = PgTaskRowsStatement(quoted_, run_->run, {id});
+  WIZQ_RETURN_IF_ERROR(conn_->Exec(read.sql, read.params, &r));
+  CacheRows(r);
+  auto found = cache_.find(id);
+  if (found != cache_.end()) *task = found->second.get();
   return Status::OK();
+}
+
+PgStatement PgTaskRowsStatement(const std::string& quoted, int64_t run,
+                                const std::vector<int64_t>& ids) {
+  return {
+      PgSchemaSql(std::string("SELECT ") + kPgTaskColumnsNoChildren +
+                      " FROM {s}.tasks t WHERE t.run = $1 AND t.task_id = "
+                      "ANY($2::bigint[]) ORDER BY t.task_id FOR UPDATE OF t",
+                  quoted),
+      {run, PgIntArray(ids)},
+      true};
+}
+
+void PgWork::CacheRows(const PgResult& r) {
+  for (int i = 0; i < r.rows(); i++) {
+    PgTask row;
+    PgTaskFromRow(r, i, &row);
+    Cache(row);
+  }
 }
 
 Status PgWork::FindByDedupKey(const std::string& key, int64_t* id) {
@@ -57,25 +72,60 @@ PgTask* PgWork::Cache(const PgTask& row) {
   return slot.get();
 }
 
-Status PgWork::Flush() {
+// One round trip: the events, the rows and the run's row, then `also`
+// (a notification at commit).
+Status PgWork::Flush(std::vector<PgStatement> also,
+                     std::vector<PgResult>* also_results) {
   if (!error_.ok()) return error_;
+  std::vector<PgStatement> batch;
   const bool changed = !lines_.empty();
   if (changed) {
     const int64_t first = run_->next_seq - static_cast<int64_t>(lines_.size());
-    WIZQ_RETURN_IF_ERROR(conn_->Exec(
-        Sql("INSERT INTO {s}.events (run, seq, kind, body) SELECT $1, $2 + "
-            "x.i - 1, x.k, x.b FROM unnest($3::text[], $4::text[]) WITH "
-            "ORDINALITY AS x(k, b, i)"),
-        {run_->run, first, PgArray(kinds_), PgArray(lines_)}));
+    batch.push_back(
+        {Sql("INSERT INTO {s}.events (run, seq, kind, body) SELECT $1, $2 + "
+             "x.i - 1, x.k, x.b FROM unnest($3::text[], $4::text[]) WITH "
+             "ORDINALITY AS x(k, b, i)"),
+         {run_->run, first, PgArray(kinds_), PgArray(lines_)}});
     kinds_.clear();
     lines_.clear();
   }
+  const size_t rows_from = batch.size();
+  std::vector<PgTask*> written;
   for (auto& [id, t] : cache_) {
-    if (t->dirty) WIZQ_RETURN_IF_ERROR(WriteTask(t.get()));
+    if (!t->dirty) continue;
+    batch.push_back(TaskWrite(*t));
+    written.push_back(t.get());
+    LowerFloors(t->t);
   }
-  if (!changed && !run_dirty_) return Status::OK();
+  if (changed || run_dirty_) batch.push_back(RunWrite());
   run_dirty_ = false;
-  return WriteRun();
+  const size_t also_from = batch.size();
+  for (PgStatement& s : also) batch.push_back(std::move(s));
+  if (batch.empty()) return Status::OK();
+  std::vector<PgResult> results;
+  WIZQ_RETURN_IF_ERROR(conn_->ExecPipeline(batch, &results));
+  if (also_results != nullptr) {
+    also_results->clear();
+    for (size_t i = also_from; i < results.size(); i++) {
+      also_results->push_back(std::move(results[i]));
+    }
+  }
+  for (size_t i = 0; i < written.size(); i++) {
+    PgTask* row = written[i];
+    // An update's fence: the row is as this transaction read or last wrote
+    // it (an insert of a row already there failed the pipeline instead).
+    if (results[rows_from + i].affected_rows() != 1) {
+      return Status::Conflict("task " + std::to_string(row->t.id) +
+                              " changed under this transaction (its claim "
+                              "was lost): nothing was written");
+    }
+    row->stored = true;
+    row->stored_state = row->t.state;
+    row->stored_attempts = row->t.attempts;
+    row->stored_token = row->claim_token;
+    row->dirty = false;
+  }
+  return Status::OK();
 }
 
 namespace {
@@ -126,10 +176,10 @@ constexpr char kMutableNames[] =
 
 }  // namespace
 
-Status PgWork::WriteTask(PgTask* row) {
-  std::vector<PgParam> p = MutableColumns(*row, run_->run);
-  const Task& t = row->t;
-  if (!row->stored) {
+PgStatement PgWork::TaskWrite(const PgTask& row) const {
+  std::vector<PgParam> p = MutableColumns(row, run_->run);
+  const Task& t = row.t;
+  if (!row.stored) {
     for (PgParam v : std::vector<PgParam>{
              t.parent_id, t.type, t.inputs, static_cast<int>(t.origin),
              OrNull(t.dedup_key), t.created_ms, t.has_finally, t.finally_for,
@@ -140,65 +190,60 @@ Status PgWork::WriteTask(PgTask* row) {
     for (size_t i = 1; i <= p.size(); i++) {
       values += (i > 1 ? ", $" : "$") + std::to_string(i);
     }
-    WIZQ_RETURN_IF_ERROR(conn_->Exec(
-        Sql(std::string("INSERT INTO {s}.tasks (run, task_id, ") +
-            kMutableNames +
-            ", parent, step, inputs, origin, dedup_key, created_ms, "
-            "has_finally, finally_for, generation) VALUES (" +
-            values + ")"),
-        p));
-  } else {
-    // The fence: the row is as this transaction read or last wrote it.
-    p.push_back(static_cast<int>(row->stored_state));
-    p.push_back(row->stored_attempts);
-    p.push_back(OrNull(row->stored_token));
-    const size_t fence = p.size() - 2;
-    std::string set;
-    size_t n = 3;
-    std::string names = kMutableNames;
-    size_t pos = 0;
-    while (pos < names.size()) {
-      size_t end = names.find(", ", pos);
-      if (end == std::string::npos) end = names.size();
-      if (!set.empty()) set += ", ";
-      set += names.substr(pos, end - pos) + " = $" + std::to_string(n++);
-      pos = end + 2;
-    }
-    PgResult r;
-    WIZQ_RETURN_IF_ERROR(
-        conn_->Exec(Sql("UPDATE {s}.tasks SET " + set +
-                        " WHERE run = $1 AND task_id = $2 AND state = $" +
-                        std::to_string(fence) + " AND attempt = $" +
-                        std::to_string(fence + 1) +
-                        " AND claim_token IS NOT DISTINCT FROM $" +
-                        std::to_string(fence + 2)),
-                    p, &r));
-    if (r.affected_rows() != 1) {
-      return Status::Conflict("task " + std::to_string(t.id) +
-                              " changed under this transaction (its claim "
-                              "was lost): nothing was written");
-    }
+    return {Sql(std::string("INSERT INTO {s}.tasks (run, task_id, ") +
+                kMutableNames +
+                ", parent, step, inputs, origin, dedup_key, created_ms, "
+                "has_finally, finally_for, generation) VALUES (" +
+                values + ")"),
+            std::move(p)};
   }
+  // The fence: the row is as this transaction read or last wrote it.
+  p.push_back(static_cast<int>(row.stored_state));
+  p.push_back(row.stored_attempts);
+  p.push_back(OrNull(row.stored_token));
+  const size_t fence = p.size() - 2;
+  std::string set;
+  size_t n = 3;
+  const std::string names = kMutableNames;
+  for (size_t pos = 0; pos < names.size();) {
+    size_t end = names.find(", ", pos);
+    if (end == std::string::npos) end = names.size();
+    if (!set.empty()) set += ", ";
+    set += names.substr(pos, end - pos) + " = $" + std::to_string(n++);
+    pos = end + 2;
+  }
+  return {Sql("UPDATE {s}.tasks SET " + set +
+              " WHERE run = $1 AND task_id = $2 AND state = $" +
+              std::to_string(fence) + " AND attempt = $" +
+              std::to_string(fence + 1) +
+              " AND claim_token IS NOT DISTINCT FROM $" +
+              std::to_string(fence + 2)),
+          std::move(p)};
+}
+
+void PgWork::LowerFloors() {
+  for (auto& [id, t] : cache_) {
+    if (t->dirty) LowerFloors(t->t);
+  }
+}
+
+// A task written pending or in progress below the run's floors lowers
+// them (a reclaim, a retry).
+void PgWork::LowerFloors(const Task& t) {
   if (t.state == TaskState::kPending && t.id < run_->pending_floor) {
-    run_->pending_floor = t.id;  // pending again below the floor
+    run_->pending_floor = t.id;
     run_dirty_ = true;
   }
   if (t.state == TaskState::kInProgress && t.id < run_->held_floor) {
     run_->held_floor = t.id;
     run_dirty_ = true;
   }
-  row->stored = true;
-  row->stored_state = t.state;
-  row->stored_attempts = t.attempts;
-  row->stored_token = row->claim_token;
-  row->dirty = false;
-  return Status::OK();
 }
 
-Status PgWork::WriteRun() {
+PgStatement PgWork::RunWrite() const {
   const PgRun& r = *run_;
   const RunInfo& i = r.info;
-  return conn_->Exec(
+  return {
       Sql("UPDATE {s}.runs SET status = $2, finished_ms = $3, resumes = $4, "
           "previous_run = $5, no_reuse = $6, from_steps = $7, next_seq = $8, "
           "next_task = $9, n_pending = $10, n_in_progress = $11, n_done = "
@@ -227,7 +272,7 @@ Status PgWork::WriteRun() {
        r.hooks_due,
        r.hooks_reopened,
        r.pending_floor,
-       r.held_floor});
+       r.held_floor}};
 }
 
 void PgWork::SetHeldFloor(int64_t id) {
@@ -241,12 +286,15 @@ void PgWork::SetHeldFloor(int64_t id) {
 // snapshot keeps from vacuum, are walked over once here and never again
 // by a claim. Rows this transaction changed are written first.
 Status PgWork::RaisePendingFloor() {
-  WIZQ_RETURN_IF_ERROR(Flush());
-  PgResult r;
-  WIZQ_RETURN_IF_ERROR(conn_->ExecPlanned(
+  LowerFloors();  // the floor the rows about to be written leave
+  std::vector<PgResult> found;
+  PgStatement first{
       Sql("SELECT task_id FROM {s}.tasks WHERE run = $1 AND state = 0 AND "
           "task_id >= $2 ORDER BY task_id LIMIT 1"),
-      {run_->run, run_->pending_floor}, &r));
+      {run_->run, run_->pending_floor}};
+  first.planned = true;
+  WIZQ_RETURN_IF_ERROR(Flush({std::move(first)}, &found));
+  const PgResult& r = found[0];
   const int64_t floor =
       r.rows() == 1 ? r.GetInt(0, "task_id") : run_->next_task;
   if (floor != run_->pending_floor) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "queue/events.h"
+#include "queue/pg/pg_conn.h"
 #include "queue/run_info.h"
 #include "queue/task.h"
 #include "util/status.h"
@@ -49,7 +50,7 @@ struct PgRun {
   int64_t by_state[4] = {0, 0, 0, 0};
   int64_t settled = 0, reused = 0, imported = 0, leased = 0;
   int64_t hooks_due = 0, hooks_reopened = 0;
-  // No pending task's id is below it (kept by PgWork::WriteTask, raised by
+  // No pending task's id is below it (kept by PgWork::Flush, raised by
   // PgWork::RaisePendingFloor).
   int64_t pending_floor = 1;
   int64_t held_floor = 1;  // the same for in-progress tasks (Reclaim)
@@ -82,7 +83,8 @@ extern const char kPgTaskColumnsNoChildren[];
 // The FROM ... of a claim (queue/pg/pg_claim.cc), after SELECT
 // kPgTaskColumns: $1 run, $2 now (ms), $3 above this id, $4 steps, $5 of
 // them only answered, $6 hook steps, $7 below this id (0: any), $8 ids to
-// skip, $9 how many, $10 this worker's host.
+// skip, $9 how many, $10 this worker's host, $11 its liveness lock's key (0:
+// not asked).
 extern const char kPgClaimable[];
 void PgTaskFromRow(const PgResult& r, int row, PgTask* out);
 extern const char kPgRunColumns[];
@@ -95,6 +97,11 @@ inline constexpr std::string_view kPgNowMsSql =
 // Whether the liveness lock of the worker in row `w` (of workers) is held,
 // as an SQL condition.
 std::string PgWorkerAliveSql();
+// Reads task rows `ids` of `run` FOR UPDATE, in id order (`quoted`: the
+// schema), without their children (Task::children): a transaction's rules
+// keep counts (open_children), never the list.
+PgStatement PgTaskRowsStatement(const std::string& quoted, int64_t run,
+                                const std::vector<int64_t>& ids);
 // 128 random bits as 32 hex digits (lease and claim tokens).
 std::string NewPgToken();
 
@@ -114,15 +121,22 @@ class PgWork {
 
   // Task `id`, locked and cached; *task is null when there is none.
   Status Find(int64_t id, PgTask** task);
+  // The rows PgTaskRowsStatement read, into the cache.
+  void CacheRows(const PgResult& r);
   // The task with dedup key `key` (0: none).
   Status FindByDedupKey(const std::string& key, int64_t* id);
   // A row a query read FOR UPDATE, cached unless it already is; returns
   // the cached one.
   PgTask* Cache(const PgTask& row);
-  // Writes the staged events, the changed rows and the run's row.
-  Status Flush();
+  // Writes the staged events, the changed rows and the run's row, then
+  // runs `also` (its results in *also_results), in one round trip.
+  Status Flush(std::vector<PgStatement> also = {},
+               std::vector<PgResult>* also_results = nullptr);
   // Flushes, then raises the run's pending_floor to its first pending task.
   Status RaisePendingFloor();
+  // Lowers the run's floors to the rows about to be written (a retry, a
+  // put-back make a task pending again).
+  void LowerFloors();
   // Sets the run's held_floor to `id`, the first in-progress task.
   void SetHeldFloor(int64_t id);
 
@@ -182,8 +196,9 @@ class PgWork {
   Status Unsettle(PgTask* t);
   void UpdateHookDue(PgTask* t);
   Status MarkHooksStale(int64_t from);
-  Status WriteTask(PgTask* t);
-  Status WriteRun();
+  PgStatement TaskWrite(const PgTask& t) const;
+  void LowerFloors(const Task& t);
+  PgStatement RunWrite() const;
 
   PgConn* conn_;
   std::string quoted_;

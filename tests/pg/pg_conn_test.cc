@@ -283,6 +283,73 @@ TEST_F(PgConnTest, SessionLostBeforeCommitIsNotUnknown) {
   EXPECT_EQ(victim->last_error().kind, PgErrorKind::kConnectionLost);
 }
 
+// A pipeline answers each statement in order, in the caller's transaction,
+// across more statements than one chunk (kPipelineChunk, 64).
+TEST_F(PgConnTest, APipelineAnswersEachStatementInOrder) {
+  ASSERT_OK(admin_->Exec("CREATE TABLE " + T("p") + " (id int PRIMARY KEY)"));
+  std::vector<PgStatement> batch = {{"BEGIN", {}}};
+  for (int i = 1; i <= 150; i++) {
+    batch.push_back({"INSERT INTO " + T("p") + " VALUES ($1)", {i}});
+  }
+  batch.push_back({"UPDATE " + T("p") + " SET id = id WHERE id > $1", {100}});
+  batch.push_back(
+      {"SELECT sum(id) AS s, $1::text AS q FROM " + T("p"), {"it's $1"}});
+  std::vector<PgResult> r;
+  ASSERT_OK(admin_->ExecPipeline(batch, &r));
+  ASSERT_EQ(r.size(), batch.size());
+  EXPECT_EQ(r[1].affected_rows(), 1);
+  EXPECT_EQ(r[151].affected_rows(), 50);
+  EXPECT_EQ(r[152].GetInt(0, "s"), 150 * 151 / 2);
+  EXPECT_EQ(r[152].Get(0, "q"), "it's $1");
+  EXPECT_TRUE(admin_->in_transaction());  // a sync does not end BEGIN's
+  ASSERT_OK(admin_->Rollback());
+  ASSERT_OK(admin_->Exec("SELECT count(*) AS n FROM " + T("p"), {}, &r[0]));
+  EXPECT_EQ(r[0].GetInt(0, "n"), 0);
+}
+
+// The first statement that fails gives the Status; the server skips the
+// rest, and the session goes on once the transaction is rolled back.
+TEST_F(PgConnTest, APipelineStopsAtItsFirstFailure) {
+  ASSERT_OK(admin_->Exec("CREATE TABLE " + T("p") + " (id int PRIMARY KEY)"));
+  ASSERT_OK(admin_->Begin());
+  const std::string insert = "INSERT INTO " + T("p") + " VALUES ($1)";
+  Status s = admin_->ExecPipeline({{insert, {1}}, {insert, {1}}, {insert, {2}}},
+                                  nullptr);
+  EXPECT_EQ(admin_->last_error().kind, PgErrorKind::kUniqueViolation)
+      << s.ToString();
+  EXPECT_FALSE(s.ok());
+  ASSERT_OK(admin_->Rollback());
+  PgResult r;
+  ASSERT_OK(admin_->Exec("SELECT count(*) AS n FROM " + T("p"), {}, &r));
+  EXPECT_EQ(r.GetInt(0, "n"), 0);
+  // A NUL byte is refused before anything is sent.
+  s = admin_->ExecPipeline(
+      {{insert, {3}}, {"SELECT $1::text", {std::string("a\0b", 3)}}}, nullptr);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  ASSERT_OK(admin_->Exec("SELECT count(*) AS n FROM " + T("p"), {}, &r));
+  EXPECT_EQ(r.GetInt(0, "n"), 0);
+  ASSERT_OK(admin_->ExecPipeline({{insert, {4}}}, nullptr));  // implicit txn
+  ASSERT_OK(admin_->Exec("SELECT count(*) AS n FROM " + T("p"), {}, &r));
+  EXPECT_EQ(r.GetInt(0, "n"), 1);
+}
+
+// A session ended while a pipeline waits is lost, as for one statement.
+TEST_F(PgConnTest, ASessionLostDuringAPipelineIsLost) {
+  auto victim = Connect();
+  const int pid = victim->backend_pid();
+  std::thread killer([&] {
+    WaitForBackend(pid, "PgSleep", "SELECT pg_sleep($1)");
+    ASSERT_OK(admin_->Exec("SELECT pg_terminate_backend($1)", {pid}));
+  });
+  const Status s = victim->ExecPipeline(
+      {{"SELECT 1 AS a", {}}, {"SELECT pg_sleep($1)", {30}}}, nullptr);
+  killer.join();
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_TRUE(victim->lost());
+  EXPECT_EQ(victim->last_error().kind, PgErrorKind::kConnectionLost);
+  EXPECT_TRUE(victim->Exec("SELECT 1").IsIOError());
+}
+
 TEST_F(PgConnTest, ListenNotifyDeliversAndTimesOut) {
   auto listener = Connect();
   auto notifier = Connect();

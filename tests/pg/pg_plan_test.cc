@@ -106,7 +106,7 @@ TEST_F(PgStoreTest, IneligibleRowsAheadOfEligibleOnesNeitherHideThemNorScan) {
   const std::string args =
       "(" + std::string(run.Get(0, "run")) +
       ", (extract(epoch FROM now()) * 1000)::bigint, 0, '{S,Gate,Later}', "
-      "'{Gate}', '{}', 0, '{}', 10, 'elsewhere')";
+      "'{Gate}', '{}', 0, '{}', 10, 'elsewhere', 12345)";
   for (const char* mode : {"force_custom_plan", "force_generic_plan"}) {
     ASSERT_OK(admin_->ExecScript(std::string("SET plan_cache_mode = ") + mode));
     PgResult plan;
