@@ -13,10 +13,9 @@
 #include "agent/run_status.h"
 #include "embed/bridge.h"
 #include "fs/env.h"
-#include "fs/path.h"
 #include "orchestrator/run.h"
+#include "queue/run_place.h"
 #include "queue/store.h"
-#include "tasks/exec/attempt_files.h"
 #include "tasks/workflow/workflow.h"
 
 // Recorded in the run (run_started), as the wizq command records its own.
@@ -133,6 +132,8 @@ RunOutcome Wizard::Run(const std::string& input_json,
   ro.fresh = options.fresh;
   ro.no_reuse = options.no_reuse;
   ro.answers = options.answers;
+  ro.store = options.store;
+  ro.schema = options.schema;
   ro.wizq_version = WIZQ_LIBRARY_VERSION;
   RunExtras extras;
   extras.workflow_text =
@@ -146,10 +147,10 @@ RunOutcome Wizard::Run(const std::string& input_json,
   for (const auto& h : *handlers) extras.handlers.insert(h.first);
   const double grace = options.cancel_grace_seconds;
   PromptAnswerer* answerer = options.answerer;
-  extras.make_executors = [&](const std::string& install_dir) {
+  extras.make_executors = [&](const std::string& workspace) {
     std::vector<std::unique_ptr<Executor>> out;
     FunctionExecutor::Options fo;
-    fo.wizard_dir = LocalWorkspace(install_dir);
+    fo.wizard_dir = workspace;
     fo.grace_seconds = grace;
     out.push_back(
         std::make_unique<FunctionExecutor>(fo, HandlerBody(handlers)));
@@ -168,14 +169,22 @@ void Wizard::RequestStop() { wizq::RequestStop(0); }
 
 Status Wizard::ReadStatus(const std::string& install_dir,
                           std::string* status_json) {
+  WizardOptions where;
+  where.install_dir = install_dir;
+  return ReadStatus(where, status_json);
+}
+
+Status Wizard::ReadStatus(const WizardOptions& where,
+                          std::string* status_json) {
+  RunPlace place;
+  place.dir = where.install_dir;
+  place.store = where.store;
+  place.schema = where.schema;
+  place.run_id = where.run_id;
   StoreOptions o;
-  if (!RealPath(install_dir, &o.install_dir).ok()) {
-    return Status::NotFound("no run in " + install_dir +
-                            " (the directory does not exist)");
-  }
   o.mode = OpenMode::kReadOnly;
   std::unique_ptr<Store> store;
-  WIZQ_RETURN_IF_ERROR(Store::Open(o, &store, nullptr));
+  WIZQ_RETURN_IF_ERROR(place.Open(o, &store, nullptr));
   return RunStatusJson(*store,
                        static_cast<int64_t>(Env::Posix()->NowMicros() / 1000),
                        status_json);

@@ -217,7 +217,7 @@ int RunWorkflowWith(const RunOptions& options, const RunExtras& extras,
   // One executor per action kind (tasks/exec/executor_set.h); an embedding
   // program's first.
   std::vector<std::unique_ptr<Executor>> extra;
-  if (extras.make_executors) extra = extras.make_executors(config.install_dir);
+  if (extras.make_executors) extra = extras.make_executors(config.workspace);
   ExecutorSet executor;
   for (const auto& e : extra) executor.Add(e.get());
   CommandExecutor commands(options.env, config.workspace);

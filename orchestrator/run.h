@@ -112,9 +112,11 @@ struct RunExtras {
   // exit 2 before anything is written (tasks/exec/function_executor.h).
   std::set<std::string> handlers;
   // Builds the executors asked before the built-in ones (Command, Prompt),
-  // given the canonical install directory; they live as long as the run.
+  // given the run's local workspace on this machine (the directory store's
+  // .wizard/, or the PostgreSQL store's per-run directory: LocalWorkspace);
+  // they live as long as the run.
   std::function<std::vector<std::unique_ptr<Executor>>(
-      const std::string& install_dir)>
+      const std::string& workspace)>
       make_executors;
 };
 

@@ -41,8 +41,17 @@ class EmbedTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.ToString();
     return w;
   }
+  // The run's place: install/ of the case's directory, on the PostgreSQL
+  // store when the suite runs there (WIZQ_STORE, tests/pg/cli_on_pg.cc).
+  static wizq::WizardOptions Where(const std::string& install_dir) {
+    wizq::WizardOptions o;
+    o.install_dir = install_dir;
+    if (const char* store = getenv("WIZQ_STORE")) o.store = store;
+    return o;
+  }
   RunOutcome Run(wizq::Wizard* w, wizq::WizardOptions o = {}) {
     o.install_dir = dir_ + "/install";
+    o.store = Where(o.install_dir).store;
     std::string error;
     RunOutcome out = w->Run("{}", o, &error);
     error_ = error;
@@ -50,7 +59,7 @@ class EmbedTest : public ::testing::Test {
   }
   nlohmann::json Status() {
     std::string s;
-    EXPECT_TRUE(wizq::Wizard::ReadStatus(dir_ + "/install", &s).ok());
+    EXPECT_TRUE(wizq::Wizard::ReadStatus(Where(dir_ + "/install"), &s).ok());
     return nlohmann::json::parse(s);
   }
   // The last error message of task `step` in the run's status.
@@ -116,7 +125,7 @@ TEST_F(EmbedTest, ClaimIsDurableBeforeTheCall) {
   std::vector<std::string> seen;
   auto check = [&](const TaskInfo& t, const CancelToken&) {
     std::string s;
-    EXPECT_TRUE(wizq::Wizard::ReadStatus(t.install_dir, &s).ok());
+    EXPECT_TRUE(wizq::Wizard::ReadStatus(Where(t.install_dir), &s).ok());
     const nlohmann::json status = nlohmann::json::parse(s);
     for (auto& task : status["tasks"]) {
       if (task["id"].get<int64_t>() != t.id) continue;
@@ -519,7 +528,7 @@ TEST_F(EmbedTest, ConcurrentWizardsShareOneRun) {
   std::thread reader([&] {
     while (!done) {
       std::string s;
-      (void)wizq::Wizard::ReadStatus(dir_ + "/install", &s);
+      (void)wizq::Wizard::ReadStatus(Where(dir_ + "/install"), &s);
       EXPECT_TRUE(a->MissingHandlers().empty());
     }
   });

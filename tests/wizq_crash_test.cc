@@ -256,14 +256,17 @@ TEST_F(WizqCrashTest, PoisonTaskFailsWithWorkerLostAfterMaxAttempts) {
     EXPECT_NE(l.kind, "OVERLAP") << l.task << " " << l.role;
   }
   int lost_event = 0;
+  std::string story;  // the poison task's events, said on a failure
   for (const Json& e : test::ReadAudit(dir.path())) {
+    if (e.contains("id") && e["id"] == poison[0]["id"])
+      story += e.dump() + "\n";
     if (e["event"] == "task_failed" && e["id"] == poison[0]["id"]) {
       EXPECT_EQ(e["reason"], "worker_lost");
-      EXPECT_EQ(e["will_retry"], false);
+      EXPECT_EQ(e["will_retry"], false) << e.dump();
       lost_event++;
     }
   }
-  EXPECT_EQ(lost_event, 1);
+  EXPECT_EQ(lost_event, 1) << story;
 
   // A finished run is not run again: exit 1, nothing runs.
   const WizqResult again = test::RunWizq(cmd);

@@ -40,7 +40,17 @@ namespace wizq {
 
 struct WizardOptions {
   // Where the run lives (`<install_dir>/.wizard/`); created if missing.
+  // With `store`: this machine's task output and attempt journal only, a
+  // subdirectory per run (`.wizq-local/`).
   std::string install_dir = ".";
+  // "": the directory store (the run in install_dir). Else the PostgreSQL
+  // store at this location (a postgresql:// URL or a libpq keyword string,
+  // SPEC §14), which workers and agents on other machines share: `wizq
+  // run --store` with the same location and run joins this run. Never
+  // taken from WIZQ_STORE: the program chooses.
+  std::string store;
+  // The PostgreSQL store's schema ("": wizq).
+  std::string schema;
   // Tasks run at once by this process; 0: the workflow's max_concurrency.
   int jobs = 0;
   // Archive an unfinished run of the directory and start over.
@@ -110,6 +120,12 @@ class Wizard {
   // status --json` prints: run id, status, counts, every task). Read-only;
   // works while a run is in progress. NotFound when there is no run.
   static Status ReadStatus(const std::string& install_dir,
+                           std::string* status_json);
+  // The same for the run `where` names: its install_dir, store, schema and
+  // run_id (on PostgreSQL an empty run_id is the store's most recently
+  // started current run; on the directory store a run_id given must be
+  // the directory's, else NotFound).
+  static Status ReadStatus(const WizardOptions& where,
                            std::string* status_json);
 
   struct Impl;  // implementation detail
