@@ -108,26 +108,23 @@ Status PgStore::Begin(int64_t run, PgRun* locked, int64_t* now_ms,
       [&] { return LockRun(run, locked, now_ms, locked_mono, also, got); });
 }
 
-// One round trip: BEGIN, the row locked, the database's clock, `also`.
+// Two round trips: BEGIN and the row locked; then, once `locked_mono` is
+// set, the database's clock and `also`. Every lease this transaction
+// grants or renews is reckoned on this machine from `locked_mono`, which
+// must come before the clock the store reckons it from (never after: a
+// local deadline later than the store's would let an attempt outlive its
+// lease). `also` goes after the clock for the same reason (a renewal).
 Status PgStore::LockRun(int64_t run, PgRun* locked, int64_t* now_ms,
                         std::atomic<int64_t>* locked_mono,
                         std::vector<PgStatement> also,
                         std::vector<PgResult>* got) {
-  std::vector<PgStatement> batch = {
-      {std::string(PgConn::kBeginSql), {}},
-      {Sql(std::string("SELECT ") + kPgRunColumns +
-           " FROM {s}.runs r WHERE r.run = $1 FOR UPDATE"),
-       {run}},
-      {"SELECT " + std::string(kPgNowMsSql) + " AS now", {}}};
-  for (PgStatement& s : also) batch.push_back(std::move(s));
   std::vector<PgResult> results;
-  WIZQ_RETURN_IF_ERROR(conn_->ExecPipeline(batch, &results));
-  if (got != nullptr) {
-    got->clear();
-    for (size_t i = 3; i < results.size(); i++) {
-      got->push_back(std::move(results[i]));
-    }
-  }
+  WIZQ_RETURN_IF_ERROR(conn_->ExecPipeline(
+      {{std::string(PgConn::kBeginSql), {}},
+       {Sql(std::string("SELECT ") + kPgRunColumns +
+            " FROM {s}.runs r WHERE r.run = $1 FOR UPDATE"),
+        {run}}},
+      &results));
   const PgResult& r = results[1];
   if (r.rows() == 0) {
     return Status::NotFound("run " + std::to_string(run) +
@@ -140,7 +137,17 @@ Status PgStore::LockRun(int64_t run, PgRun* locked, int64_t* now_ms,
                             "fresh run replaced it)");
   }
   if (locked_mono != nullptr) *locked_mono = MonoMs();
-  *now_ms = results[2].GetInt(0, "now");
+  std::vector<PgStatement> batch = {
+      {"SELECT " + std::string(kPgNowMsSql) + " AS now", {}}};
+  for (PgStatement& s : also) batch.push_back(std::move(s));
+  WIZQ_RETURN_IF_ERROR(conn_->ExecPipeline(batch, &results));
+  *now_ms = results[0].GetInt(0, "now");
+  if (got != nullptr) {
+    got->clear();
+    for (size_t i = 1; i < results.size(); i++) {
+      got->push_back(std::move(results[i]));
+    }
+  }
   return Status::OK();
 }
 
