@@ -86,8 +86,8 @@ int DoStatus(PgSchema* schema) {
 
 DbCli::DbCli(CLI::App& app) : a_(std::make_unique<Args>()) {
   Args& a = *a_;
-  a.db = app.add_subcommand(
-      "db", "The PostgreSQL store's schema: migrate, status");
+  a.db = app.add_subcommand("db",
+                            "The PostgreSQL store's schema: migrate, status");
   a.db->set_version_flag("--version", std::string("wizq ") + WIZQ_VERSION);
   a.db->require_subcommand(1);
   a.migrate = Sub(a.db, "migrate",

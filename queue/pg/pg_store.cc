@@ -119,12 +119,12 @@ Status PgStore::LockRun(int64_t run, PgRun* locked, int64_t* now_ms,
                         std::vector<PgStatement> also,
                         std::vector<PgResult>* got) {
   std::vector<PgResult> results;
-  WIZQ_RETURN_IF_ERROR(conn_->ExecPipeline(
-      {{std::string(PgConn::kBeginSql), {}},
-       {Sql(std::string("SELECT ") + kPgRunColumns +
-            " FROM {s}.runs r WHERE r.run = $1 FOR UPDATE"),
-        {run}}},
-      &results));
+  WIZQ_RETURN_IF_ERROR(
+      conn_->ExecPipeline({{std::string(PgConn::kBeginSql), {}},
+                           {Sql(std::string("SELECT ") + kPgRunColumns +
+                                " FROM {s}.runs r WHERE r.run = $1 FOR UPDATE"),
+                            {run}}},
+                          &results));
   const PgResult& r = results[1];
   if (r.rows() == 0) {
     return Status::NotFound("run " + std::to_string(run) +
