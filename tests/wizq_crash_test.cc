@@ -257,26 +257,38 @@ TEST_F(WizqCrashTest, PoisonTaskFailsWithWorkerLostAfterMaxAttempts) {
   }
   // Each crash's attempt is charged one of two ways, by timing: put back
   // by the next wizq (task_reset, no refund) or, when it finds the attempt
-  // maybe still running here, adopted (task_reset with refund) and then
-  // found dead without an exit record (task_failed worker_lost,
-  // will_retry): every refund is taken back so. The last attempt fails the
-  // task for good, once.
+  // maybe still running here, adopted: a task_reset with refund, the
+  // adopter's claim of that same attempt, then the tree found dead without
+  // an exit record (task_failed worker_lost, will_retry). Every refund is
+  // taken back so; a fresh claim is always the next attempt. The last
+  // attempt fails the task for good, once.
   int lost_event = 0;
-  bool adopted = false;  // a refund not taken back yet
-  std::string story;     // the poison task's events, said on a failure
+  int64_t last_attempt = 0;
+  int64_t owed = 0;   // a refunded attempt not charged yet (0: none)
+  std::string story;  // the poison task's events, said on a failure
   for (const Json& e : test::ReadAudit(dir.path())) {
     if (!e.contains("id") || e["id"] != poison[0]["id"]) continue;
     story += e.dump() + "\n";
-    if (e["event"] == "task_claimed" || e["event"] == "task_reset") {
-      EXPECT_FALSE(adopted) << "an adopted attempt was not charged:\n" << story;
+    const int64_t attempt = e.value("attempt", int64_t{0});
+    if (e["event"] == "task_claimed") {
+      const int64_t want = owed != 0 ? owed : last_attempt + 1;
+      EXPECT_EQ(attempt, want) << "a claim out of turn:\n" << story;
+      last_attempt = attempt;
+    } else if (e["event"] == "task_reset") {
+      EXPECT_EQ(attempt, last_attempt) << story;
+      if (e.value("refund", false)) {
+        owed = attempt;
+      } else {
+        owed = 0;
+      }
+    } else if (e["event"] == "task_failed") {
+      EXPECT_EQ(e["reason"], "worker_lost") << e.dump();
+      owed = 0;
+      if (e["will_retry"] == false) lost_event++;
     }
-    if (e["event"] == "task_reset") adopted = e.value("refund", false);
-    if (e["event"] != "task_failed") continue;
-    EXPECT_EQ(e["reason"], "worker_lost") << e.dump();
-    adopted = false;
-    if (e["will_retry"] == false) lost_event++;
   }
-  EXPECT_FALSE(adopted) << story;
+  EXPECT_EQ(owed, 0) << "an adopted attempt was not charged:\n" << story;
+  EXPECT_EQ(last_attempt, 3) << story;
   EXPECT_EQ(lost_event, 1) << story;
 
   // A finished run is not run again: exit 1, nothing runs.
