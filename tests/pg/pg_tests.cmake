@@ -3,8 +3,9 @@
 # themselves by schema; so each binary is ONE ctest test (not one per test
 # case, which would start a cluster per case). initdb's output is cached in
 # build/pg15-template between binaries.
-add_library(wizq_pg_cluster STATIC tests/pg/pg_cluster.cc tests/test_util.cc)
-target_link_libraries(wizq_pg_cluster PUBLIC wizq)
+add_library(wizq_pg_cluster STATIC tests/pg/pg_cluster.cc)
+target_link_libraries(wizq_pg_cluster PUBLIC wizq_test_util wizq)
+target_compile_options(wizq_pg_cluster PRIVATE ${WIZQ_TEST_OPT})
 target_compile_definitions(wizq_pg_cluster PUBLIC
   WIZQ_BUILD_DIR="${CMAKE_BINARY_DIR}"
   WIZQ_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
@@ -14,6 +15,7 @@ target_compile_definitions(wizq_pg_cluster PUBLIC
 function(wizq_pg_test name)
   list(TRANSFORM ARGN PREPEND tests/pg/)
   add_executable(${name} ${ARGN})
+  target_compile_options(${name} PRIVATE ${WIZQ_TEST_OPT})
   target_link_libraries(${name} PRIVATE wizq_pg_cluster wizq
     GTest::gtest GTest::gtest_main)
   add_test(NAME ${name} COMMAND ${name})
