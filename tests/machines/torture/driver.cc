@@ -83,6 +83,7 @@ class Torture {
 
  private:
   std::vector<std::string> hung_;  // workers killed after their run
+  std::string want_libs_;          // WantLibs(), once known
   int64_t Pick(int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
   }
@@ -93,6 +94,7 @@ class Torture {
   std::string McpAgent() const { return o_.build + "/node/mcp_agent.mjs"; }
   bool SetUp(std::string* error);
   void Calibrate(const std::string& machine, int64_t offset_s);
+  std::string WantLibs();
   std::string Workflow(int round);
   bool OneRound(int round, std::atomic<bool>* active);
   void Supervise(std::vector<Slot>* slots, const std::string& run, bool over);
@@ -148,6 +150,17 @@ bool Torture::SetUp(std::string* error) {
   return true;
 }
 
+// What a probe linked like wizq maps under a clock offset: libfaketime,
+// and jemalloc when wizq links it (not in a sanitizer build).
+std::string Torture::WantLibs() {
+  if (want_libs_.empty()) {
+    const Ran r = RunCommand({"ldd", Wizq()}, {}, 20);
+    const bool jemalloc = r.out.find("libjemalloc") != std::string::npos;
+    want_libs_ = jemalloc ? "jemalloc,faketime" : "faketime";
+  }
+  return want_libs_;
+}
+
 // A calibration record: the machine's monotonic clock (and that its wizq,
 // linked with jemalloc, loads libfaketime when its wall clock is off).
 void Torture::Calibrate(const std::string& m, int64_t offset_s) {
@@ -168,7 +181,8 @@ void Torture::Calibrate(const std::string& m, int64_t offset_s) {
               {"host_wall_ms",
                int64_t{host_wall.tv_sec} * 1000 + host_wall.tv_nsec / 1000000},
               {"offset_s", offset_s},
-              {"libs", libs}};
+              {"libs", libs},
+              {"want_libs", WantLibs()}};
   std::ofstream(Ledger() + "/ledger", std::ios::app) << rec.dump() << "\n";
 }
 
@@ -577,6 +591,13 @@ int main(int argc, char** argv) {
     fprintf(stderr, "wizq_machines_torture: needs root (namespaces)\n");
     return 3;
   }
+  // A sanitizer build refuses libfaketime preloaded ahead of its runtime
+  // (the machines with a clock offset) unless told the order is meant.
+  const char* asan = getenv("ASAN_OPTIONS");
+  const std::string asan_options =
+      std::string(asan != nullptr && *asan ? std::string(asan) + ":" : "") +
+      "verify_asan_link_order=0";
+  setenv("ASAN_OPTIONS", asan_options.c_str(), 1);
   char tmpl[] = "/tmp/wizq-machines-torture-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return 3;
   chmod(tmpl, 0755);

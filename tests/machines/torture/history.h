@@ -67,9 +67,11 @@ struct LedgerRecord {
   int64_t before = 0, after = 0;  // calibration: the host's clock around
   // Calibration: the machine's wall clock (ms), the host's just before it
   // was read, the offset asked for (s), the libraries mapped into the
-  // probe (linked like wizq): "jemalloc,faketime".
+  // probe (linked like wizq): "jemalloc,faketime", and those it should map
+  // ("faketime" alone when wizq is built without jemalloc: make asan;
+  // none recorded: "jemalloc,faketime").
   int64_t wall_ms = 0, host_wall_ms = 0, offset_s = 0;
-  std::string libs;
+  std::string libs, want_libs;
 };
 
 struct Fault {

@@ -298,6 +298,15 @@ TEST(MachinesHistoryTest, AMachineWallClockNotMovedAsAskedFailsCalibration) {
   EXPECT_EQ(CheckCalibration({c}).size(), 1u);
   c.offset_s = 0, c.wall_ms = c.host_wall_ms + 20;  // the first machine
   EXPECT_TRUE(CheckCalibration({c}).empty());
+  // A build without jemalloc (make asan): libfaketime alone is what wizq
+  // maps, and jemalloc would be a probe linked unlike wizq.
+  c.offset_s = -1800, c.wall_ms = c.host_wall_ms - 1'800'000;
+  c.want_libs = "faketime", c.libs = "faketime";
+  EXPECT_TRUE(CheckCalibration({c}).empty());
+  c.libs = "jemalloc,faketime";
+  EXPECT_EQ(CheckCalibration({c}).size(), 1u);
+  c.libs = "-";  // the probe did not run
+  EXPECT_EQ(CheckCalibration({c}).size(), 1u);
 }
 
 TEST(MachinesHistoryTest, AFaultCountsWhenAnAttemptRanOnItsMachineMeanwhile) {
