@@ -50,74 +50,11 @@
 #include <sstream>
 #include <thread>
 
-#include "tests/machines/torture/bed.h"
-#include "tests/machines/torture/faults.h"
-#include "tests/machines/torture/history.h"
-#include "tests/machines/torture/options.h"
+#include "tests/machines/torture/torture.h"
 
 namespace wizq::machines {
-namespace {
 
 namespace fs = std::filesystem;
-
-// One process the supervisor keeps running: a worker or an agent.
-struct Slot {
-  std::string name, machine;
-  bool agent = false;
-  std::string via;  // an agent over "cli" or "mcp"; "": `wizq agent serve`
-  bool run_agent = false;  // a worker `wizq run --agent`
-  pid_t pid = -1;          // the host-side nsenter
-  int64_t start_at = 0;
-  bool done = false;
-};
-
-class Torture {
- public:
-  Torture(Options o, std::string work)
-      : o_(std::move(o)),
-        work_(std::move(work)),
-        rng_(o_.seed),
-        bed_({o_.source + "/tests/machines/machines.sh",
-              o_.build + "/wizq_fault_proxy", work_}) {}
-  int Run();
-
- private:
-  std::vector<std::string> hung_;  // workers killed after their run
-  std::string want_libs_;          // WantLibs(), once known
-  int64_t Pick(int64_t lo, int64_t hi) {
-    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
-  }
-  std::string Wizq() const { return o_.build + "/wizq"; }
-  std::string Body() const { return o_.build + "/wizq_torture_body"; }
-  std::string Ledger() const { return work_ + "/ledger"; }
-  // Beside the MCP SDK that tests/mcp/npm_setup.sh installed.
-  std::string McpAgent() const { return o_.build + "/node/mcp_agent.mjs"; }
-  bool SetUp(std::string* error);
-  void Calibrate(const std::string& machine, int64_t offset_s);
-  std::string WantLibs();
-  std::string Workflow(int round);
-  bool OneRound(int round, std::atomic<bool>* active);
-  void Supervise(std::vector<Slot>* slots, const std::string& run, bool over);
-  void StartSlot(Slot* s, const std::string& run);
-  void EndSlots(std::vector<Slot>* slots, const std::string& run);
-  void Backtraces(pid_t root, const std::string& path);
-  Json Status(const std::string& run);
-  void Answer(const std::string& run, const Json& status);
-  int Report(const std::vector<Fault>& faults);
-  // The supervisor's starts and exits, for a post-mortem: slots.jsonl.
-  void Event(const Json& e) {
-    std::ofstream(work_ + "/slots.jsonl", std::ios::app) << e.dump() << "\n";
-  }
-
-  Options o_;
-  std::string work_;
-  std::mt19937 rng_;
-  Bed bed_;
-  std::vector<std::string> machines_;
-  std::vector<CheckInput> runs_;
-  std::map<std::string, std::map<std::string, std::string>> answers_;
-  std::unique_ptr<Injector> injector_;
-};
 
 bool Torture::SetUp(std::string* error) {
   for (int i = 1; i <= o_.machines; i++)
@@ -498,83 +435,6 @@ int Torture::Run() {
   return Report(injector_->Faults()) == 0 && in_time ? 0 : 1;
 }
 
-int Torture::Report(const std::vector<Fault>& faults) {
-  std::vector<std::string> errors;
-  std::ifstream in(Ledger() + "/ledger");
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::vector<LedgerRecord> ledger = ParseLedger(text.str(), &errors);
-  for (const std::string& e : CheckCalibration(ledger)) errors.push_back(e);
-  RunVerdict sum;
-  for (const CheckInput& run : runs_) {
-    RunVerdict v = CheckRun(run, ledger, faults);
-    printf("run %s: %s, %d tasks, extra runs %d (matched %d)\n", v.run.c_str(),
-           v.status.c_str(), v.tasks, v.extra_runs, v.extra_runs_matched);
-    sum.lost += v.lost, sum.duplicated += v.duplicated,
-        sum.overlapped += v.overlapped;
-    sum.overlapped_frozen_machine += v.overlapped_frozen_machine;
-    sum.late_agent += v.late_agent;
-    sum.stale += v.stale, sum.extra_runs += v.extra_runs,
-        sum.flipped += v.flipped;
-    sum.extra_runs_matched += v.extra_runs_matched;
-    sum.extra_runs_unmatched += v.extra_runs_unmatched;
-    sum.idle_claims += v.idle_claims;
-    for (const std::string& e : v.errors) {
-      if (o_.allow_unmatched && (e.rfind("extra run unmatched", 0) == 0 ||
-                                 e.rfind("idle claim", 0) == 0)) {
-        printf("WARNING %s: %s\n", v.run.c_str(), e.c_str());
-        continue;
-      }
-      errors.push_back(v.run + ": " + e);
-    }
-  }
-  std::map<std::string, int> injected, counted;
-  std::map<std::string, std::map<std::string, int>> details;
-  int total = 0;
-  for (const Fault& f : faults) {
-    injected[f.kind]++;
-    if (!f.occurred || !InFlight(f, ledger)) continue;
-    counted[f.kind]++;
-    total++;
-  }
-  bool enough = true;
-  for (const std::string& k : o_.kinds) {
-    printf("fault %-18s injected %4d counted %4d\n", k.c_str(), injected[k],
-           counted[k]);
-    if (counted[k] < o_.min_per_kind) {
-      enough = false;
-      errors.push_back("fault " + k + " counted " + std::to_string(counted[k]) +
-                       " times, fewer than --min-per-kind " +
-                       std::to_string(o_.min_per_kind));
-    }
-  }
-  for (const std::string& w : hung_) {
-    const std::string e =
-        "hung: worker " + w + " did not exit within 30 s of its run's end";
-    if (o_.allow_unmatched) {
-      printf("WARNING %s\n", e.c_str());
-    } else {
-      errors.push_back(e);
-    }
-  }
-  for (const std::string& e : errors) printf("ERROR %s\n", e.c_str());
-  printf(
-      "machines=%d lease=%llds runs=%zu injected=%zu extra_runs=%d matched=%d "
-      "overlapped_frozen_machine=%d late_agent=%d hung=%zu idle_claims=%d\n",
-      o_.machines, static_cast<long long>(o_.lease_s), runs_.size(),
-      faults.size(), sum.extra_runs, sum.extra_runs_matched,
-      sum.overlapped_frozen_machine, sum.late_agent, hung_.size(),
-      sum.idle_claims);
-  printf(
-      "MACHINES-TORTURE faults=%d lost=%d duplicated=%d overlapped=%d stale=%d "
-      "extra_runs_unmatched=%d flipped=%d\n",
-      total, sum.lost, sum.duplicated, sum.overlapped, sum.stale,
-      sum.extra_runs_unmatched, sum.flipped);
-  fflush(stdout);
-  return errors.empty() && enough ? 0 : 1;
-}
-
-}  // namespace
 }  // namespace wizq::machines
 
 int main(int argc, char** argv) {
