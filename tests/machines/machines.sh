@@ -61,7 +61,9 @@
 #
 # Freezing uses the cgroup v2 freezer, else v1's, else SIGSTOP to every
 # process of the machine's PID namespace ($WIZQ_MACHINES_FREEZER=cgroup2,
-# freezer or signals picks one). Exit status: 0 ok, 2 bad arguments, 3 the
+# freezer or signals picks one). For tests of a setup killed mid-way,
+# $WIZQ_MACHINES_STOP_AFTER=NAME makes `up` stop itself (SIGSTOP) right
+# after it made NAME. Exit status: 0 ok, 2 bad arguments, 3 the
 # environment (not root, a tool or machine missing), else CMD's.
 set -euo pipefail
 
@@ -318,6 +320,7 @@ cmd_up() {
   for name; do
     [[ ! -d $STATE/m/$name ]] || usage "machine $name is up already"
     make_machine "$name"
+    [[ ${WIZQ_MACHINES_STOP_AFTER:-} != "$name" ]] || kill -STOP "$BASHPID"
   done
 }
 

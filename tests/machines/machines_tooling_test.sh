@@ -356,13 +356,14 @@ keeper_of() { grep -lsa "wizq-machines:$1:[0-9]*:$2" /proc/[0-9]*/cmdline | cut 
 sleep 600 &
 o2=$!
 OTHERS+=("$o2")
-WIZQ_MACHINES_OWNER=$o2 setsid bash "$MS" up x y >"$WORK/up2.log" 2>&1 &
+# It stops itself once x is up (WIZQ_MACHINES_STOP_AFTER), so the kill
+# lands between x and y whatever the machine's speed.
+WIZQ_MACHINES_OWNER=$o2 WIZQ_MACHINES_STOP_AFTER=x setsid bash "$MS" up x y >"$WORK/up2.log" 2>&1 &
 up2=$!
-started_x() { [[ -n $(keeper_of "$o2" x) ]]; }
-wait_for 60 "the second setup to start x" started_x
-kill -STOP -- "-$up2"
-[[ $(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$up2/stat") == T && ! -e $ROOT/$o2/m/y/init ]] ||
-  die "the second setup was done before it could be killed"
+stopped_up2() { [[ $(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$up2/stat") == T ]]; }
+wait_for 60 "the second setup to stop after x" stopped_up2
+[[ -n $(keeper_of "$o2" x) && ! -e $ROOT/$o2/m/y ]] ||
+  die "the second setup stopped after x without x's keeper, or with y begun: $(ls "$ROOT/$o2/m")"
 kill -9 -- "-$up2"
 kill -9 "$o2"
 wait "$up2" 2>/dev/null || true
