@@ -114,12 +114,13 @@ class PgConn {
   Status ExecPlanned(std::string_view sql, const std::vector<PgParam>& params,
                      PgResult* result);
   // Several statements sent together and answered in one round trip
-  // (libpq's pipeline mode), each prepared as Exec prepares it, in order.
-  // They run in the caller's transaction; outside one, the server runs
-  // them in one implicit transaction (begin with BEGIN to open a real
-  // one). (*results)[i] (results may be null) gets statement i's rows. The
-  // first statement that fails gives the Status (as Exec's); the server
-  // skips the rest.
+  // (libpq's pipeline mode), each prepared as Exec prepares it, in order;
+  // past 64 statements, in several round trips of 64. They run in the
+  // caller's transaction; outside one, each round trip is an implicit
+  // transaction of its own (begin with BEGIN to make them one).
+  // (*results)[i] (results may be null) gets statement i's rows. The first
+  // statement that fails gives the Status (as Exec's); the server skips
+  // the rest.
   Status ExecPipeline(const std::vector<PgStatement>& statements,
                       std::vector<PgResult>* results);
   // Several statements without parameters in one round trip (a schema

@@ -81,13 +81,14 @@ Status PgConn::ReadPipeline(size_t n, PgResult* results) {
     PGresult* res = NextResult(deadline);
     if (res == nullptr) {
       if (timed_out_ || PQstatus(conn_) == CONNECTION_BAD || ++nulls > 2) {
-        if (!first.ok()) return first;
         // No answer: Run says why as for one statement (the answer
-        // timeout, or the session lost), and marks the session lost.
-        return Run("PostgreSQL", {}, nullptr,
-                   [](const char* const*, const int*, const int*) {
-                     return static_cast<PGresult*>(nullptr);
-                   });
+        // timeout, or the session lost), and marks the session lost, also
+        // after a statement failed (its error is the answer then).
+        Status gone = Run("PostgreSQL", {}, nullptr,
+                          [](const char* const*, const int*, const int*) {
+                            return static_cast<PGresult*>(nullptr);
+                          });
+        return first.ok() ? gone : first;
       }
       continue;  // between two statements' answers
     }

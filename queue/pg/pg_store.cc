@@ -243,14 +243,20 @@ Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
   // In the round trip that locks the run's row: a worker that holds its
   // liveness renews every claim of its own (first, before a row is read:
   // what it claims or starts holds a lease from now whatever its
-  // renewer's luck); its claims are read (a transaction mostly ends or
-  // starts them); the others' claims are read for Reclaim.
+  // renewer's luck); the rows it still holds by those claims are read (a
+  // transaction mostly ends or starts them; one it lost, or an agent's
+  // lease, is locked only if the transaction needs it); the others'
+  // claims are read for Reclaim.
   const bool renews = !worker_id_.empty() && live();
   std::vector<int64_t> held;
-  for (const auto& [id, h] : held_) held.push_back(id);
+  if (!worker_id_.empty()) {
+    for (const auto& [id, h] : held_) held.push_back(id);
+  }
   std::vector<PgStatement> also;
   if (renews && !held.empty()) also.push_back(ExtendStatement(&held));
-  if (!held.empty()) also.push_back(PgTaskRowsStatement(quoted_, run_, held));
+  if (!held.empty()) {
+    also.push_back(PgTaskRowsStatement(quoted_, run_, held, worker_id_));
+  }
   also.push_back(ReclaimScan());
   std::vector<PgResult> got;
   Status s = Begin(run_, &run, &now, &txn_began_ms_, std::move(also), &got);

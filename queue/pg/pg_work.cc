@@ -23,7 +23,8 @@ Status PgWork::Find(int64_t id, PgTask** task) {
   if (id < 1 || id >= run_->next_task) return Status::OK();
   PgResult r;
   const PgStatement read = PgTaskRowsStatement(quoted_, run_->run, {id});
-  WIZQ_RETURN_IF_ERROR(conn_->Exec(read.sql, read.params, &r));
+  // Planned for its one id (a generic plan of `= ANY` may scan the run).
+  WIZQ_RETURN_IF_ERROR(conn_->ExecPlanned(read.sql, read.params, &r));
   CacheRows(r);
   auto found = cache_.find(id);
   if (found != cache_.end()) *task = found->second.get();
@@ -31,14 +32,18 @@ Status PgWork::Find(int64_t id, PgTask** task) {
 }
 
 PgStatement PgTaskRowsStatement(const std::string& quoted, int64_t run,
-                                const std::vector<int64_t>& ids) {
-  return {
-      PgSchemaSql(std::string("SELECT ") + kPgTaskColumnsNoChildren +
-                      " FROM {s}.tasks t WHERE t.run = $1 AND t.task_id = "
-                      "ANY($2::bigint[]) ORDER BY t.task_id FOR UPDATE OF t",
-                  quoted),
-      {run, PgIntArray(ids)},
-      true};
+                                const std::vector<int64_t>& ids,
+                                const std::string& worker) {
+  std::string sql = std::string("SELECT ") + kPgTaskColumnsNoChildren +
+                    " FROM {s}.tasks t WHERE t.run = $1 AND t.task_id = "
+                    "ANY($2::bigint[])";
+  std::vector<PgParam> params = {run, PgIntArray(ids)};
+  if (!worker.empty()) {
+    sql += " AND t.state = 1 AND t.claimed_by = $3 AND t.lease_token IS NULL";
+    params.push_back(worker);
+  }
+  sql += " ORDER BY t.task_id FOR UPDATE OF t";
+  return {PgSchemaSql(sql, quoted), std::move(params), true};
 }
 
 void PgWork::CacheRows(const PgResult& r) {

@@ -99,9 +99,13 @@ inline constexpr std::string_view kPgNowMsSql =
 std::string PgWorkerAliveSql();
 // Reads task rows `ids` of `run` FOR UPDATE, in id order (`quoted`: the
 // schema), without their children (Task::children): a transaction's rules
-// keep counts (open_children), never the list.
+// keep counts (open_children), never the list. With a `worker`, only the
+// rows among them that worker still holds by its own claim (not an
+// agent's lease, not a claim given out again): the others' renewals never
+// wait behind this transaction.
 PgStatement PgTaskRowsStatement(const std::string& quoted, int64_t run,
-                                const std::vector<int64_t>& ids);
+                                const std::vector<int64_t>& ids,
+                                const std::string& worker = "");
 // 128 random bits as 32 hex digits (lease and claim tokens).
 std::string NewPgToken();
 
