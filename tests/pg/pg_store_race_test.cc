@@ -137,5 +137,62 @@ TEST_F(PgStoreTest, AWaitSeesACommitWhoseNotificationWasLost) {
   EXPECT_OK(waiter->Close());
 }
 
+// A worker whose claim was given out again (its liveness lost, its lease
+// lapsed) still lists the task among its own until it ends it. Its
+// transactions lock only what it still holds: frozen in one (here a
+// transaction that sleeps), it holds back neither the new holder's
+// renewal nor anything else on that task's row.
+TEST_F(PgStoreTest, ATransactionLeavesTheRowOfAClaimItLostUnlocked) {
+  StoreOptions oa = Options({MakeNew("S", "{}")});
+  oa.host = Host("boot-a");
+  oa.worker_lease_ms = 600;
+  auto a = OpenOk(oa);
+  ClaimFilter f;
+  f.steps = {"S"};
+  std::vector<wizq::Task> got;
+  ASSERT_OK(ClaimStarted(a.get(), f, &got));
+  ASSERT_EQ(got.size(), 1u);
+  PgResult r;
+  ASSERT_OK(admin_->Exec(
+      "SELECT backend_pid FROM " + schema_ + ".workers WHERE worker_id = $1",
+      {a->worker_id()}, &r));
+  ASSERT_EQ(r.rows(), 1);
+  ASSERT_OK(
+      cluster_->TerminateBackend(static_cast<int>(r.GetInt(0, "backend_pid"))));
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  StoreOptions ob = Options();
+  ob.host = Host("boot-b");
+  auto b = OpenOk(ob);
+  std::vector<wizq::Task> again;
+  ASSERT_OK(b->Transact([&](StoreTxn& txn) { return txn.Claim(f, &again); }));
+  ASSERT_EQ(again.size(), 1u) << "the lapsed claim was not given out again";
+
+  std::atomic<bool> inside{false};
+  std::thread frozen([&] {
+    EXPECT_OK(a->Transact([&](StoreTxn&) {
+      inside = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      return Status::OK();
+    }));
+  });
+  while (!inside) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // The new holder's renewal, as PgStore::ExtendClaims writes it, from a
+  // session that gives up after 300 ms of waiting for a lock.
+  std::unique_ptr<PgConn> renewer;
+  ASSERT_OK(cluster_->Connect(&renewer));
+  ASSERT_OK(renewer->Exec("SET lock_timeout = 300"));
+  const Status renewed =
+      renewer->Exec("UPDATE " + schema_ +
+                        ".tasks SET claim_until_ms = claim_until_ms + 1 "
+                        "WHERE task_id = 1 AND claimed_by = $1",
+                    {b->worker_id()}, &r);
+  frozen.join();
+  EXPECT_TRUE(renewed.ok())
+      << "the renewal waited behind the transaction of the worker that lost "
+         "the claim: "
+      << renewed.ToString();
+  EXPECT_OK(b->Close());
+}
+
 }  // namespace
 }  // namespace wizq::test
