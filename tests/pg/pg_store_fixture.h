@@ -87,6 +87,18 @@ class PgStoreTest : public PgTest {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
+  // Ends the liveness session of worker `s` on the server (its renewals
+  // stop; its claims lapse with their leases).
+  Status EndLiveness(Store* s) {
+    PgResult r;
+    WIZQ_RETURN_IF_ERROR(admin_->Exec(
+        "SELECT backend_pid FROM " + schema_ + ".workers WHERE worker_id = $1",
+        {s->worker_id()}, &r));
+    if (r.rows() != 1) return Status::NotFound("no liveness session");
+    return cluster_->TerminateBackend(
+        static_cast<int>(r.GetInt(0, "backend_pid")));
+  }
+
   // Claims by `f` on `s` and marks what it claimed started, in one
   // transaction (a worker whose attempts began).
   static Status ClaimStarted(Store* s, const ClaimFilter& f,

@@ -39,12 +39,7 @@ TEST_F(PgStoreTest, ARescuerAndALateCompletionNeverBothWin) {
     const auto at = std::chrono::steady_clock::now() +
                     std::chrono::milliseconds(
                         std::uniform_int_distribution<int>(200, 500)(rng));
-    PgResult r;  // its renewals stop: the lease runs out
-    ASSERT_OK(admin_->Exec(
-        "SELECT backend_pid FROM " + schema_ + ".workers WHERE worker_id = $1",
-        {a->worker_id()}, &r));
-    ASSERT_OK(cluster_->TerminateBackend(
-        static_cast<int>(r.GetInt(0, "backend_pid"))));
+    ASSERT_OK(EndLiveness(a.get()));  // its renewals stop: the lease runs out
     StoreOptions ob = oa;
     ob.initial_tasks.clear();
     ob.host = Host("boot-b");
@@ -152,13 +147,7 @@ TEST_F(PgStoreTest, ATransactionLeavesTheRowOfAClaimItLostUnlocked) {
   std::vector<wizq::Task> got;
   ASSERT_OK(ClaimStarted(a.get(), f, &got));
   ASSERT_EQ(got.size(), 1u);
-  PgResult r;
-  ASSERT_OK(admin_->Exec(
-      "SELECT backend_pid FROM " + schema_ + ".workers WHERE worker_id = $1",
-      {a->worker_id()}, &r));
-  ASSERT_EQ(r.rows(), 1);
-  ASSERT_OK(
-      cluster_->TerminateBackend(static_cast<int>(r.GetInt(0, "backend_pid"))));
+  ASSERT_OK(EndLiveness(a.get()));
   std::this_thread::sleep_for(std::chrono::milliseconds(900));
   StoreOptions ob = Options();
   ob.host = Host("boot-b");
@@ -179,6 +168,7 @@ TEST_F(PgStoreTest, ATransactionLeavesTheRowOfAClaimItLostUnlocked) {
   // The new holder's renewal, as PgStore::ExtendClaims writes it, from a
   // session that gives up after 300 ms of waiting for a lock.
   std::unique_ptr<PgConn> renewer;
+  PgResult r;
   ASSERT_OK(cluster_->Connect(&renewer));
   ASSERT_OK(renewer->Exec("SET lock_timeout = 300"));
   const Status renewed =

@@ -102,13 +102,7 @@ TEST_F(PgStoreTest, AStaleCompleteAfterTheLeaseLapsedIsRefused) {
   f.steps = {"S"};
   ASSERT_OK(ClaimStarted(a.get(), f, &got));
   ASSERT_EQ(got.size(), 1u);
-  PgResult r;
-  ASSERT_OK(admin_->Exec(
-      "SELECT backend_pid FROM " + schema_ + ".workers WHERE worker_id = $1",
-      {a->worker_id()}, &r));
-  ASSERT_EQ(r.rows(), 1);
-  ASSERT_OK(
-      cluster_->TerminateBackend(static_cast<int>(r.GetInt(0, "backend_pid"))));
+  ASSERT_OK(EndLiveness(a.get()));
 
   StoreOptions ob = Options();
   ob.host = Host("boot-b");
