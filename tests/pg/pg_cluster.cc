@@ -220,7 +220,14 @@ int PgCluster::RemoveLeftovers() {
     } else if (StartTime(pid) == start) {
       continue;  // its owner lives
     }
-    RemoveCluster(e.path().string());
+    // Claimed first by a rename (one winner): test binaries started side
+    // by side each clean up, and two remove_all of one tree fail halfway.
+    // The new name keeps the prefix and the owner file, so a remover
+    // killed in the middle leaves it to the next.
+    const std::string claimed =
+        e.path().string() + "-gone" + std::to_string(getpid());
+    if (rename(e.path().c_str(), claimed.c_str()) != 0) continue;
+    RemoveCluster(claimed);
     removed++;
   }
   return removed;
