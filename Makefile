@@ -5,10 +5,11 @@
 
 BUILD ?= build
 JOBS ?= 2
-# ctest runs one more test than there are cores: most tests wait on
-# leases, timeouts and child processes (docs/RELIABILITY.md, "How long
-# the suite takes": -j3 took 0.79 of -j2's time on 2 cores).
-TEST_JOBS ?= 3
+# ctest's jobs. -j3 took 0.79 of -j2's time on 2 cores, but under its
+# load SpawnerTest.ADeadSpawnerFailsItsAttemptsEndsTheirTreesAndIsReplaced
+# failed once, not understood yet (docs/RELIABILITY.md, "How long the
+# suite takes"): 2 until it is.
+TEST_JOBS ?= 2
 CMAKE_FLAGS ?=
 
 # Debian packages the build and `make demo` need, and those only the tests,
