@@ -171,7 +171,7 @@ TEST_F(SpawnerTest, ADeadSpawnerFailsItsAttemptsEndsTheirTreesAndIsReplaced) {
   EXPECT_TRUE(results.at(3).cancelled) << results.at(3).error;
   EXPECT_FALSE(Exists(dir_.Join("waited")));
   // Nothing of it runs on: it would overlap with the task's next attempt.
-  EXPECT_TRUE(test::WaitFor([&] { return kill(leader, 0) != 0; },
+  EXPECT_TRUE(test::WaitFor([&] { return test::ProcessGone(leader); },
                             std::chrono::seconds(5)));
   // The next command gets a new spawner.
   ASSERT_TRUE(runner.Start(Spec("echo again", 2), 2).ok());
