@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "queue/event_value.h"
 #include "queue/json_util.h"
 
 namespace wizq {
@@ -234,7 +235,7 @@ EventError TaskCompleted::DecodeField(std::string_view key, EventValue v) {
     if (err) return err;
     for (auto field : o) {
       std::string_view k;
-      EventValue fv;
+      simdjson::ondemand::value fv;
       if ((err = field.unescaped_key().get(k))) return err;
       if ((err = field.value().get(fv))) return err;
       if (k == "run_id") err = StringView(fv, &reused_run_id);
@@ -426,7 +427,7 @@ EventError ReadFields(simdjson::ondemand::object obj, EventHeader* h,
     std::string_view key;
     EventError err = KeyView(field, &key);
     if (err) return err;
-    EventValue v = field.value();
+    EventValue v(field.value());
     if (key == "seq") {
       err = v.get_int64().get(h->seq);
     } else if (key == "ts") {
@@ -450,7 +451,8 @@ EventError ReadEventFields(simdjson::ondemand::object obj, Event* event) {
   for (auto field : obj) {
     std::string_view key;
     EventError err = KeyView(field, &key);
-    if (!err && !IsHeaderKey(key)) err = DecodeField(key, field.value(), event);
+    if (!err && !IsHeaderKey(key))
+      err = DecodeField(key, EventValue(field.value()), event);
     if (err) return err;
   }
   return SUCCESS;
@@ -471,6 +473,11 @@ std::string_view EventName(const Event& e) {
       e);
 }
 
+EventDecoder::EventDecoder() : parser_(std::make_unique<Parser>()) {}
+EventDecoder::~EventDecoder() = default;
+EventDecoder::EventDecoder(EventDecoder&&) noexcept = default;
+EventDecoder& EventDecoder::operator=(EventDecoder&&) noexcept = default;
+
 Status EventDecoder::Decode(std::string_view line, EventHeader* header,
                             Event* event) {
   *header = EventHeader();
@@ -482,7 +489,7 @@ Status EventDecoder::Decode(std::string_view line, EventHeader* header,
   simdjson::ondemand::document doc;
   simdjson::ondemand::object obj;
   bool again = false;
-  EventError err = parser_.iterate(padded).get(doc);
+  EventError err = parser_->parser.iterate(padded).get(doc);
   if (!err) err = doc.get_object().get(obj);
   if (!err) err = ReadFields(obj, header, event, &again);
   if (!err && again && event->index() != 0) {
@@ -493,10 +500,15 @@ Status EventDecoder::Decode(std::string_view line, EventHeader* header,
     if (!err) err = ReadEventFields(obj, event);
   }
   if (err) {
-    return Status::Corruption(std::string("audit event does not parse: ") +
-                              simdjson::error_message(err));
+    return Status::Corruption(
+        std::string("audit event does not parse: ") +
+        simdjson::error_message(static_cast<simdjson::error_code>(err)));
   }
   return Status::OK();
+}
+
+EventError UnknownEvent::DecodeField(std::string_view, EventValue) {
+  return SUCCESS;
 }
 
 // --- lease_renewed -----------------------------------------------------------

@@ -40,10 +40,9 @@
 #ifndef WIZQ_QUEUE_EVENTS_H_
 #define WIZQ_QUEUE_EVENTS_H_
 
-#include <simdjson.h>
-
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -55,8 +54,11 @@
 
 namespace wizq {
 
-using EventValue = simdjson::ondemand::value;
-using EventError = simdjson::error_code;
+// A field's value being decoded (simdjson's On-Demand value, defined in
+// queue/event_value.h for the files that decode), and the error of a
+// decode: a simdjson::error_code, 0 (SUCCESS) when none.
+class EventValue;
+using EventError = int;
 
 // Fields of every line, written by LogWriter::BeginEvent.
 struct EventHeader {
@@ -346,9 +348,7 @@ struct TaskStarted {
 struct UnknownEvent {
   static constexpr bool kInformational = true;
   void EncodeTo(JsonWriter&) const {}
-  EventError DecodeField(std::string_view, EventValue) {
-    return simdjson::SUCCESS;
-  }
+  EventError DecodeField(std::string_view key, EventValue v);  // skips all
   bool operator==(const UnknownEvent&) const { return true; }
 };
 
@@ -414,10 +414,17 @@ std::string_view EventName(const Event& e);
 // until `parser` parses again; `line` must outlive it too.
 class EventDecoder {
  public:
+  EventDecoder();
+  ~EventDecoder();
+  EventDecoder(EventDecoder&&) noexcept;
+  EventDecoder& operator=(EventDecoder&&) noexcept;
+
   Status Decode(std::string_view line, EventHeader* header, Event* event);
 
+  struct Parser;  // simdjson's (queue/event_value.h)
+
  private:
-  simdjson::ondemand::parser parser_;
+  std::unique_ptr<Parser> parser_;
   std::string buffer_;  // the line and simdjson's padding, reused
 };
 
@@ -436,10 +443,17 @@ struct EventField {
 // Corruption "audit event does not parse" if it is not a JSON object.
 class EventFieldReader {
  public:
+  EventFieldReader();
+  ~EventFieldReader();
+  EventFieldReader(EventFieldReader&&) noexcept;
+  EventFieldReader& operator=(EventFieldReader&&) noexcept;
+
   Status Read(std::string_view line, std::vector<EventField>* fields);
 
+  struct Parser;  // simdjson's (queue/event_value.h)
+
  private:
-  simdjson::dom::parser parser_;
+  std::unique_ptr<Parser> parser_;
 };
 
 // The whole line as LogWriter writes it before commit and crc:

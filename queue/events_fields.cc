@@ -1,14 +1,22 @@
 // EventFieldReader: the fields of any event line as they are written
 // (queue/events.h).
+#include "queue/event_value.h"
 #include "queue/events.h"
 
 namespace wizq {
+
+EventFieldReader::EventFieldReader() : parser_(std::make_unique<Parser>()) {}
+EventFieldReader::~EventFieldReader() = default;
+EventFieldReader::EventFieldReader(EventFieldReader&&) noexcept = default;
+EventFieldReader& EventFieldReader::operator=(EventFieldReader&&) noexcept =
+    default;
 
 Status EventFieldReader::Read(std::string_view line,
                               std::vector<EventField>* fields) {
   fields->clear();
   simdjson::dom::object obj;
-  simdjson::error_code err = parser_.parse(line.data(), line.size()).get(obj);
+  simdjson::error_code err =
+      parser_->parser.parse(line.data(), line.size()).get(obj);
   if (err) {
     return Status::Corruption(std::string("audit event does not parse: ") +
                               simdjson::error_message(err));

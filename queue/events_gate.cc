@@ -1,5 +1,6 @@
 // Codecs of the human gate's events (task_answered, run_paused); the format
 // is in queue/events.h and docs/FORMAT.md.
+#include "queue/event_value.h"
 #include "queue/events.h"
 #include "queue/json_util.h"
 

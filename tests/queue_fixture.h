@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <gtest/gtest.h>
-#include <simdjson.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
@@ -123,19 +123,18 @@ inline std::vector<std::string> LinesOf(const std::string& path,
 }
 
 inline int64_t IntField(const std::string& line, const char* key) {
-  simdjson::dom::parser parser;
-  int64_t v = -1;
-  simdjson::dom::element doc;
-  if (parser.parse(line).get(doc) || doc[key].get(v)) return -1;
-  return v;
+  const nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
+  if (!doc.is_object() || !doc.contains(key)) return -1;
+  if (!doc[key].is_number_integer()) return -1;
+  return doc[key].get<int64_t>();
 }
 
 inline std::string StrField(const std::string& line, const char* key) {
-  simdjson::dom::parser parser;
-  std::string_view v;
-  simdjson::dom::element doc;
-  if (parser.parse(line).get(doc) || doc[key].get(v)) return "<none>";
-  return std::string(v);
+  const nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
+  if (!doc.is_object() || !doc.contains(key) || !doc[key].is_string()) {
+    return "<none>";
+  }
+  return doc[key].get<std::string>();
 }
 
 // Every entry under `root`: relative path -> mode and content (a
