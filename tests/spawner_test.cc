@@ -224,7 +224,12 @@ TEST_F(SpawnerTest, TheSpawnerHoldsNoneOfWizqsFilesNorARunningAttemptsLock) {
   const int fd = open(mine.c_str(), O_CREAT | O_WRONLY, 0600);
   ASSERT_GE(fd, 0);
   CommandRunner runner;
-  ASSERT_TRUE(runner.Start(Spec("echo go > started; sleep 0.5"), 1).ok());
+  // It runs until told to end: the check below must see it running.
+  ASSERT_TRUE(runner
+                  .Start(Spec("echo go > started; "
+                              "while [ ! -e end ]; do sleep 0.05; done"),
+                         1)
+                  .ok());
   ASSERT_TRUE(test::WaitFor([&] { return Exists(dir_.Join("started")); },
                             std::chrono::seconds(5)));
   const std::vector<pid_t> spawners = Spawners(getpid());
@@ -249,6 +254,7 @@ TEST_F(SpawnerTest, TheSpawnerHoldsNoneOfWizqsFilesNorARunningAttemptsLock) {
       test::WaitFor([&] { return !holds(); }, std::chrono::seconds(3));
   ASSERT_FALSE(targets.empty()) << "/proc/" << spawners[0] << "/fd unreadable";
   EXPECT_TRUE(let_go) << "still held: " << testing::PrintToString(targets);
+  test::WriteAll(dir_.Join("end"), "");
   close(fd);
   EXPECT_EQ(WaitAll(&runner).size(), 1u);
 }
