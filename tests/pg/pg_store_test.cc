@@ -286,6 +286,12 @@ TEST_F(PgStoreTest, ALivenessSessionEndedHereForASlowAnswerIsTakenBack) {
       << "the worker did not take its liveness back"
       << (pa->live_gone() ? ": " + pa->live_gone_why() : "");
   EXPECT_FALSE(pa->live_gone());
+  // The server holds its lock a moment before its renewal thread says so.
+  const auto known = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!pa->live() && std::chrono::steady_clock::now() < known) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(pa->live()) << "the worker never knew it had its liveness back";
   ClaimFilter f;
   f.steps = {"S"};
   std::vector<wizq::Task> got;

@@ -144,6 +144,19 @@ Json FaultJson(const Fault& f) {
 
 void Injector::Record(Fault f) {
   std::lock_guard<std::mutex> l(mu_);
+  // Two short faults of one machine less than a lease apart are one long
+  // outage to a claim held there: a renewal sent into the first is
+  // retransmitted (TCP backs off: +0.2, +0.6, +1.4, +3 s) into the second,
+  // and may pass the local deadline, four fifths of a lease after the last
+  // renewal. Seen: partitions of 0.8 s and 1 s, 0.3 s apart.
+  for (const Fault& before : faults_) {
+    if (f.may_rerun || f.machine.empty()) break;
+    if (before.occurred && before.machine == f.machine &&
+        before.t1 >= f.t0 - lease_ms_) {
+      f.may_rerun = true;
+      f.detail += " (within a lease of the last fault of this machine)";
+    }
+  }
   std::ofstream(log_, std::ios::app) << FaultJson(f).dump() << "\n";
   if (f.occurred) occurred_[f.kind]++;
   faults_.push_back(std::move(f));
