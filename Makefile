@@ -6,7 +6,7 @@
 BUILD ?= build
 JOBS ?= 2
 # ctest's jobs. Most tests wait on leases, timeouts and child processes,
-# not on a core: -j4 took 0.69 of -j2's time on 2 cores
+# not on a core: -j4 took 0.71 of -j2's time on 2 cores
 # (docs/RELIABILITY.md, "How long the suite takes").
 TEST_JOBS ?= 4
 CMAKE_FLAGS ?=
