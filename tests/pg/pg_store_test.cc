@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "tests/integration_util.h"
 #include "tests/pg/pg_store_fixture.h"
 
 namespace wizq::test {
@@ -287,11 +288,8 @@ TEST_F(PgStoreTest, ALivenessSessionEndedHereForASlowAnswerIsTakenBack) {
       << (pa->live_gone() ? ": " + pa->live_gone_why() : "");
   EXPECT_FALSE(pa->live_gone());
   // The server holds its lock a moment before its renewal thread says so.
-  const auto known = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!pa->live() && std::chrono::steady_clock::now() < known) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(pa->live()) << "the worker never knew it had its liveness back";
+  ASSERT_TRUE(WaitFor([&] { return pa->live(); }, std::chrono::seconds(5)))
+      << "the worker never knew it had its liveness back";
   ClaimFilter f;
   f.steps = {"S"};
   std::vector<wizq::Task> got;

@@ -149,12 +149,13 @@ void Injector::Record(Fault f) {
   // retransmitted (TCP backs off: +0.2, +0.6, +1.4, +3 s) into the second,
   // and may pass the local deadline, four fifths of a lease after the last
   // renewal. Seen: partitions of 0.8 s and 1 s, 0.3 s apart.
+  const bool one_machine_short = !f.may_rerun && !f.machine.empty();
   for (const Fault& before : faults_) {
-    if (f.may_rerun || f.machine.empty()) break;
-    if (before.occurred && before.machine == f.machine &&
+    if (one_machine_short && before.occurred && before.machine == f.machine &&
         before.t1 >= f.t0 - lease_ms_) {
       f.may_rerun = true;
       f.detail += " (within a lease of the last fault of this machine)";
+      break;
     }
   }
   std::ofstream(log_, std::ios::app) << FaultJson(f).dump() << "\n";
