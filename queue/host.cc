@@ -5,9 +5,9 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 
 #include "fs/env.h"
+#include "util/random.h"
 
 namespace wizq {
 
@@ -66,10 +66,9 @@ Status HostId::Current(Env* env, const std::string& workspace, HostId* out) {
 }
 
 std::string NewWorkerId() {
-  std::random_device rd;
   char buf[48];
   std::snprintf(buf, sizeof(buf), "w%d-%08x", static_cast<int>(getpid()),
-                static_cast<unsigned>(rd()));
+                static_cast<unsigned>(Random32()));
   return buf;
 }
 

@@ -1,11 +1,10 @@
 #include "queue/dir/txn_impl.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <random>
 
 #include "queue/dir/queue_impl.h"
 #include "queue/txn_rules.h"
+#include "util/random.h"
 
 namespace wizq {
 
@@ -207,21 +206,7 @@ Status TxnImpl::MarkStarted(const std::vector<int64_t>& ids) {
 
 // --- leases ------------------------------------------------------------------
 
-namespace {
-
-// 128 random bits as 32 hex digits.
-std::string NewLeaseToken() {
-  std::random_device rd;
-  std::string out;
-  char buf[9];
-  for (int i = 0; i < 4; i++) {
-    std::snprintf(buf, sizeof(buf), "%08x", static_cast<unsigned>(rd()));
-    out += buf;
-  }
-  return out;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Status TxnImpl::ClaimLeased(const std::function<bool(const Task&)>& accept,
                             const LeaseTerms& terms, int64_t* id,
@@ -233,7 +218,7 @@ Status TxnImpl::ClaimLeased(const std::function<bool(const Task&)>& accept,
   const int64_t now = now_ms();
   *id = NextReady(accept, now);
   if (*id == 0) return Status::OK();
-  *token = NewLeaseToken();
+  *token = RandomHex128();
   TaskClaimed e = ClaimOf(*id);
   e.lease = *token;
   e.lease_expires_ms = now + terms.lease_ms;

@@ -8,6 +8,7 @@
 
 #include "queue/pg/pg_work.h"
 #include "util/canonical_json.h"
+#include "util/random.h"
 
 namespace wizq {
 namespace {
@@ -191,7 +192,7 @@ Status PgWork::Apply(const TaskClaimed& e, int64_t ts) {
     }
   }
   // Every claim is fenced by a token: a lease's own, else a fresh one.
-  row->claim_token = e.lease.empty() ? NewPgToken() : std::string(e.lease);
+  row->claim_token = e.lease.empty() ? RandomHex128() : std::string(e.lease);
   return Status::OK();
 }
 

@@ -4,6 +4,7 @@
 
 #include "queue/pg/pg_conn.h"
 #include "queue/pg/pg_txn.h"
+#include "util/random.h"
 
 namespace wizq {
 
@@ -125,7 +126,7 @@ Status PgStoreTxn::StageClaim(const ClaimFilter& f, PgTask* row) {
   e.worker = Actor();
   e.attempt = t.attempts + 1;
   e.host = store_->host_key();
-  const std::string token = NewPgToken();
+  const std::string token = RandomHex128();
   if (f.lease) {
     auto lease = f.step_lease_ms.find(t.type);
     e.lease = token;

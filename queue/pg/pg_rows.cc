@@ -3,8 +3,6 @@
 // that carry lists as one bound parameter.
 #include <simdjson.h>
 
-#include <random>
-
 #include "queue/pg/pg_result.h"
 #include "queue/pg/pg_work.h"
 #include "util/json_writer.h"
@@ -45,17 +43,6 @@ std::string PgIntArray(const std::vector<int64_t>& items) {
     out += std::to_string(items[i]);
   }
   return out + "}";
-}
-
-std::string NewPgToken() {
-  std::random_device rd;
-  std::string out;
-  char buf[9];
-  for (int i = 0; i < 4; i++) {
-    std::snprintf(buf, sizeof(buf), "%08x", static_cast<unsigned>(rd()));
-    out += buf;
-  }
-  return out;
 }
 
 std::string PgWorkerAliveSql() {

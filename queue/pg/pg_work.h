@@ -106,8 +106,6 @@ std::string PgWorkerAliveSql();
 PgStatement PgTaskRowsStatement(const std::string& quoted, int64_t run,
                                 const std::vector<int64_t>& ids,
                                 const std::string& worker = "");
-// 128 random bits as 32 hex digits (lease and claim tokens).
-std::string NewPgToken();
 
 class PgWork {
  public:
