@@ -73,7 +73,8 @@ Status PgStoreTxn::Claim(const ClaimFilter& f, std::vector<Task>* claimed) {
     if (left <= 0) break;
     WIZQ_RETURN_IF_ERROR(ClaimBatch(f, left, &room, &after, claimed, &more));
   }
-  return w_->RaisePendingFloor();
+  w_->RaisePendingFloor();
+  return Status::OK();
 }
 
 Status PgStoreTxn::ClaimBatch(const ClaimFilter& f, int64_t limit,

@@ -174,7 +174,7 @@ Status PgStore::Commit(PgWork* w, int64_t give_up_ms, bool* again) {
     notify.push_back(PgConn::NotifyStatement(
         schema_, std::to_string(w->run().run) + ":" + std::to_string(last)));
   }
-  Status s = w->Flush(std::move(notify));
+  Status s = w->Flush(std::move(notify), nullptr, /*events=*/true);
   if (s.ok()) {
     CrashPoint("pg.before_commit");
     s = conn_->Commit([] { CrashPoint("pg.after_commit_sent"); });

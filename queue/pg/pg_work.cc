@@ -77,13 +77,13 @@ PgTask* PgWork::Cache(const PgTask& row) {
   return slot.get();
 }
 
-// One round trip: the events, the rows and the run's row, then `also`
-// (a notification at commit).
+// One round trip: the events (at commit), the rows and the run's row,
+// then `also` (a claim query; a notification at commit).
 Status PgWork::Flush(std::vector<PgStatement> also,
-                     std::vector<PgResult>* also_results) {
+                     std::vector<PgResult>* also_results, bool events) {
   if (!error_.ok()) return error_;
   std::vector<PgStatement> batch;
-  const bool changed = !lines_.empty();
+  const bool changed = events && !lines_.empty();
   if (changed) {
     const int64_t first = run_->next_seq - static_cast<int64_t>(lines_.size());
     batch.push_back(
@@ -102,7 +102,9 @@ Status PgWork::Flush(std::vector<PgStatement> also,
     written.push_back(t.get());
     LowerFloors(t->t);
   }
-  if (changed || run_dirty_) batch.push_back(RunWrite());
+  if (changed || run_dirty_) {
+    batch.push_back(PgRunWrite(quoted_, *run_, raise_floor_));
+  }
   run_dirty_ = false;
   const size_t also_from = batch.size();
   for (PgStatement& s : also) batch.push_back(std::move(s));
@@ -245,17 +247,25 @@ void PgWork::LowerFloors(const Task& t) {
   }
 }
 
-PgStatement PgWork::RunWrite() const {
-  const PgRun& r = *run_;
+PgStatement PgRunWrite(const std::string& quoted, const PgRun& r,
+                       bool raise_floor) {
   const RunInfo& i = r.info;
+  // Its generic plan reads tasks_ready from the floor (pg_plan_test).
+  const std::string floor =
+      raise_floor ? "COALESCE((SELECT t.task_id FROM {s}.tasks t WHERE t.run "
+                    "= $1 AND t.state = 0 AND t.task_id >= $21 ORDER BY "
+                    "t.task_id LIMIT 1), $9)"
+                  : "$21";
   return {
-      Sql("UPDATE {s}.runs SET status = $2, finished_ms = $3, resumes = $4, "
+      PgSchemaSql(
+          "UPDATE {s}.runs SET status = $2, finished_ms = $3, resumes = $4, "
           "previous_run = $5, no_reuse = $6, from_steps = $7, next_seq = $8, "
           "next_task = $9, n_pending = $10, n_in_progress = $11, n_done = "
           "$12, n_failed = $13, n_settled = $14, n_reused = $15, n_imported "
           "= $16, n_adopted = $17, n_leased = $18, hooks_due = $19, "
-          "hooks_reopened = $20, pending_floor = $21, held_floor = $22 WHERE "
-          "run = $1"),
+          "hooks_reopened = $20, pending_floor = " +
+              floor + ", held_floor = $22 WHERE run = $1",
+          quoted),
       {r.run,
        static_cast<int>(i.status),
        i.finished_ms,
@@ -289,24 +299,11 @@ void PgWork::SetHeldFloor(int64_t id) {
 // The first pending task at or above the floor (the end of the ids if
 // none) becomes the floor: the dead index entries below it, which an old
 // snapshot keeps from vacuum, are walked over once here and never again
-// by a claim. Rows this transaction changed are written first.
-Status PgWork::RaisePendingFloor() {
-  LowerFloors();  // the floor the rows about to be written leave
-  std::vector<PgResult> found;
-  PgStatement first{
-      Sql("SELECT task_id FROM {s}.tasks WHERE run = $1 AND state = 0 AND "
-          "task_id >= $2 ORDER BY task_id LIMIT 1"),
-      {run_->run, run_->pending_floor}};
-  first.planned = true;
-  WIZQ_RETURN_IF_ERROR(Flush({std::move(first)}, &found));
-  const PgResult& r = found[0];
-  const int64_t floor =
-      r.rows() == 1 ? r.GetInt(0, "task_id") : run_->next_task;
-  if (floor != run_->pending_floor) {
-    run_->pending_floor = floor;
-    run_dirty_ = true;
-  }
-  return Status::OK();
+// by a claim. Computed by the run's row's write (PgRunWrite), after the
+// rows written with it: no round trip of its own.
+void PgWork::RaisePendingFloor() {
+  raise_floor_ = true;
+  run_dirty_ = true;
 }
 
 }  // namespace wizq

@@ -51,7 +51,7 @@ struct PgRun {
   int64_t settled = 0, reused = 0, imported = 0, leased = 0;
   int64_t hooks_due = 0, hooks_reopened = 0;
   // No pending task's id is below it (kept by PgWork::Flush, raised by
-  // PgWork::RaisePendingFloor).
+  // PgWork::RaisePendingFloor; then only the row's is exact).
   int64_t pending_floor = 1;
   int64_t held_floor = 1;  // the same for in-progress tasks (Reclaim)
   bool archived = false;
@@ -107,6 +107,13 @@ PgStatement PgTaskRowsStatement(const std::string& quoted, int64_t run,
                                 const std::vector<int64_t>& ids,
                                 const std::string& worker = "");
 
+// The write of `run`'s row (`quoted`: the schema). With `raise_floor`,
+// its pending_floor is raised to the run's first pending task at or above
+// it (the end of the ids if none), read by the statement itself, after the
+// rows written before it in the transaction (PgWork::RaisePendingFloor).
+PgStatement PgRunWrite(const std::string& quoted, const PgRun& run,
+                       bool raise_floor);
+
 class PgWork {
  public:
   // `quoted`: the schema as an SQL identifier. `run` is locked.
@@ -130,12 +137,16 @@ class PgWork {
   // A row a query read FOR UPDATE, cached unless it already is; returns
   // the cached one.
   PgTask* Cache(const PgTask& row);
-  // Writes the staged events, the changed rows and the run's row, then
-  // runs `also` (its results in *also_results), in one round trip.
+  // Writes the changed rows and the run's row, then runs `also` (its
+  // results in *also_results), in one round trip; with `events`, the
+  // staged events first. A transaction's reads see its rows, never its
+  // events: these wait for the commit's flush, one statement for all.
   Status Flush(std::vector<PgStatement> also = {},
-               std::vector<PgResult>* also_results = nullptr);
-  // Flushes, then raises the run's pending_floor to its first pending task.
-  Status RaisePendingFloor();
+               std::vector<PgResult>* also_results = nullptr,
+               bool events = false);
+  // Raises the run's pending_floor to its first pending task, in each
+  // later write of the run's row (after the rows written with it).
+  void RaisePendingFloor();
   // Lowers the run's floors to the rows about to be written (a retry, a
   // put-back make a task pending again).
   void LowerFloors();
@@ -200,7 +211,6 @@ class PgWork {
   Status MarkHooksStale(int64_t from);
   PgStatement TaskWrite(const PgTask& t) const;
   void LowerFloors(const Task& t);
-  PgStatement RunWrite() const;
 
   PgConn* conn_;
   std::string quoted_;
@@ -211,7 +221,8 @@ class PgWork {
   std::vector<std::string> kinds_, lines_;  // staged, not yet written
   int64_t events_ = 0;
   std::string last_line_;
-  bool run_dirty_ = false;  // the run's row changed without an event
+  bool run_dirty_ = false;    // the run's row changed without an event
+  bool raise_floor_ = false;  // RaisePendingFloor was asked for
 };
 
 }  // namespace wizq
