@@ -20,7 +20,13 @@
 // at once (one worker each, N/16 tasks each) against one run of 16 workers:
 // runs must not contend.
 //
-//   pg_bench [--tasks N] [--workers 1,4,16] [--batch B] [--profile]
+//   pg_bench [--tasks N] [--workers 1,4,16] [--batch B] [--rounds R]
+//            [--profile]
+//
+// Each worker count runs R rounds (default 3) of baseline, wizq-pg and
+// wizq-dir in turn; the figures are the medians, the ratio is of the
+// medians, and the range is of the rounds' own ratios (the machines are
+// shared and noisy: one invocation's baseline moved 66-147 us a task).
 //
 // --profile: after each wizq-pg figure, the statements of that run by
 // server time (pg_stat_statements, reset before the run), to see where a
@@ -29,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -257,6 +264,12 @@ void ResetProfile(const PgCluster& db) {
   Check("reset", c->Exec("SELECT pg_stat_statements_reset()"));
 }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 std::vector<int> IntList(const char* text) {
   std::vector<int> out;
   std::stringstream in(text);
@@ -267,6 +280,7 @@ std::vector<int> IntList(const char* text) {
 int Main(int argc, char** argv) {
   int64_t tasks = 4000;
   int batch = 8;
+  int rounds = 3;
   std::vector<int> workers = {1, 4, 16};
   bool profile = false;
   for (int i = 1; i < argc; i++) {
@@ -275,6 +289,8 @@ int Main(int argc, char** argv) {
       profile = true;
     } else if (value && !strcmp(argv[i], "--tasks")) {
       tasks = std::atoll(argv[++i]);
+    } else if (value && !strcmp(argv[i], "--rounds")) {
+      rounds = std::max(1, std::atoi(argv[++i]));
     } else if (value && !strcmp(argv[i], "--batch")) {
       batch = std::atoi(argv[++i]);
     } else if (value && !strcmp(argv[i], "--workers")) {
@@ -311,18 +327,27 @@ int Main(int argc, char** argv) {
         std::string(r.Get(0, "f")).c_str(), std::string(r.Get(0, "s")).c_str(),
         static_cast<long long>(tasks), batch);
   }
-  std::printf("%8s %14s %14s %8s %14s %8s\n", "workers", "baseline us",
-              "wizq-pg us", "ratio", "wizq-dir us", "ratio");
+  std::printf("%8s %14s %14s %8s %14s %8s %15s\n", "workers", "baseline us",
+              "wizq-pg us", "ratio", "wizq-dir us", "ratio", "pg ratio range");
   const double us = 1e6 / static_cast<double>(tasks);
   for (int w : workers) {
-    const double base = Baseline(db, w, tasks, batch) * us;
-    if (profile) ResetProfile(db);
-    const double pg =
-        Wizq(db.Location(), "w" + std::to_string(w), 1, w, tasks, batch) * us;
-    if (profile) PrintProfile(db, pg * static_cast<double>(tasks) / 1e6);
-    const double dir = Wizq("", "d", 1, w, tasks, batch) * us;
-    std::printf("%8d %14.1f %14.1f %8.2f %14.1f %8.2f\n", w, base, pg,
-                pg / base, dir, dir / base);
+    // Rounds alternate the three, so that a slow spell of the machine
+    // falls on all of them; the medians and the ratio of the medians.
+    std::vector<double> base, pg, dir, ratio;
+    for (int k = 0; k < rounds; k++) {
+      base.push_back(Baseline(db, w, tasks, batch) * us);
+      if (profile) ResetProfile(db);
+      const std::string tag = "w" + std::to_string(w) + "r" + std::to_string(k);
+      pg.push_back(Wizq(db.Location(), tag, 1, w, tasks, batch) * us);
+      if (profile)
+        PrintProfile(db, pg.back() * static_cast<double>(tasks) / 1e6);
+      dir.push_back(Wizq("", "d", 1, w, tasks, batch) * us);
+      ratio.push_back(pg.back() / base.back());
+    }
+    const double b = Median(base), p = Median(pg), d = Median(dir);
+    std::printf("%8d %14.1f %14.1f %8.2f %14.1f %8.2f %7.2f-%-7.2f\n", w, b, p,
+                p / b, d, d / b, *std::min_element(ratio.begin(), ratio.end()),
+                *std::max_element(ratio.begin(), ratio.end()));
     std::fflush(stdout);
   }
   const double one = Wizq(db.Location(), "one", 1, 16, tasks, 1) * us;
