@@ -68,6 +68,27 @@ double ProbeClaimMs(Store* s, int rounds, int first) {
   return ms[ms.size() / 2];
 }
 
+// The plan of `execute` ("EXECUTE name(args)" of a prepared statement),
+// custom and generic (as a prepared statement's becomes after five runs),
+// reads the partial index of pending tasks, never the whole table.
+void ExpectReadsTasksReady(PgConn* admin, const std::string& execute) {
+  for (const char* mode : {"force_custom_plan", "force_generic_plan"}) {
+    ASSERT_OK(admin->ExecScript(std::string("SET plan_cache_mode = ") + mode));
+    PgResult plan;
+    ASSERT_OK(admin->Exec("EXPLAIN " + execute, {}, &plan));
+    std::string text;
+    for (int i = 0; i < plan.rows(); i++) {
+      text += std::string(plan.Get(i, 0)) + "\n";
+    }
+    EXPECT_NE(text.find("tasks_ready"), std::string::npos) << mode << ":\n"
+                                                           << text;
+    EXPECT_EQ(text.find("Seq Scan on tasks"), std::string::npos)
+        << mode << ":\n"
+        << text;
+  }
+  EXPECT_OK(admin->ExecScript("RESET plan_cache_mode"));
+}
+
 // Pitfall row 9: 10^4 pending rows no claim may take (a step this worker
 // does not do, a gate nobody answered, a retry not due for an hour) ahead
 // of eligible ones. The claim returns the eligible ones (each test is
@@ -107,20 +128,7 @@ TEST_F(PgStoreTest, IneligibleRowsAheadOfEligibleOnesNeitherHideThemNorScan) {
       "(" + std::string(run.Get(0, "run")) +
       ", (extract(epoch FROM now()) * 1000)::bigint, 0, '{S,Gate,Later}', "
       "'{Gate}', '{}', 0, '{}', 10, 'elsewhere', 12345)";
-  for (const char* mode : {"force_custom_plan", "force_generic_plan"}) {
-    ASSERT_OK(admin_->ExecScript(std::string("SET plan_cache_mode = ") + mode));
-    PgResult plan;
-    ASSERT_OK(admin_->Exec("EXPLAIN EXECUTE claim" + args, {}, &plan));
-    std::string text;
-    for (int i = 0; i < plan.rows(); i++) {
-      text += std::string(plan.Get(i, 0)) + "\n";
-    }
-    EXPECT_NE(text.find("tasks_ready"), std::string::npos) << mode << ":\n"
-                                                           << text;
-    EXPECT_EQ(text.find("Seq Scan on tasks"), std::string::npos)
-        << mode << ":\n"
-        << text;
-  }
+  ExpectReadsTasksReady(admin_.get(), "EXECUTE claim" + args);
 }
 
 // The claim's transaction raises the run's pending floor in the write of
@@ -145,21 +153,8 @@ TEST_F(PgStoreTest, TheRaisedFloorReadsThePendingIndex) {
   const std::string args = "(" + std::string(run.Get(0, "run")) +
                            ", 0, 0, 0, '', false, '[]', 1, 4001, 0, 0, 0, "
                            "0, 0, 0, 0, 0, 0, 0, 0, 1, 1)";
-  for (const char* mode : {"force_custom_plan", "force_generic_plan"}) {
-    ASSERT_OK(admin_->ExecScript(std::string("SET plan_cache_mode = ") + mode));
-    PgResult plan;
-    ASSERT_OK(admin_->Exec("EXPLAIN EXECUTE runwrite" + args, {}, &plan));
-    std::string text;
-    for (int i = 0; i < plan.rows(); i++) {
-      text += std::string(plan.Get(i, 0)) + "\n";
-    }
-    EXPECT_NE(text.find("tasks_ready"), std::string::npos) << mode << ":\n"
-                                                           << text;
-    EXPECT_EQ(text.find("Seq Scan on tasks"), std::string::npos)
-        << mode << ":\n"
-        << text;
-  }
-  ASSERT_OK(admin_->ExecScript("RESET plan_cache_mode; DEALLOCATE runwrite"));
+  ExpectReadsTasksReady(admin_.get(), "EXECUTE runwrite" + args);
+  ASSERT_OK(admin_->ExecScript("DEALLOCATE runwrite"));
 }
 
 TEST_F(PgStoreTest, ClaimsStayFastWhileAnOldSnapshotKeepsChurnedRowsAlive) {
