@@ -206,8 +206,6 @@ Status TxnImpl::MarkStarted(const std::vector<int64_t>& ids) {
 
 // --- leases ------------------------------------------------------------------
 
-namespace {}  // namespace
-
 Status TxnImpl::ClaimLeased(const std::function<bool(const Task&)>& accept,
                             const LeaseTerms& terms, int64_t* id,
                             std::string* token) {
