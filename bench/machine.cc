@@ -12,10 +12,18 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <utility>
 #include <vector>
 
 namespace wizq {
 namespace bench {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
 namespace {
 
 [[noreturn]] void Fail(const std::string& what) {
@@ -49,8 +57,7 @@ double MedianFdatasyncUs(const std::string& dir) {
                      .count());
   }
   close(fd);
-  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
-  return us[us.size() / 2];
+  return Median(std::move(us));
 }
 
 // The 1-minute load average as /proc/loadavg writes it ("?" if unreadable).

@@ -18,6 +18,7 @@
 #define WIZQ_BENCH_MACHINE_H_
 
 #include <string>
+#include <vector>
 
 namespace wizq {
 namespace bench {
@@ -27,6 +28,10 @@ constexpr int kMachineSyncs = 200;
 // The MACHINE line (no newline) for a benchmark working in `dir`. Exits
 // with status 3 and a message on stderr if `dir` takes no scratch file.
 std::string MachineLine(const std::string& dir);
+
+// The middle of `v` (the upper one of an even count; 0 if empty): the
+// benchmarks' figure of several rounds.
+double Median(std::vector<double> v);
 
 }  // namespace bench
 }  // namespace wizq

@@ -264,12 +264,6 @@ void ResetProfile(const PgCluster& db) {
   Check("reset", c->Exec("SELECT pg_stat_statements_reset()"));
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 std::vector<int> IntList(const char* text) {
   std::vector<int> out;
   std::stringstream in(text);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/machine.h"  // Median
 #include "queue/dir/queue.h"
 #include "util/status.h"
 
@@ -27,7 +28,6 @@ struct BenchOptions {
 double NowUs();    // monotonic
 double CpuUs();    // user + system CPU of this process
 int64_t WallMs();  // wall clock
-double Median(std::vector<double> v);
 double Percentile(std::vector<double>* v, double p);  // sorts *v
 [[noreturn]] void Die(const std::string& what);
 void Check(const std::string& what, const Status& s);  // Die unless ok

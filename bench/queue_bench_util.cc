@@ -36,11 +36,6 @@ double CpuUs() {
          ru.ru_stime.tv_usec;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 double Percentile(std::vector<double>* v, double p) {
   if (v->empty()) return 0;
   std::sort(v->begin(), v->end());
