@@ -21,12 +21,15 @@
 // runs must not contend.
 //
 //   pg_bench [--tasks N] [--workers 1,4,16] [--batch B] [--rounds R]
-//            [--profile]
+//            [--profile] [--no-extras]
 //
 // Each worker count runs R rounds (default 3) of baseline, wizq-pg and
 // wizq-dir in turn; the figures are the medians, the ratio is of the
 // medians, and the range is of the rounds' own ratios (the machines are
 // shared and noisy: one invocation's baseline moved 66-147 us a task).
+//
+// --no-extras: only the rounds (not the unbatched 16 workers, not the 16
+// runs at once), e.g. to profile one worker count alone.
 //
 // --profile: after each wizq-pg figure, the statements of that run by
 // server time (pg_stat_statements, reset before the run), to see where a
@@ -235,26 +238,33 @@ void PrintProfile(const PgCluster& db, double wall_s) {
   Check("connect", db.Connect(&c));
   PgResult r;
   Check("pg_stat_statements",
-        c->Exec("SELECT calls, total_exec_time AS ms, "
-                "regexp_replace(query, '\\s+', ' ', 'g') AS q "
+        c->Exec("SELECT calls, plans, total_exec_time AS ms, "
+                "total_plan_time AS pms, regexp_replace(query, '\\s+', ' ', "
+                "'g') AS q "
                 "FROM pg_stat_statements WHERE query NOT LIKE "
                 "'%pg_stat_statements%' ORDER BY total_exec_time DESC",
                 {}, &r));
-  double sum = 0;
+  double sum = 0, plan = 0;
   for (int i = 0; i < r.rows(); i++) {
     sum += std::stod(std::string(r.Get(i, "ms")));
+    plan += std::stod(std::string(r.Get(i, "pms")));
   }
-  std::printf("  server time %.0f ms of %.0f ms wall; top statements:\n", sum,
-              wall_s * 1e3);
+  std::printf(
+      "  server time %.0f ms executing, %.0f ms planning, of %.0f ms wall; "
+      "top statements (calls, plans, ms executing, us a call, us planning "
+      "a call):\n",
+      sum, plan, wall_s * 1e3);
   for (int i = 0; i < r.rows() && i < 14; i++) {
     const double ms = std::stod(std::string(r.Get(i, "ms")));
-    const int64_t calls = r.GetInt(i, "calls");
+    const int64_t calls = r.GetInt(i, "calls"), plans = r.GetInt(i, "plans");
+    const double pms = std::stod(std::string(r.Get(i, "pms")));
     // Its start and its end: two statements often differ only in one.
     std::string q(r.Get(i, "q"));
     if (q.size() > 120) q = q.substr(0, 55) + " ... " + q.substr(q.size() - 60);
-    std::printf("  %8lld calls %8.0f ms %7.1f us  %s\n",
-                static_cast<long long>(calls), ms,
-                ms * 1e3 / static_cast<double>(calls), q.c_str());
+    std::printf("  %7lld %7lld %7.0f %7.1f %7.1f  %s\n",
+                static_cast<long long>(calls), static_cast<long long>(plans),
+                ms, ms * 1e3 / static_cast<double>(calls),
+                pms * 1e3 / static_cast<double>(calls), q.c_str());
   }
 }
 
@@ -271,16 +281,20 @@ std::vector<int> IntList(const char* text) {
   return out;
 }
 
+void Extras(const PgCluster& db, int64_t tasks, int batch);
+
 int Main(int argc, char** argv) {
   int64_t tasks = 4000;
   int batch = 8;
   int rounds = 3;
   std::vector<int> workers = {1, 4, 16};
-  bool profile = false;
+  bool profile = false, extras = true;
   for (int i = 1; i < argc; i++) {
     const bool value = i + 1 < argc;
     if (!strcmp(argv[i], "--profile")) {
       profile = true;
+    } else if (!strcmp(argv[i], "--no-extras")) {
+      extras = false;
     } else if (value && !strcmp(argv[i], "--tasks")) {
       tasks = std::atoll(argv[++i]);
     } else if (value && !strcmp(argv[i], "--rounds")) {
@@ -301,6 +315,7 @@ int Main(int argc, char** argv) {
   if (profile) {
     co.settings.push_back("shared_preload_libraries = 'pg_stat_statements'");
     co.settings.push_back("pg_stat_statements.track = all");
+    co.settings.push_back("pg_stat_statements.track_planning = on");
   }
   PgCluster db(co);
   Check("start PostgreSQL", db.Start());
@@ -344,6 +359,14 @@ int Main(int argc, char** argv) {
                 *std::max_element(ratio.begin(), ratio.end()));
     std::fflush(stdout);
   }
+  if (extras) Extras(db, tasks, batch);
+  std::printf("%s\n", MachineLine("/tmp").c_str());
+  return 0;
+}
+
+// One run of 16 workers unbatched; 16 runs at once against one run.
+void Extras(const PgCluster& db, int64_t tasks, int batch) {
+  const double us = 1e6 / static_cast<double>(tasks);
   const double one = Wizq(db.Location(), "one", 1, 16, tasks, 1) * us;
   const double base1 = Baseline(db, 16, tasks, 1) * us;
   std::printf(
@@ -356,8 +379,6 @@ int Main(int argc, char** argv) {
       "16 runs at once (1 worker each): %.1f us/task; one run of 16 "
       "workers: %.1f us/task (ratio %.2f)\n",
       many, single, many / single);
-  std::printf("%s\n", MachineLine("/tmp").c_str());
-  return 0;
 }
 
 }  // namespace

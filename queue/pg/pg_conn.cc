@@ -332,6 +332,12 @@ Status PgConn::Prepare(const std::string& name, std::string_view sql) {
       });
 }
 
+Status PgConn::ForgetPrepared() {
+  WIZQ_RETURN_IF_ERROR(Exec("DEALLOCATE ALL"));
+  prepared_.clear();
+  return Status::OK();
+}
+
 Status PgConn::ExecPrepared(const std::string& name,
                             const std::vector<PgParam>& params,
                             PgResult* result) {

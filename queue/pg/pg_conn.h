@@ -132,6 +132,16 @@ class PgConn {
                       const std::vector<PgParam>& params,
                       PgResult* result = nullptr);
 
+  // Forgets every prepared statement of the session (DEALLOCATE ALL):
+  // Exec prepares each again on its next use, and PostgreSQL makes its
+  // generic plan anew after five more runs, with the tables as they are
+  // then (docs/POSTGRES.md, "Plans and dead rows").
+  Status ForgetPrepared();
+  // Whether the session's generic plans may date from a small run (kept
+  // for PgStore, which sets it and calls ForgetPrepared).
+  bool plans_small() const { return plans_small_; }
+  void set_plans_small(bool small) { plans_small_ = small; }
+
   // BEGIN ISOLATION LEVEL READ COMMITTED.
   static constexpr std::string_view kBeginSql =
       "BEGIN ISOLATION LEVEL READ COMMITTED";
@@ -232,6 +242,7 @@ class PgConn {
   // Exec's prepared statements: text -> name (wizq_<n>).
   static constexpr size_t kMaxPrepared = 256;
   std::unordered_map<std::string, std::string> prepared_;
+  bool plans_small_ = false;
 };
 
 // Rolls back the open transaction of `conn` when it goes out of scope

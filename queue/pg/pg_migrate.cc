@@ -29,6 +29,11 @@ CREATE TABLE {schema}.schema_version (
 // and refuses \u0000, and the events must read back byte for byte. Times
 // are ms since the Unix epoch on the database's clock (clock_timestamp()),
 // as the contract's Task and RunInfo carry them.
+//
+// No foreign key from tasks or events to runs: a run's row is never
+// deleted (a fresh run archives it), and the key's check is a query per
+// row inserted: about 90 us of the server's time for a transaction's 16
+// events (docs/POSTGRES.md, "Round trips").
 constexpr std::string_view kStep1 = R"sql(
 -- One row per run; a run_id names one current (not archived) run. Every
 -- transaction of a run locks its row first (SELECT ... FOR UPDATE): the
@@ -79,7 +84,7 @@ CREATE UNIQUE INDEX runs_live_run_id ON {schema}.runs (run_id)
 -- claim held by a lease (an agent). open_children, settled_counted and
 -- hook_due are kept incrementally as transitions settle tasks.
 CREATE TABLE {schema}.tasks (
-  run              bigint NOT NULL REFERENCES {schema}.runs ON DELETE CASCADE,
+  run              bigint NOT NULL,        -- runs.run
   task_id          bigint NOT NULL,
   parent           bigint NOT NULL DEFAULT 0,
   step             text NOT NULL,
@@ -132,7 +137,7 @@ CREATE INDEX tasks_hooks_due ON {schema}.tasks (run, task_id) WHERE hook_due;
 
 -- The run's events, seq 1, 2, 3... in commit order (queue/events.h).
 CREATE TABLE {schema}.events (
-  run     bigint NOT NULL REFERENCES {schema}.runs ON DELETE CASCADE,
+  run     bigint NOT NULL,               -- runs.run
   seq     bigint NOT NULL,
   kind    text NOT NULL,
   body    text NOT NULL,                 -- the event's exact JSON text

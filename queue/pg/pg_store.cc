@@ -151,6 +151,24 @@ Status PgStore::LockRun(int64_t run, PgRun* locked, int64_t* now_ms,
   return Status::OK();
 }
 
+// PostgreSQL costs a never-analyzed table of a few hundred rows from its
+// pages, and every index of it alike: a generic plan made then (after a
+// prepared statement's fifth run) may read an index by the run alone, and
+// it is kept until the table is analyzed. A task's write by its key then
+// walked every task of the run: 2.9 ms a write at 10^5 tasks instead of
+// 30 us (docs/POSTGRES.md, "Plans and dead rows"). So a session that
+// planned while the run was small makes its plans again, once, when the
+// run is no longer small.
+Status PgStore::RemakeSmallPlans(const PgRun& run) {
+  if (run.next_task <= kPgSmallRunTasks) {
+    conn_->set_plans_small(true);
+    return Status::OK();
+  }
+  if (!conn_->plans_small()) return Status::OK();
+  conn_->set_plans_small(false);
+  return conn_->ForgetPrepared();
+}
+
 namespace {
 
 // A serialization failure, a deadlock, a lock timeout: the server rolled
@@ -241,13 +259,16 @@ Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
     ~Ended() { *began = 0; }
   } ended{&txn_began_ms_};
   // In the round trip that locks the run's row: a worker that holds its
-  // liveness renews every claim of its own (first, before a row is read:
-  // what it claims or starts holds a lease from now whatever its
-  // renewer's luck); the rows it still holds by those claims are read (a
-  // transaction mostly ends or starts them; one it lost, or an agent's
-  // lease, is locked only if the transaction needs it); the others'
-  // claims are read for Reclaim.
-  const bool renews = !worker_id_.empty() && live();
+  // liveness renews every claim of its own when its last proof of life is
+  // a sixth of the lease old (first, before a row is read: what it claims
+  // or starts holds a lease from now whatever its renewer's luck; not in
+  // every transaction: a renewal writes each held row again, and most of
+  // them are then written once more, ended); the rows it still holds by
+  // those claims are read (a transaction mostly ends or starts them; one
+  // it lost, or an agent's lease, is locked only if the transaction needs
+  // it); the others' claims are read for Reclaim.
+  const bool renews = !worker_id_.empty() && live() &&
+                      MonoMs() - proof_mono_ms_.load() >= worker_lease_ms_ / 6;
   std::vector<int64_t> held;
   if (!worker_id_.empty()) {
     for (const auto& [id, h] : held_) held.push_back(id);
@@ -260,6 +281,7 @@ Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
   also.push_back(ReclaimScan());
   std::vector<PgResult> got;
   Status s = Begin(run_, &run, &now, &txn_began_ms_, std::move(also), &got);
+  if (s.ok()) s = RemakeSmallPlans(run);
   const int64_t began = txn_began_ms_.load();
   if (s.IsConflict()) writable_ = s;  // archived: it stays so
   bool committing = false;

@@ -132,6 +132,10 @@ class PgStore : public Store {
                  std::vector<PgStatement> also, std::vector<PgResult>* got);
   Status TryTransact(const std::function<Status(StoreTxn&)>& fn,
                      int64_t give_up_ms, bool* again);
+  // Up to this many tasks a run is small: a session's generic plans made
+  // then are made again once it is not (RemakeSmallPlans).
+  static constexpr int64_t kPgSmallRunTasks = 1024;
+  Status RemakeSmallPlans(const PgRun& run);
   Status Commit(PgWork* w, int64_t give_up_ms, bool* again);
   Status Commit(PgWork* w) {  // opening and closing: not run again
     bool again = false;

@@ -389,22 +389,38 @@ TEST_F(PgStoreTest, AnAgentsHeartbeatDoesNotWaitForTheRunsRow) {
   }));
 }
 
-// Every transaction of a live worker renews all its claims too: its local
-// deadline moves on with each commit, not only with its renewer (here a
-// minute apart), so that what it claims is never started already past it.
-TEST_F(PgStoreTest, EachTransactionOfALiveWorkerIsAProofOfLife) {
-  StoreOptions oa = Options({MakeNew("S", "{}")});
-  oa.worker_lease_ms = 60000;
+// A transaction of a live worker renews all its claims too once its last
+// proof of life is a sixth of the lease old: its local deadline moves on
+// with the commit, not only with its renewer (every third of the lease),
+// so that what it claims is never started near it. Younger, it renews
+// nothing: a renewal writes every held row once more.
+TEST_F(PgStoreTest, ATransactionIsAProofOfLifeOnceASixthOfTheLeaseWent) {
+  StoreOptions oa = Options({MakeNew("S", "{}"), MakeNew("S", "{\"i\":2}")});
+  oa.worker_lease_ms = 12000;  // the renewer's first renewal after 4 s
   auto a = OpenOk(oa);
   ASSERT_NE(a, nullptr);
   const int64_t before = a->LocalDeadlineMs();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ClaimFilter f;
   f.steps = {"S"};
+  f.max = 1;
   std::vector<wizq::Task> got;
   ASSERT_OK(ClaimStarted(a.get(), f, &got));
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_GE(a->LocalDeadlineMs(), before + 300);
+  EXPECT_EQ(a->LocalDeadlineMs(), before) << "a young proof was renewed";
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  auto until = [&] {
+    PgResult r;
+    EXPECT_OK(admin_->Exec(
+        "SELECT claim_until_ms FROM " + schema_ + ".tasks WHERE task_id = $1",
+        {got[0].id}, &r));
+    return r.rows() == 1 ? r.GetInt(0, "claim_until_ms") : 0;
+  };
+  const int64_t held_until = until();
+  std::vector<wizq::Task> more;
+  ASSERT_OK(ClaimStarted(a.get(), f, &more));
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_GE(a->LocalDeadlineMs(), before + 2100);
+  EXPECT_GE(until(), held_until + 2000) << "the held claim was not renewed";
 }
 
 // The backend of the store's transaction session (its last statement
