@@ -70,7 +70,9 @@ double ProbeClaimMs(Store* s, int rounds, int first) {
 
 // The plan of `execute` ("EXECUTE name(args)" of a prepared statement),
 // custom and generic (as a prepared statement's becomes after five runs),
-// reads the partial index of pending tasks, never the whole table.
+// reads the partial index of pending tasks in id order (an index scan, not
+// a bitmap scan that fetches every pending row to sort them), never the
+// whole table.
 void ExpectReadsTasksReady(PgConn* admin, const std::string& execute) {
   for (const char* mode : {"force_custom_plan", "force_generic_plan"}) {
     ASSERT_OK(admin->ExecScript(std::string("SET plan_cache_mode = ") + mode));
@@ -80,8 +82,10 @@ void ExpectReadsTasksReady(PgConn* admin, const std::string& execute) {
     for (int i = 0; i < plan.rows(); i++) {
       text += std::string(plan.Get(i, 0)) + "\n";
     }
-    EXPECT_NE(text.find("tasks_ready"), std::string::npos) << mode << ":\n"
-                                                           << text;
+    EXPECT_NE(text.find("Scan using tasks_ready"), std::string::npos)
+        << mode << ":\n"
+        << text;
+    EXPECT_EQ(text.find("Bitmap"), std::string::npos) << mode << ":\n" << text;
     EXPECT_EQ(text.find("Seq Scan on tasks"), std::string::npos)
         << mode << ":\n"
         << text;
