@@ -98,7 +98,9 @@ Status PgStoreTxn::ClaimBatch(const ClaimFilter& f, int64_t limit,
         {w_->run().run, now_ms(), *after, PgArray(steps),
          PgArray({f.answered_only.begin(), f.answered_only.end()}),
          PgArray(hooks), f.below_id, PgIntArray(skip), limit,
-         store_->host_key(), live_key}}},
+         store_->host_key(), live_key},
+        /*planned=*/false,
+        /*generic=*/true}},
       &got));
   const PgResult& r = got[0];
   *more = r.rows() == limit;

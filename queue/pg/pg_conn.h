@@ -77,7 +77,24 @@ struct PgStatement {
   std::string sql;
   std::vector<PgParam> params;
   bool planned = false;  // never prepared, as ExecPlanned
+  // Prepared, and run on a generic plan made without sequential scans,
+  // bitmap scans or sorts (kPgGenericPlansSql before it, inside a
+  // transaction, kPgCustomPlansSql after): the plan of a scan in index
+  // order whatever the statistics say (docs/POSTGRES.md, "Plans and dead
+  // rows").
+  bool generic = false;
 };
+
+// The settings of a `generic` statement, for this transaction ($1: true),
+// and back to the session's defaults.
+inline constexpr std::string_view kPgGenericPlansSql =
+    "SELECT set_config('plan_cache_mode', 'force_generic_plan', $1), "
+    "set_config('enable_seqscan', 'off', $1), set_config('enable_bitmapscan', "
+    "'off', $1), set_config('enable_sort', 'off', $1)";
+inline constexpr std::string_view kPgCustomPlansSql =
+    "SELECT set_config('plan_cache_mode', NULL, $1), set_config("
+    "'enable_seqscan', NULL, $1), set_config('enable_bitmapscan', NULL, $1), "
+    "set_config('enable_sort', NULL, $1)";
 
 // A notification received on a LISTENed channel.
 struct PgNotification {
@@ -213,7 +230,7 @@ class PgConn {
   Status PreparedName(const std::string& sql, size_t params, std::string* name);
   // queue/pg/pg_pipeline.cc: at most kPipelineChunk statements and a sync,
   // then their answers.
-  Status PipelineChunk(const PgStatement* statements, size_t n,
+  Status PipelineChunk(const PgStatement* const* statements, size_t n,
                        PgResult* results);
   Status ReadPipeline(size_t n, PgResult* results);
   // The next result of a pipeline, waiting at most until `deadline`:

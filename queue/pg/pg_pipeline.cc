@@ -28,17 +28,32 @@ constexpr size_t kPipelineChunk = 64;
 
 Status PgConn::ExecPipeline(const std::vector<PgStatement>& statements,
                             std::vector<PgResult>* results) {
-  std::vector<PgResult> kept(statements.size());
-  for (size_t first = 0; first < statements.size(); first += kPipelineChunk) {
-    const size_t n = std::min(kPipelineChunk, statements.size() - first);
-    WIZQ_RETURN_IF_ERROR(
-        PipelineChunk(statements.data() + first, n, kept.data() + first));
+  static const PgStatement kGeneric = {std::string(kPgGenericPlansSql), {true}};
+  static const PgStatement kCustom = {std::string(kPgCustomPlansSql), {true}};
+  // What is sent: each generic statement between its settings; at[i] is
+  // where statement i went.
+  std::vector<const PgStatement*> sent;
+  std::vector<size_t> at;
+  for (const PgStatement& s : statements) {
+    if (s.generic) sent.push_back(&kGeneric);
+    at.push_back(sent.size());
+    sent.push_back(&s);
+    if (s.generic) sent.push_back(&kCustom);
   }
-  if (results != nullptr) *results = std::move(kept);
+  std::vector<PgResult> kept(sent.size());
+  for (size_t first = 0; first < sent.size(); first += kPipelineChunk) {
+    const size_t n = std::min(kPipelineChunk, sent.size() - first);
+    WIZQ_RETURN_IF_ERROR(
+        PipelineChunk(sent.data() + first, n, kept.data() + first));
+  }
+  if (results != nullptr) {
+    results->clear();
+    for (size_t i : at) results->push_back(std::move(kept[i]));
+  }
   return Status::OK();
 }
 
-Status PgConn::PipelineChunk(const PgStatement* statements, size_t n,
+Status PgConn::PipelineChunk(const PgStatement* const* statements, size_t n,
                              PgResult* results) {
   if (lost_) return LostStatus("PostgreSQL");
   // Prepared (a round trip each, once per session) and bound first: a
@@ -46,11 +61,11 @@ Status PgConn::PipelineChunk(const PgStatement* statements, size_t n,
   std::vector<std::string> names(n);
   std::vector<Bound> bound(n);
   for (size_t i = 0; i < n; i++) {
-    if (!statements[i].planned) {
+    if (!statements[i]->planned) {
       WIZQ_RETURN_IF_ERROR(PreparedName(
-          statements[i].sql, statements[i].params.size(), &names[i]));
+          statements[i]->sql, statements[i]->params.size(), &names[i]));
     }
-    WIZQ_RETURN_IF_ERROR(Bind("PostgreSQL", statements[i].params, &bound[i]));
+    WIZQ_RETURN_IF_ERROR(Bind("PostgreSQL", statements[i]->params, &bound[i]));
   }
   if (PQenterPipelineMode(conn_) != 1) return Fail("PostgreSQL", nullptr);
   bool sent = true;
@@ -58,7 +73,7 @@ Status PgConn::PipelineChunk(const PgStatement* statements, size_t n,
     const Bound& b = bound[i];
     const int count = static_cast<int>(b.values.size());
     sent = names[i].empty()
-               ? PQsendQueryParams(conn_, statements[i].sql.c_str(), count,
+               ? PQsendQueryParams(conn_, statements[i]->sql.c_str(), count,
                                    nullptr, b.values.data(), b.lengths.data(),
                                    b.formats.data(), 0) == 1
                : PQsendQueryPrepared(conn_, names[i].c_str(), count,

@@ -72,10 +72,19 @@ double ProbeClaimMs(Store* s, int rounds, int first) {
 // custom and generic (as a prepared statement's becomes after five runs),
 // reads the partial index of pending tasks in id order (an index scan, not
 // a bitmap scan that fetches every pending row to sort them), never the
-// whole table.
-void ExpectReadsTasksReady(PgConn* admin, const std::string& execute) {
-  for (const char* mode : {"force_custom_plan", "force_generic_plan"}) {
-    ASSERT_OK(admin->ExecScript(std::string("SET plan_cache_mode = ") + mode));
+// whole table. `generic`: the statement is a PgStatement::generic one (the
+// claim), planned as the store plans it: only the generic plan, made
+// under kPgGenericPlansSql's settings.
+void ExpectReadsTasksReady(PgConn* admin, const std::string& execute,
+                           bool generic = false) {
+  std::vector<std::string> modes = {"force_generic_plan"};
+  if (!generic) modes.push_back("force_custom_plan");
+  for (const std::string& mode : modes) {
+    if (generic) {
+      ASSERT_OK(admin->Exec(kPgGenericPlansSql, {false}));
+    } else {
+      ASSERT_OK(admin->ExecScript("SET plan_cache_mode = " + mode));
+    }
     PgResult plan;
     ASSERT_OK(admin->Exec("EXPLAIN " + execute, {}, &plan));
     std::string text;
@@ -86,11 +95,27 @@ void ExpectReadsTasksReady(PgConn* admin, const std::string& execute) {
         << mode << ":\n"
         << text;
     EXPECT_EQ(text.find("Bitmap"), std::string::npos) << mode << ":\n" << text;
+    EXPECT_EQ(text.find("Sort"), std::string::npos) << mode << ":\n" << text;
     EXPECT_EQ(text.find("Seq Scan on tasks"), std::string::npos)
         << mode << ":\n"
         << text;
   }
-  EXPECT_OK(admin->ExecScript("RESET plan_cache_mode"));
+  EXPECT_OK(admin->Exec(kPgCustomPlansSql, {false}));
+}
+
+// The claim query, prepared as "claim" on `admin` for the run of the
+// store's schema; returns its EXECUTE with `steps` (a text[] literal).
+std::string PrepareClaim(PgConn* admin, const std::string& schema,
+                         const std::string& steps) {
+  PgResult run;
+  EXPECT_OK(admin->Exec("SELECT run FROM " + schema + ".runs", {}, &run));
+  const std::string sql =
+      PgSchemaSql(std::string("SELECT ") + kPgTaskColumns + kPgClaimable,
+                  admin->QuoteIdentifier(schema));
+  EXPECT_OK(admin->ExecScript("PREPARE claim AS " + sql));
+  return "EXECUTE claim(" + std::string(run.Get(0, "run")) +
+         ", (extract(epoch FROM now()) * 1000)::bigint, 0, '" + steps +
+         "', '{Gate}', '{}', 0, '{}', 10, 'elsewhere', 12345)";
 }
 
 // Pitfall row 9: 10^4 pending rows no claim may take (a step this worker
@@ -122,17 +147,27 @@ TEST_F(PgStoreTest, IneligibleRowsAheadOfEligibleOnesNeitherHideThemNorScan) {
     EXPECT_EQ(got[i].id, static_cast<int64_t>(10001 + i));
   }
 
-  PgResult run;
-  ASSERT_OK(admin_->Exec("SELECT run FROM " + schema_ + ".runs", {}, &run));
-  const std::string sql =
-      PgSchemaSql(std::string("SELECT ") + kPgTaskColumns + kPgClaimable,
-                  admin_->QuoteIdentifier(schema_));
-  ASSERT_OK(admin_->ExecScript("PREPARE claim AS " + sql));
-  const std::string args =
-      "(" + std::string(run.Get(0, "run")) +
-      ", (extract(epoch FROM now()) * 1000)::bigint, 0, '{S,Gate,Later}', "
-      "'{Gate}', '{}', 0, '{}', 10, 'elsewhere', 12345)";
-  ExpectReadsTasksReady(admin_.get(), "EXECUTE claim" + args);
+  ExpectReadsTasksReady(admin_.get(),
+                        PrepareClaim(admin_.get(), schema_, "{S,Gate,Later}"),
+                        /*generic=*/true);
+}
+
+// Once autovacuum analyzed the tasks (here ANALYZE, with every task of the
+// run pending), PostgreSQL's own generic plan of the claim fetches every
+// pending row and sorts them, and it kept planning the claim on each run
+// instead (374 us a claim). The store runs it on a generic plan made
+// without sorts (PgStatement::generic), which reads tasks_ready in order.
+TEST_F(PgStoreTest, TheClaimKeepsAnOrderedPlanOnceTheTasksAreAnalyzed) {
+  auto s = OpenOk(Options());
+  ASSERT_NE(s, nullptr);
+  ASSERT_OK(SubmitMany(s.get(), "S", 0, 5000));
+  ASSERT_OK(admin_->Exec("ANALYZE " + schema_ + ".tasks"));
+  ExpectReadsTasksReady(admin_.get(),
+                        PrepareClaim(admin_.get(), schema_, "{S}"),
+                        /*generic=*/true);
+  int n = 0;  // and the store claims through it
+  ASSERT_OK(ClaimAndComplete(s.get(), {"S"}, 8, &n));
+  EXPECT_EQ(n, 8);
 }
 
 // The claim's transaction raises the run's pending floor in the write of
