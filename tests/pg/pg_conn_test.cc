@@ -333,6 +333,35 @@ TEST_F(PgConnTest, APipelineStopsAtItsFirstFailure) {
   EXPECT_EQ(r.GetInt(0, "n"), 1);
 }
 
+// A generic statement runs between its settings (PgStatement::generic):
+// its answer is its own, in its place among the others', and after it the
+// settings are the session's again.
+TEST_F(PgConnTest, AGenericStatementRunsUnderItsSettingsAndNoOther) {
+  ASSERT_OK(admin_->Begin());
+  PgStatement during{
+      "SELECT current_setting('plan_cache_mode') AS m, "
+      "current_setting('enable_sort') AS s, $1::int AS i",
+      {2}};
+  during.generic = true;
+  std::vector<PgResult> r;
+  ASSERT_OK(admin_->ExecPipeline(
+      {{"SELECT $1::int AS i", {1}},
+       during,
+       {"SELECT current_setting('plan_cache_mode') AS m, "
+        "current_setting('enable_sort') AS s, $1::int AS i",
+        {3}}},
+      &r));
+  ASSERT_OK(admin_->Commit());
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].GetInt(0, "i"), 1);
+  EXPECT_EQ(r[1].GetInt(0, "i"), 2);
+  EXPECT_EQ(r[1].Get(0, "m"), "force_generic_plan");
+  EXPECT_EQ(r[1].Get(0, "s"), "off");
+  EXPECT_EQ(r[2].GetInt(0, "i"), 3);
+  EXPECT_EQ(r[2].Get(0, "m"), "auto");
+  EXPECT_EQ(r[2].Get(0, "s"), "on");
+}
+
 // A session ended while a pipeline waits is lost, as for one statement.
 TEST_F(PgConnTest, ASessionLostDuringAPipelineIsLost) {
   auto victim = Connect();
