@@ -227,7 +227,9 @@ TEST_F(PgStoreTest, PlansMadeWhileTheRunWasSmallAreMadeAgain) {
     ASSERT_OK(ClaimAndComplete(s.get(), {"S"}, 1, &n));
     ASSERT_EQ(n, 1);
   }
-  ASSERT_OK(SubmitMany(s.get(), "S", 20, 20000));
+  for (int i = 20; i < 20020; i += 1000) {  // a fan-out: 1,000 a transaction
+    ASSERT_OK(SubmitMany(s.get(), "S", i, 1000));
+  }
   // A session flushes its statistics at the end of a transaction at most
   // once a second: after this one's, those of everything before it are in.
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
