@@ -55,13 +55,12 @@ void PgWork::CacheRows(const PgResult& r) {
 }
 
 Status PgWork::FindByDedupKey(const std::string& key, int64_t* id) {
-  *id = 0;
-  for (const auto& [tid, t] : cache_) {
-    if (t->t.dedup_key == key) {
-      *id = tid;
-      return Status::OK();
-    }
+  auto cached = keys_.find(key);
+  if (cached != keys_.end()) {
+    *id = cached->second;
+    return Status::OK();
   }
+  *id = 0;
   PgResult r;
   WIZQ_RETURN_IF_ERROR(
       conn_->ExecPlanned(Sql("SELECT task_id FROM {s}.tasks WHERE run = $1 "
@@ -73,7 +72,12 @@ Status PgWork::FindByDedupKey(const std::string& key, int64_t* id) {
 
 PgTask* PgWork::Cache(const PgTask& row) {
   auto& slot = cache_[row.t.id];
-  if (!slot) slot = std::make_unique<PgTask>(row);
+  if (!slot) {
+    slot = std::make_unique<PgTask>(row);
+    // The first cached task of a key (a key never changes).
+    auto [it, fresh] = keys_.emplace(row.t.dedup_key, row.t.id);
+    if (!fresh && row.t.id < it->second) it->second = row.t.id;
+  }
   return slot.get();
 }
 

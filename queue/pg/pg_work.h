@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -218,6 +219,9 @@ class PgWork {
   int64_t now_ms_;
   Status error_;
   std::map<int64_t, std::unique_ptr<PgTask>> cache_;
+  // The cached tasks by dedup key: a submit of 10^5 tasks in one
+  // transaction looked each key up among all of them (50,000 took 43 s).
+  std::unordered_map<std::string, int64_t> keys_;
   std::vector<std::string> kinds_, lines_;  // staged, not yet written
   int64_t events_ = 0;
   std::string last_line_;
