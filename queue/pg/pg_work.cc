@@ -74,9 +74,12 @@ PgTask* PgWork::Cache(const PgTask& row) {
   auto& slot = cache_[row.t.id];
   if (!slot) {
     slot = std::make_unique<PgTask>(row);
-    // The first cached task of a key (a key never changes).
-    auto [it, fresh] = keys_.emplace(row.t.dedup_key, row.t.id);
-    if (!fresh && row.t.id < it->second) it->second = row.t.id;
+    // The first cached task of a key (a key never changes; none, an
+    // import's duplicate, is never deduplicated).
+    if (!row.t.dedup_key.empty()) {
+      auto [it, fresh] = keys_.emplace(row.t.dedup_key, row.t.id);
+      if (!fresh && row.t.id < it->second) it->second = row.t.id;
+    }
   }
   return slot.get();
 }
