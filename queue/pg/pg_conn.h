@@ -72,6 +72,13 @@ struct PgConnOptions {
   int answer_timeout_ms = kPgAnswerTimeoutMs;
 };
 
+// Statements sent before a sync (PgConn::ExecPipeline). libpq in blocking
+// mode waits on its own writes while a pipeline is sent; the server's
+// answers to what it has run meanwhile must fit in the socket's buffers,
+// or both sides wait. An answer here is a few dozen bytes (a row count)
+// or a claim's rows.
+inline constexpr size_t kPgPipelineChunk = 64;
+
 // One statement of a pipeline (PgConn::ExecPipeline).
 struct PgStatement {
   std::string sql;
@@ -228,7 +235,7 @@ class PgConn {
   // The name Exec runs `sql` under, prepared on first use ("" once the
   // session holds kMaxPrepared: planned on each run then).
   Status PreparedName(const std::string& sql, size_t params, std::string* name);
-  // queue/pg/pg_pipeline.cc: at most kPipelineChunk statements and a sync,
+  // queue/pg/pg_pipeline.cc: at most kPgPipelineChunk statements and a sync,
   // then their answers.
   Status PipelineChunk(const PgStatement* const* statements, size_t n,
                        PgResult* results);

@@ -18,12 +18,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Statements sent before a sync. libpq in blocking mode waits on its own
-// writes while a pipeline is sent; the server's answers to what it has
-// run meanwhile must fit in the socket's buffers, or both sides wait.
-// An answer here is a few dozen bytes (a row count) or a claim's rows.
-constexpr size_t kPipelineChunk = 64;
-
 }  // namespace
 
 Status PgConn::ExecPipeline(const std::vector<PgStatement>& statements,
@@ -41,8 +35,8 @@ Status PgConn::ExecPipeline(const std::vector<PgStatement>& statements,
     if (s.generic) sent.push_back(&kCustom);
   }
   std::vector<PgResult> kept(sent.size());
-  for (size_t first = 0; first < sent.size(); first += kPipelineChunk) {
-    const size_t n = std::min(kPipelineChunk, sent.size() - first);
+  for (size_t first = 0; first < sent.size(); first += kPgPipelineChunk) {
+    const size_t n = std::min(kPgPipelineChunk, sent.size() - first);
     WIZQ_RETURN_IF_ERROR(
         PipelineChunk(sent.data() + first, n, kept.data() + first));
   }

@@ -84,8 +84,11 @@ PgTask* PgWork::Cache(const PgTask& row) {
   return slot.get();
 }
 
-// One round trip: the events (at commit), the rows and the run's row,
-// then `also` (a claim query; a notification at commit).
+// The events (at commit), the rows and the run's row, then `also` (a
+// claim query; a notification at commit), in one round trip for up to
+// kPgPipelineChunk statements. Each chunk is sent once made: built first,
+// the 10^5 rows of a fan-out's submits left the session idle in its
+// transaction long enough (2 s under TSan) for the server to end it.
 Status PgWork::Flush(std::vector<PgStatement> also,
                      std::vector<PgResult>* also_results, bool events) {
   if (!error_.ok()) return error_;
@@ -101,13 +104,17 @@ Status PgWork::Flush(std::vector<PgStatement> also,
     kinds_.clear();
     lines_.clear();
   }
-  const size_t rows_from = batch.size();
-  std::vector<PgTask*> written;
+  size_t rows_from = batch.size();
+  std::vector<PgTask*> written;  // batch[rows_from...]
   for (auto& [id, t] : cache_) {
     if (!t->dirty) continue;
     batch.push_back(TaskWrite(*t));
     written.push_back(t.get());
     LowerFloors(t->t);
+    if (batch.size() == kPgPipelineChunk) {
+      WIZQ_RETURN_IF_ERROR(Send(&batch, rows_from, &written, nullptr));
+      rows_from = 0;
+    }
   }
   if (changed || run_dirty_) {
     batch.push_back(PgRunWrite(quoted_, *run_, raise_floor_));
@@ -115,20 +122,31 @@ Status PgWork::Flush(std::vector<PgStatement> also,
   run_dirty_ = false;
   const size_t also_from = batch.size();
   for (PgStatement& s : also) batch.push_back(std::move(s));
-  if (batch.empty()) return Status::OK();
   std::vector<PgResult> results;
-  WIZQ_RETURN_IF_ERROR(conn_->ExecPipeline(batch, &results));
+  WIZQ_RETURN_IF_ERROR(Send(&batch, rows_from, &written, &results));
   if (also_results != nullptr) {
     also_results->clear();
     for (size_t i = also_from; i < results.size(); i++) {
       also_results->push_back(std::move(results[i]));
     }
   }
-  for (size_t i = 0; i < written.size(); i++) {
-    PgTask* row = written[i];
-    // An update's fence: the row is as this transaction read or last wrote
-    // it (an insert of a row already there failed the pipeline instead).
-    if (results[rows_from + i].affected_rows() != 1) {
+  return Status::OK();
+}
+
+// Sends *batch, whose statements from `rows_from` write the rows
+// *written, and empties both. An update's fence: the row is as this
+// transaction read or last wrote it (an insert of a row already there
+// failed the pipeline instead).
+Status PgWork::Send(std::vector<PgStatement>* batch, size_t rows_from,
+                    std::vector<PgTask*>* written,
+                    std::vector<PgResult>* results) {
+  if (batch->empty()) return Status::OK();
+  std::vector<PgResult> answers;
+  WIZQ_RETURN_IF_ERROR(conn_->ExecPipeline(*batch, &answers));
+  batch->clear();
+  for (size_t i = 0; i < written->size(); i++) {
+    PgTask* row = (*written)[i];
+    if (answers[rows_from + i].affected_rows() != 1) {
       return Status::Conflict("task " + std::to_string(row->t.id) +
                               " changed under this transaction (its claim "
                               "was lost): nothing was written");
@@ -139,6 +157,8 @@ Status PgWork::Flush(std::vector<PgStatement> also,
     row->stored_token = row->claim_token;
     row->dirty = false;
   }
+  written->clear();
+  if (results != nullptr) *results = std::move(answers);
   return Status::OK();
 }
 

@@ -211,6 +211,8 @@ class PgWork {
   void UpdateHookDue(PgTask* t);
   Status MarkHooksStale(int64_t from);
   PgStatement TaskWrite(const PgTask& t) const;
+  Status Send(std::vector<PgStatement>* batch, size_t rows_from,
+              std::vector<PgTask*>* written, std::vector<PgResult>* results);
   void LowerFloors(const Task& t);
 
   PgConn* conn_;
