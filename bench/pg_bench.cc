@@ -198,7 +198,7 @@ void Seed(const StoreOptions& o, int64_t tasks) {
   if (g_analyze && !o.location.empty()) {
     std::unique_ptr<PgConn> c;
     Check("connect", PgConn::Open(o.location, PgConnOptions(), &c));
-    Check("analyze", c->Exec("ANALYZE bench.tasks"));
+    Check("analyze", c->Exec("ANALYZE " + o.schema + ".tasks"));
   }
 }
 

@@ -210,6 +210,19 @@ int64_t StrayIndexReads(PgConn* admin, const std::string& schema) {
   return r.rows() == 1 ? r.GetInt(0, "n") : -1;
 }
 
+// The same once the figure holds still for 100 ms (a session's statistics
+// reach the server some time after its transaction or its exit).
+int64_t SettledStrayIndexReads(PgConn* admin, const std::string& schema) {
+  int64_t last = StrayIndexReads(admin, schema);
+  for (int i = 0; i < 50; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const int64_t now = StrayIndexReads(admin, schema);
+    if (now == last) break;
+    last = now;
+  }
+  return last;
+}
+
 // A session's generic plans made while its run was small are made again
 // once it is not (PgStore::RemakeSmallPlans). Made while the table held
 // 20 rows and was never analyzed, the plan of a task's write read another
@@ -235,12 +248,7 @@ TEST_F(PgStoreTest, PlansMadeWhileTheRunWasSmallAreMadeAgain) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   int n = 0;
   ASSERT_OK(ClaimAndComplete(s.get(), {"S"}, 1, &n));
-  int64_t before = -1;
-  for (int i = 0; i < 50 && before != StrayIndexReads(admin_.get(), schema_);
-       i++) {
-    before = StrayIndexReads(admin_.get(), schema_);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const int64_t before = SettledStrayIndexReads(admin_.get(), schema_);
   for (int i = 0; i < 40; i++) {
     ASSERT_OK(ClaimAndComplete(s.get(), {"S"}, 1, &n));
     ASSERT_EQ(n, 1);
@@ -248,12 +256,7 @@ TEST_F(PgStoreTest, PlansMadeWhileTheRunWasSmallAreMadeAgain) {
   ASSERT_OK(s->Close());
   s.reset();
   // The session's last statistics are flushed as its backend exits.
-  int64_t after = -1;
-  for (int i = 0; i < 50 && after != StrayIndexReads(admin_.get(), schema_);
-       i++) {
-    after = StrayIndexReads(admin_.get(), schema_);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const int64_t after = SettledStrayIndexReads(admin_.get(), schema_);
   std::printf("PG-SMALL-PLANS stray index buffers: %lld for 40 claims\n",
               static_cast<long long>(after - before));
   // Each claim reads the children of the task it claims: about 8 buffers
