@@ -63,6 +63,7 @@ Status RunLoop::Harvest(bool block) {
                               CurrentProgress());
   }
   for (Task& t : r.claimed) ready_.push_back(std::move(t));
+  DropLostClaims(/*harvested=*/true);
   // Still running, or its result not committed yet: asked again.
   for (const auto& [id, attempt] : r.unstarted) {
     const bool pending =

@@ -69,6 +69,45 @@ Status RunLoop::StartReady() {
   return Status::OK();
 }
 
+void RunLoop::DropLostClaims(bool harvested) {
+  std::vector<int64_t> ids;
+  store_->TakeLostClaims(&ids);
+  lost_.insert(ids.begin(), ids.end());
+  if (lost_.empty()) return;
+  auto note = [&](const Task& t) {
+    observer_->OnNote("task " + std::to_string(t.id) + " (" + t.type +
+                      "): its claim lapsed while this worker was stopped or "
+                      "cut off, and another worker was given it; it does "
+                      "not start here");
+  };
+  for (auto it = ready_.begin(); it != ready_.end();) {
+    if (lost_.erase(it->id) == 0) {
+      ++it;
+      continue;
+    }
+    note(*it);
+    it = ready_.erase(it);
+  }
+  bool cancel = false;
+  for (auto it = lost_.begin(); it != lost_.end();) {
+    auto run = running_.find(*it);
+    if (run == running_.end()) {
+      ++it;
+      continue;
+    }
+    if (queued_.count(*it) != 0) {
+      // Waiting in the executor: every queued attempt comes back as never
+      // started, the lost ones to be dropped, the others to start again.
+      note(run->second);
+      cancelling_.insert(*it);
+      cancel = true;
+    }
+    it = lost_.erase(it);
+  }
+  if (cancel) executor_->CancelQueued();
+  if (harvested || !inflight_.valid()) lost_.clear();
+}
+
 Status RunLoop::CollectResults() {
   Executor::Done done;
   // While a commit is in flight, come back soon to take its claims.
@@ -91,9 +130,10 @@ Status RunLoop::CollectResults() {
   for (auto& [id, result] : done) {
     auto it = running_.find(id);
     if (it == running_.end()) continue;
+    const bool lost = cancelling_.erase(id) > 0;
     if (result.never_started) {  // still claimed: it starts again later
       queued_.erase(id);
-      ready_.push_front(it->second);
+      if (!lost) ready_.push_front(it->second);
       running_.erase(it);
       continue;
     }

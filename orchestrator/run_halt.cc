@@ -1,5 +1,6 @@
-// RunLoop: --halt (stop after N failures) and the list of failed tasks
-// every run with failures ends with (docs/CLI.md).
+// RunLoop: --halt (stop after N failures), a worker that lost its liveness
+// for good, and the list of failed tasks every run with failures ends
+// with (docs/CLI.md).
 #include "orchestrator/run_loop.h"
 #include "tasks/exec/attempt_files.h"
 
@@ -25,6 +26,21 @@ bool RunLoop::HaltDue() {
         "): " + std::to_string(failures_seen_) +
         " task(s) failed; no new task starts, waiting for " +
         std::to_string(running_.size()) + " running");
+  }
+  return running_.empty() && outcomes_.empty() && !inflight_.valid();
+}
+
+bool RunLoop::LivenessLostDue() {
+  if (store_->Liveness().ok()) return false;
+  if (!draining_) {
+    draining_ = true;
+    jobs_ = 0;  // StartReady starts nothing, commits claim nothing
+    lookahead_ = 0;
+    executor_->SetQueueSlots(0);
+    executor_->CancelQueued();  // they come back to ready_, not started
+    observer_->OnNote(store_->Liveness().message() +
+                      "; no new task starts, waiting for " +
+                      std::to_string(running_.size()) + " running");
   }
   return running_.empty() && outcomes_.empty() && !inflight_.valid();
 }

@@ -207,7 +207,9 @@ Status RunLoop::Run(int* exit_code) {
   }
   while (true) {
     if (StopRequested()) return Interrupt(exit_code);
-    // Moves on with every renewal; the spawner enforces it on its own.
+    // Moves on with every renewal, but not past a lost claim that was not
+    // dropped; the spawner enforces it on its own.
+    DropLostClaims(/*harvested=*/false);
     executor_->SetLocalDeadline(store_->LocalDeadlineMs());
     WIZQ_RETURN_IF_ERROR(Harvest(/*block=*/false));
     if (run_status_ != RunStatus::kRunning && running_.empty() &&
@@ -215,6 +217,11 @@ Status RunLoop::Run(int* exit_code) {
       return Finish(exit_code);
     }
     if (HaltDue()) return Halt(exit_code);
+    if (LivenessLostDue()) {
+      // What it claimed ahead goes back at once (its claims may hold).
+      Status s = StopAndRelease("interrupted");
+      return s.ok() ? store_->Liveness() : s;
+    }
     Status started = StartReady();
     if (!started.ok()) {
       // Not the task's fault (no descriptors, no space, ...): stop the run

@@ -182,6 +182,13 @@ class RunLoop {
   Status CheckSomethingCanRun();
   void ReapLostOrphans(const std::vector<int64_t>& ids);
   Status StartReady();
+  // Claims the store found lost (Store::TakeLostClaims: they lapsed while
+  // this worker was frozen or cut off, and another was given them) never
+  // start here: dropped from ready_, or cancelled in the executor. An
+  // attempt that began was ended at the local deadline; its result is
+  // refused. One not seen yet is among the claims of the commit under way
+  // (`harvested`: that commit's claims are in ready_ now).
+  void DropLostClaims(bool harvested);
   void MaybeLaunchCommit();
   // The steps whose tasks may be claimed, and queued, beyond the slots:
   // those whose last kQueueHistory attempts that ran in this process took
@@ -273,6 +280,11 @@ class RunLoop {
 
   // --halt and the failure list (orchestrator/run_halt.cc).
   bool HaltDue();
+  // True once this worker's liveness is lost for good (Store::Liveness)
+  // and what began here has ended and been committed. From the moment it is
+  // lost, nothing more starts: what waits in the executor is cancelled (its
+  // local deadline never moves on again, so it would wait for ever).
+  bool LivenessLostDue();
   // Counts `o` in failures_seen_ if it fails `t` for good.
   void CountFailure(const Task& t, const Outcome& o);
   Status Halt(int* exit_code);
@@ -294,7 +306,9 @@ class RunLoop {
   // Of running_: handed to an executor that tells when they begin
   // (Executor::TakeBegun), not begun yet: waiting for a slot.
   std::set<int64_t> queued_;
-  std::deque<Task> ready_;         // claimed, not started yet
+  std::deque<Task> ready_;  // claimed, not started yet
+  // DropLostClaims: lost claims not seen yet, and those being cancelled.
+  std::set<int64_t> lost_, cancelling_;
   std::vector<Outcome> outcomes_;  // results not yet committed
   // Attempts (task id, attempt) begun, not recorded as started yet.
   std::vector<std::pair<int64_t, int>> began_;
@@ -321,6 +335,7 @@ class RunLoop {
   bool told_waiting_ = false;  // "waiting for agents" said since last work
   int failures_seen_ = 0;      // tasks this process saw fail for good
   bool halting_ = false;       // --halt soon: no new task starts
+  bool draining_ = false;      // LivenessLostDue: no new task starts
   std::map<int64_t, int> submitted_;  // children each outcome submitted
   // The executor's Wait also wakes when a commit lands (SetWakeFd).
   bool wake_on_commit_ = false;

@@ -371,6 +371,19 @@ class Store : public StoreReads {
   // (Executor::SetLocalDeadline). 0: claims never lapse by time (the
   // directory store, where only a worker's death frees them).
   virtual int64_t LocalDeadlineMs() const { return 0; }
+  // Appends the ids of this worker's claims found lost since the last call:
+  // they lapsed (the worker was frozen or cut off past its local deadline)
+  // and were given to another. An attempt of one must never start here, and
+  // one that ran was ended at the local deadline; its result is refused.
+  // The local deadline does not move on while one is not taken, so a
+  // caller holding claims calls this before each LocalDeadlineMs. Default:
+  // none (a claim of the directory store is lost only with its worker).
+  virtual void TakeLostClaims(std::vector<int64_t>* ids) { (void)ids; }
+  // An IOError once this worker's liveness is lost for good (another worker
+  // may act on its death): it claims nothing more, and its local deadline
+  // never moves on again, so an attempt that has not begun never will.
+  // Default: OK (the directory store's worker lives as long as its lock).
+  virtual Status Liveness() const { return Status::OK(); }
   virtual const std::string& worker_id() const = 0;
   // How the location is shown to people (a database password removed).
   virtual std::string DisplayLocation() const = 0;

@@ -55,11 +55,7 @@ Status PgStoreTxn::Claim(const ClaimFilter& f, std::vector<Task>* claimed) {
   // renewer took it back (a restarted server, a dropped session), and
   // fails once it is lost for good (another worker saw it dead).
   if (!f.lease && !store_->worker_id().empty() && !store_->live()) {
-    if (!store_->live_gone()) return Status::OK();
-    return Status::IOError(
-        "this worker lost its liveness session with the store (" +
-        store_->live_gone_why() +
-        "): it claims nothing more (run wizq again to go on)");
+    return store_->Liveness();
   }
   std::map<std::string, int> room = f.room;
   // What this transaction put back (a reclaim, a retry) may lower the
@@ -146,7 +142,7 @@ Status PgStoreTxn::StageClaim(const ClaimFilter& f, PgTask* row) {
   WIZQ_RETURN_IF_ERROR(w_->Stage(e));
   row->claim_until_ms =
       f.lease ? e.lease_expires_ms : now_ms() + store_->worker_lease_ms();
-  claimed_[t.id] = {t.attempts, row->claim_token};
+  claimed_[t.id] = {t.attempts, row->claim_token, f.lease};
   ended_.erase(t.id);
   return Status::OK();
 }

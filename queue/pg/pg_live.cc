@@ -65,6 +65,14 @@ void PgStore::RenewLoop() {
 // its row. Called by the renewer, and by a transaction or read that found
 // its own session lost (PgStore::OnSession).
 Status PgStore::RenewClaims() {
+  Tokens unconfirmed;
+  Status s = RenewClaims(&unconfirmed);
+  // Outside live_mu_: a transaction that holds mu_ may wait for it.
+  if (!unconfirmed.empty()) ConfirmLost(unconfirmed);
+  return s;
+}
+
+Status PgStore::RenewClaims(Tokens* unconfirmed) {
   std::lock_guard<std::mutex> g(live_mu_);
   if (live_ == nullptr) return Status::OK();  // closed
   if (live_gone_) return Status::IOError("the liveness session was lost");
@@ -76,44 +84,44 @@ Status PgStore::RenewClaims() {
     const int64_t now = MonoMs();
     const int64_t inflight = txn_began_ms_.load();
     const int64_t began = inflight > 0 ? std::min(inflight, now) : now;
+    const Tokens known = WorkerClaims();
+    Tokens renewed;
     PgTxn txn(live_.get());
     s = txn.Begin();
-    if (s.ok()) s = Renew(live_.get());
+    if (s.ok()) s = Renew(live_.get(), &renewed);
     if (s.ok()) s = txn.Commit();
-    if (s.ok()) NoteProof(began);
+    if (s.ok()) NoteRenewal(began, known, renewed, unconfirmed);
   }
   if (!live_->lost()) return s;
   if (!live_lost_.load()) live_lost_at_ms_ = MonoMs();
   live_lost_ = true;
-  return Relive();
+  return Relive(unconfirmed);
 }
 
 // Inside a transaction of `c`: every claim of this worker holds
-// worker_lease_ms more; notes the run's next seq (read first: a put-back
-// committed meanwhile is after it) and the server's start time, as of
-// this proof of life.
-Status PgStore::Renew(PgConn* c) {
-  PgResult r;
-  WIZQ_RETURN_IF_ERROR(
-      c->Exec(Sql("SELECT next_seq, pg_postmaster_start_time()::text AS up "
-                  "FROM {s}.runs WHERE run = $1"),
-              {run_}, &r));
-  if (r.rows() == 0) return Status::NotFound("the run left the store");
-  WIZQ_RETURN_IF_ERROR(ExtendClaims(c));
-  live_seq_ = r.GetInt(0, "next_seq");
-  server_up_ = r.Get(0, "up");
+// worker_lease_ms more (*renewed: which, with their tokens); notes the
+// run's next seq (read first: a put-back committed meanwhile is after it)
+// and the server's start time, as of this proof of life.
+Status PgStore::Renew(PgConn* c, Tokens* renewed) {
+  std::vector<PgResult> r;
+  const PgStatement extend = ExtendStatement(nullptr);
+  WIZQ_RETURN_IF_ERROR(c->ExecPipeline(
+      {{Sql("SELECT next_seq, pg_postmaster_start_time()::text AS up "
+            "FROM {s}.runs WHERE run = $1"),
+        {run_}},
+       {extend.sql + " RETURNING task_id, claim_token", extend.params}},
+      &r));
+  if (r[0].rows() == 0) return Status::NotFound("the run left the store");
+  for (int i = 0; i < r[1].rows(); i++) {
+    (*renewed)[r[1].GetInt(i, "task_id")] = r[1].Get(i, "claim_token");
+  }
+  live_seq_ = r[0].GetInt(0, "next_seq");
+  server_up_ = r[0].Get(0, "up");
   return Status::OK();
 }
 
-// Inside a transaction of `c` that locked the run's row: every claim of
-// this worker (among `ids`, when given: its transactions know what they
-// hold, and look up only that) holds worker_lease_ms more.
-Status PgStore::ExtendClaims(PgConn* c, const std::vector<int64_t>* ids) {
-  if (ids != nullptr && ids->empty()) return Status::OK();
-  const PgStatement extend = ExtendStatement(ids);
-  return c->Exec(extend.sql, extend.params);
-}
-
+// Every claim of this worker (among `ids`, when given: its transactions
+// know what they hold, and renew only that) holds worker_lease_ms more.
 PgStatement PgStore::ExtendStatement(const std::vector<int64_t>* ids) const {
   const std::string sql =
       "UPDATE {s}.tasks SET claim_until_ms = " + std::string(kPgNowMsSql) +
@@ -124,18 +132,98 @@ PgStatement PgStore::ExtendStatement(const std::vector<int64_t>* ids) const {
           {run_, worker_id_, worker_lease_ms_, PgIntArray(*ids)}};
 }
 
-// A proof of life that renewed every claim of this worker, begun at
-// `began`, committed: the local deadline moves on (never back).
+// What a proof of life proves (SPEC §14, the local deadline): that every
+// claim the worker held when it began still holds a lease from then. A
+// claim it did not renew was given to another (it lapsed: its worker was
+// frozen or cut off past the local deadline), or was ended by a
+// transaction of this worker that committed meanwhile. Until the worker
+// knows which (ConfirmLost, FindLost) and has taken the lost ones
+// (TakeLostClaims), no proof counts: the local deadline, passed already
+// for a lost claim, stays passed, so that its attempt never starts.
+PgStore::Tokens PgStore::WorkerClaims() {
+  std::lock_guard<std::mutex> g(claims_mu_);
+  Tokens out;
+  for (const auto& [id, h] : held_) {
+    if (!h.leased) out[id] = h.token;
+  }
+  return out;
+}
+
+bool PgStore::NoteRenewal(int64_t began, const Tokens& known,
+                          const Tokens& renewed, Tokens* unconfirmed) {
+  std::lock_guard<std::mutex> g(claims_mu_);
+  for (const auto& [id, token] : known) {
+    auto r = renewed.find(id);
+    if (r != renewed.end() && r->second == token) continue;
+    auto h = held_.find(id);
+    if (h != held_.end() && h->second.token == token)
+      (*unconfirmed)[id] = token;
+  }
+  if (!unconfirmed->empty()) return false;
+  NoteProof(began);
+  return true;
+}
+
 void PgStore::NoteProof(int64_t began) {
+  if (!lost_.empty()) return;
   int64_t was = proof_mono_ms_.load();
   while (was < began && !proof_mono_ms_.compare_exchange_weak(was, began)) {
   }
 }
 
+// With mu_, every transaction of this worker that ended a claim has
+// forgotten it: a claim the renewal did not renew and that is still held
+// here was not this worker's when the renewal ran. (A transaction whose
+// COMMIT stayed unknown forgot nothing: if it had ended the claim, losing
+// it ends nothing more.)
+void PgStore::ConfirmLost(const Tokens& unconfirmed) {
+  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<std::mutex> c(claims_mu_);
+  for (const auto& [id, token] : unconfirmed) {
+    auto h = held_.find(id);
+    if (h != held_.end() && h->second.token == token) Lose(id);
+  }
+}
+
+void PgStore::FindLost(const PgResult& rows) {
+  std::set<int64_t> mine;
+  for (int i = 0; i < rows.rows(); i++) {
+    PgTask row;
+    PgTaskFromRow(rows, i, &row);
+    if (HeldByMe(row)) mine.insert(row.t.id);
+  }
+  std::lock_guard<std::mutex> g(claims_mu_);
+  std::vector<int64_t> lost;
+  for (const auto& [id, h] : held_) {
+    if (!h.leased && mine.count(id) == 0) lost.push_back(id);
+  }
+  for (int64_t id : lost) Lose(id);
+}
+
+void PgStore::Lose(int64_t id) {
+  held_.erase(id);
+  lost_.push_back(id);
+}
+
+Status PgStore::Liveness() const {
+  if (!live_gone_.load()) return Status::OK();
+  return Status::IOError(
+      "this worker lost its liveness session with the "
+      "store (" +
+      gone_why_ + "): it claims nothing more (run wizq again to go on)");
+}
+
+void PgStore::TakeLostClaims(std::vector<int64_t>* ids) {
+  std::lock_guard<std::mutex> g(claims_mu_);
+  ids->insert(ids->end(), lost_.begin(), lost_.end());
+  lost_.clear();
+}
+
 // Takes the lost liveness back by the rule above, or marks it gone. An
 // IOError while the server is unreachable: tried again next period.
-Status PgStore::Relive() {
+Status PgStore::Relive(Tokens* unconfirmed) {
   const int64_t began = MonoMs();
+  const Tokens known = WorkerClaims();
   std::unique_ptr<PgConn> c;
   WIZQ_RETURN_IF_ERROR(PgConn::Open(
       options_.location, SessionOptions(options_, "wizq worker"), &c));
@@ -170,11 +258,12 @@ Status PgStore::Relive() {
           "excluded.backend_pid"),
       {worker_id_, run_, host_key_, static_cast<int64_t>(getpid()),
        c->backend_pid(), lock_key_}));
-  WIZQ_RETURN_IF_ERROR(Renew(c.get()));
+  Tokens renewed;
+  WIZQ_RETURN_IF_ERROR(Renew(c.get(), &renewed));
   WIZQ_RETURN_IF_ERROR(txn.Commit());
   live_ = std::move(c);
   live_lost_ = false;
-  NoteProof(began);
+  NoteRenewal(began, known, renewed, unconfirmed);
   return Status::OK();
 }
 

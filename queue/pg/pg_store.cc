@@ -281,6 +281,8 @@ Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
   also.push_back(ReclaimScan());
   std::vector<PgResult> got;
   Status s = Begin(run_, &run, &now, &txn_began_ms_, std::move(also), &got);
+  // Whatever becomes of the transaction, a claim found lost stays lost.
+  if (s.ok() && !held.empty()) FindLost(got[got.size() - 2]);
   if (s.ok()) s = RemakeSmallPlans(run);
   const int64_t began = txn_began_ms_.load();
   if (s.IsConflict()) writable_ = s;  // archived: it stays so
@@ -294,8 +296,12 @@ Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
     if (s.ok()) s = w.error();
     committing = s.ok();
     if (committing) s = Commit(&w, give_up_ms, again);
-    if (s.ok()) txn.Merge(&held_);
-    if (s.ok() && renews) NoteProof(began);
+    if (s.ok()) {
+      std::lock_guard<std::mutex> g(claims_mu_);
+      txn.Merge(&held_);
+      // What it found lost stops the proof until taken.
+      if (renews) NoteProof(began);
+    }
   }
   if (s.ok()) return s;
   const bool lost = conn_ == nullptr || conn_->lost();

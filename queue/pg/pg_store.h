@@ -81,21 +81,22 @@ class PgStore : public Store {
   const std::string& worker_id() const override { return worker_id_; }
   std::string DisplayLocation() const override;
   int64_t LocalDeadlineMs() const override;
+  void TakeLostClaims(std::vector<int64_t>* ids) override;
+  Status Liveness() const override;
 
   // --- For PgStoreTxn (queue/pg/pg_txn.cc).
-  // A claim this worker made: its attempt and fencing token.
+  // A claim this worker made: its attempt and fencing token; `leased`: an
+  // agent's claim, renewed by the agent, not by this worker's proofs.
   struct Held {
     int attempt = 0;
     std::string token;
+    bool leased = false;
   };
   const std::string& host_key() const { return host_key_; }
   int64_t worker_lease_ms() const { return worker_lease_ms_; }
   // Whether this worker still holds its liveness lock (a worker that lost
   // it claims nothing more).
   bool live() const { return !live_lost_.load(); }
-  bool live_gone() const { return live_gone_.load(); }
-  // Why the liveness is gone for good; set once, before live_gone().
-  const std::string& live_gone_why() const { return gone_why_; }
   // The key of this worker's liveness lock; 0 if it holds none.
   int32_t lock_key() const { return lock_key_; }
   bool HeldByMe(const PgTask& t) const;
@@ -146,12 +147,31 @@ class PgStore : public Store {
   // queue/pg/pg_live.cc
   static int64_t MonoMs();  // CLOCK_MONOTONIC, as the local deadline's
   void RenewLoop();
+  // Claim ids with their fencing tokens.
+  using Tokens = std::map<int64_t, std::string>;
   Status RenewClaims();
-  Status Renew(PgConn* c);
-  Status ExtendClaims(PgConn* c, const std::vector<int64_t>* ids = nullptr);
+  Status RenewClaims(Tokens* unconfirmed);  // holds live_mu_
+  Status Renew(PgConn* c, Tokens* renewed);
   PgStatement ExtendStatement(const std::vector<int64_t>* ids) const;
+  // This worker's claims that its proofs of life renew (not the leased).
+  Tokens WorkerClaims();
+  // A renewal begun at `began` of `known` (WorkerClaims before it) renewed
+  // `renewed`: the proof of life it makes counts, or (false) the claims
+  // it did not renew that this worker still holds are in *unconfirmed.
+  bool NoteRenewal(int64_t began, const Tokens& known, const Tokens& renewed,
+                   Tokens* unconfirmed);
+  // Holds claims_mu_: the local deadline moves on to `began`, unless a lost
+  // claim was not taken yet (TakeLostClaims).
   void NoteProof(int64_t began);
-  Status Relive();
+  // Claims the renewer could not confirm, judged once no transaction of
+  // this worker is under way (mu_): those still held are lost.
+  void ConfirmLost(const Tokens& unconfirmed);
+  // In a transaction, `rows` (PgTaskRowsStatement's, for the worker) were
+  // read: the claims of this worker not among them as its own are lost.
+  void FindLost(const PgResult& rows);
+  // Holds claims_mu_ (and mu_): claim `id` is no longer this worker's.
+  void Lose(int64_t id);
+  Status Relive(Tokens* unconfirmed);
   Status WhyNotRelive(PgConn* c, bool ended_here, std::string* why);
 
   // queue/pg/pg_reclaim.cc
@@ -175,12 +195,18 @@ class PgStore : public Store {
   int64_t worker_lease_ms_ = kPgDefaultWorkerLeaseMs;
 
   std::mutex mu_;  // serialises calls; guards conn_ and held_
+  // Guards held_'s changes (made under mu_ too) for the renewer, which
+  // reads it without waiting for a transaction, and lost_.
+  std::mutex claims_mu_;
   std::unique_ptr<PgConn> conn_;
   int64_t run_ = 0;  // the run's row
   // Transact is refused: read-only, a finished run, closed, archived.
   Status writable_;
   std::string worker_id_;  // "" without a worker (leases only, reader)
   std::map<int64_t, Held> held_;
+  // Claims found lost (given to another once they lapsed) and not yet
+  // taken by TakeLostClaims: no proof of life counts meanwhile.
+  std::vector<int64_t> lost_;
   Reclaimed reclaimed_;
 
   std::unique_ptr<PgConn> live_;  // guarded by live_mu_

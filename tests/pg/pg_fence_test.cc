@@ -61,6 +61,28 @@ constexpr char kSkewed[] = R"({
   ]
 })";
 
+// Root spawns 9 Quick tasks, a Long one and 4 more Quick ones. With one
+// job (--jobs 1), Quick becomes a fast step after 8 attempts
+// (RunLoop::kQueueHistory), so the last 4 are claimed ahead and queued in the
+// spawner while Long runs. Each Quick appends "<id> <attempt> <machine>" to
+// $LEDGER; Long writes its shell's pid to $LEDGER.long and, on machine m1,
+// sleeps.
+constexpr char kAhead[] = R"({
+  "entrypoint": "Root",
+  "options": { "max_retries": 1 },
+  "steps": [
+    { "name": "Root",
+      "action": { "kind": "Command", "script": "jq -nc '[range(9) | {kind: \"Quick\", value: {i: .}}] + [{kind: \"Long\", value: {}}] + [range(9; 13) | {kind: \"Quick\", value: {i: .}}]'" },
+      "next": ["Quick", "Long"] },
+    { "name": "Quick",
+      "action": { "kind": "Command", "script": "echo \"$WIZQ_TASK_ID $WIZQ_ATTEMPT $(basename \"$WIZQ_INSTALL_DIR\")\" >> \"$LEDGER\"; echo '[]'" },
+      "next": [] },
+    { "name": "Long",
+      "action": { "kind": "Command", "script": "echo $$ > \"$LEDGER.long\"; if [ \"$(basename \"$WIZQ_INSTALL_DIR\")\" = m1 ]; then sleep 60; fi; echo '[]'" },
+      "next": [] }
+  ]
+})";
+
 int64_t WallNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -114,6 +136,64 @@ class PgFenceTest : public PgTest {
                         "--schema", schema_},
                        Opts())
         .Wait();
+  }
+  std::vector<std::string> OneJob(const std::string& machine) {
+    std::vector<std::string> args = Worker(machine, "2");
+    args.insert(args.end(), {"--jobs", "1"});
+    return args;
+  }
+  // kAhead's Long runs, its start is a fact of the store, and Quick tasks
+  // after it are claimed ahead.
+  void WaitForClaimsAhead() {
+    ASSERT_GT(WaitForPid(ledger_ + ".long", 30), 0) << "Long never started";
+    int ahead = 0;
+    for (int i = 0; i < 300 && ahead == 0; i++) {
+      PgResult r;
+      ASSERT_TRUE(admin_
+                      ->Exec("SELECT count(*) AS n FROM " + schema_ +
+                                 ".tasks WHERE step = 'Quick' AND state = 1",
+                             {}, &r)
+                      .ok());
+      ahead = static_cast<int>(r.GetInt(0, "n"));
+      if (ahead == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+    ASSERT_GT(ahead, 0) << "nothing was claimed ahead";
+    ASSERT_TRUE(LongStarted()) << "Long's start never reached the store";
+  }
+  // Each of kAhead's 13 Quick tasks ran once, on whichever machine.
+  void ExpectEachQuickRanOnce() {
+    std::ifstream in(ledger_);
+    std::map<std::string, int> runs;
+    std::string all;
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream f(line);
+      std::string id;
+      f >> id;
+      runs[id]++;
+      all += line + "\n";
+    }
+    EXPECT_EQ(runs.size(), 13u) << all;
+    for (const auto& [id, n] : runs) {
+      EXPECT_EQ(n, 1) << "task " << id << "; the ledger:\n" << all;
+    }
+  }
+  // Whether the start of the Long task (kAhead) is a fact of the store.
+  bool LongStarted() {
+    for (int i = 0; i < 300; i++) {
+      PgResult r;
+      if (!admin_
+               ->Exec("SELECT started FROM " + schema_ +
+                          ".tasks WHERE step = 'Long'",
+                      {}, &r)
+               .ok()) {
+        return false;
+      }
+      if (r.rows() == 1 && r.GetBool(0, "started")) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
   }
   // Milliseconds the task's claim still holds on the store's clock.
   int64_t ClaimLeftMs() {
@@ -203,6 +283,57 @@ TEST_F(PgFenceTest, AFrozenWorkersAttemptEndsBeforeItsClaimCanBeGivenAway) {
   EXPECT_TRUE(Contains(r1.err, "its result is dropped")) << r1.Describe();
   const WizqResult log = Log();
   EXPECT_EQ(CountOf(log.out, "\"event\":\"task_completed\""), 1) << log.out;
+}
+
+// The torture's finding (seed 701756270): a worker frozen past its lease
+// while tasks it claimed ahead wait in its spawner. Another worker is given
+// them and runs them; the frozen one, woken, must not start them: its
+// renewals no longer hold those claims, so its local deadline must not
+// move on until it has dropped them.
+TEST_F(PgFenceTest, ClaimsLostWhileFrozenNeverStartOnceTheWorkerWakes) {
+  std::ofstream(wf_, std::ios::trunc) << kAhead;
+  WizqProcess first(OneJob("m1"), Opts());
+  ASSERT_NO_FATAL_FAILURE(WaitForClaimsAhead());
+  ASSERT_EQ(kill(first.pid(), SIGSTOP), 0);
+  WizqProcess second(Worker("m2", "2"), Opts());
+  const WizqResult r2 = second.Wait();
+  EXPECT_EQ(r2.code, 0) << r2.Describe();
+  ASSERT_EQ(kill(first.pid(), SIGCONT), 0);
+  const WizqResult r1 = first.Wait();
+  EXPECT_TRUE(Contains(r1.err,
+                       "another worker was given it; it does not "
+                       "start here"))
+      << r1.Describe();
+  ExpectEachQuickRanOnce();
+}
+
+// A worker whose liveness session is ended (not a server restart: another
+// worker may act on its death) with tasks queued in its spawner: its local
+// deadline never moves on again, so they would wait for ever, and so would
+// it. It gives them back at once and stops, saying why; another worker
+// runs them.
+TEST_F(PgFenceTest, AWorkerWhoseLivenessIsGoneGivesBackWhatItQueuedAndStops) {
+  std::ofstream(wf_, std::ios::trunc) << kAhead;
+  WizqProcess first(OneJob("m1"), Opts());
+  ASSERT_NO_FATAL_FAILURE(WaitForClaimsAhead());
+  PgResult r;
+  ASSERT_TRUE(admin_
+                  ->Exec("SELECT pg_terminate_backend(pid) FROM "
+                         "pg_stat_activity WHERE application_name = 'wizq "
+                         "worker'",
+                         {}, &r)
+                  .ok());
+  ASSERT_EQ(r.rows(), 1);
+  const auto ended = Clock::now();
+  const WizqResult r1 = first.Wait();
+  EXPECT_LT(Clock::now() - ended, std::chrono::seconds(20));
+  EXPECT_NE(r1.code, 0) << r1.Describe();
+  EXPECT_TRUE(Contains(r1.err, "lost its liveness session with the store"))
+      << r1.Describe();
+  WizqProcess second(Worker("m2", "2"), Opts());
+  const WizqResult r2 = second.Wait();
+  EXPECT_EQ(r2.code, 0) << r2.Describe();
+  ExpectEachQuickRanOnce();
 }
 
 // The other side of the lease: a worker that renews keeps a task that runs

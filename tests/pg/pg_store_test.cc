@@ -130,13 +130,11 @@ TEST_F(PgStoreTest, AStaleCompleteAfterTheLeaseLapsedIsRefused) {
   // And the worker that lost its liveness claims nothing more: once its
   // renewer found it gone for good (another host took its task over), a
   // claim fails.
-  auto* pa = dynamic_cast<PgStore*>(a.get());
-  ASSERT_NE(pa, nullptr);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!pa->live_gone() && std::chrono::steady_clock::now() < until) {
+  while (a->Liveness().ok() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_TRUE(pa->live_gone());
+  EXPECT_TRUE(a->Liveness().IsIOError()) << a->Liveness().ToString();
   const Status claim =
       a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &none); });
   EXPECT_FALSE(claim.ok());
@@ -285,8 +283,8 @@ TEST_F(PgStoreTest, ALivenessSessionEndedHereForASlowAnswerIsTakenBack) {
   EXPECT_TRUE(lost) << "the renewal was not cut off by its answer timeout";
   ASSERT_TRUE(AliveWithin(a.get(), a->worker_id(), 10000))
       << "the worker did not take its liveness back"
-      << (pa->live_gone() ? ": " + pa->live_gone_why() : "");
-  EXPECT_FALSE(pa->live_gone());
+      << ": " << a->Liveness().ToString();
+  EXPECT_OK(a->Liveness());
   // The server holds its lock a moment before its renewal thread says so.
   ASSERT_TRUE(WaitFor([&] { return pa->live(); }, std::chrono::seconds(5)))
       << "the worker never knew it had its liveness back";

@@ -27,7 +27,8 @@ wizq_pg_test(pg_cluster_test pg_cluster_test.cc)
 wizq_pg_test(pg_conn_test pg_conn_test.cc pg_credentials_test.cc pg_ssl_test.cc)
 wizq_pg_test(pg_migrate_test pg_migrate_test.cc pg_db_cli_test.cc)
 add_dependencies(pg_migrate_test wizq_cli)
-wizq_pg_test(pg_store_test pg_store_test.cc pg_store_race_test.cc pg_plan_test.cc)
+wizq_pg_test(pg_store_test pg_store_test.cc pg_store_race_test.cc pg_plan_test.cc
+             pg_lost_claim_test.cc)
 add_dependencies(pg_store_test store_tool)
 # The churn case (10^5 tasks behind an old snapshot) is as long as all the
 # others together: a ctest test (and a cluster) of its own, so that ctest -j

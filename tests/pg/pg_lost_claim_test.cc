@@ -1,0 +1,94 @@
+// SPEC §14, the local deadline: a proof of life counts only for the claims
+// it renewed. A claim that lapsed while its worker was frozen and was
+// given to another worker is lost: the worker's proofs stop counting (its
+// local deadline, passed already, stays passed, so the spawner starts
+// nothing) until the caller has taken it (Store::TakeLostClaims) and made
+// sure its attempt never starts. Found by machines_torture_test (seed
+// 701756270): a woken worker's renewer moved the deadline on and the
+// worker started the stale attempt beside the new one.
+#include <chrono>
+#include <thread>
+
+#include "tests/pg/pg_store_fixture.h"
+
+namespace wizq::test {
+namespace {
+
+// Task `id` is given to another worker, as a rescue of its lapsed claim
+// and a new claim would leave it.
+Status GiveAway(PgConn* admin, const std::string& schema, int64_t id) {
+  return admin->Exec("UPDATE " + schema +
+                         ".tasks SET claimed_by = 'w-elsewhere', claim_token = "
+                         "'elsewhere', claim_host = 'elsewhere' WHERE "
+                         "task_id = $1",
+                     {id});
+}
+
+Status ClaimOne(Store* s, std::vector<wizq::Task>* got) {
+  ClaimFilter f;
+  f.steps = {"S"};
+  f.max = 1;
+  return s->Transact([&](StoreTxn& txn) { return txn.Claim(f, got); });
+}
+
+// The renewer's proofs.
+TEST_F(PgStoreTest, AClaimGivenAwayStopsTheRenewersProofsUntilItIsTaken) {
+  StoreOptions o = Options({MakeNew("S", "{}")});
+  o.worker_lease_ms = 1500;  // a renewal every 500 ms
+  auto a = OpenOk(o);
+  ASSERT_NE(a, nullptr);
+  std::vector<wizq::Task> got;
+  ASSERT_OK(ClaimOne(a.get(), &got));
+  ASSERT_EQ(got.size(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  const int64_t renewed = a->LocalDeadlineMs();
+  ASSERT_OK(GiveAway(admin_.get(), schema_, got[0].id));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  EXPECT_EQ(a->LocalDeadlineMs(), renewed)
+      << "a proof that did not renew a claim moved the deadline";
+  std::vector<int64_t> lost;
+  a->TakeLostClaims(&lost);
+  EXPECT_EQ(lost, std::vector<int64_t>{got[0].id});
+  lost.clear();
+  a->TakeLostClaims(&lost);
+  EXPECT_TRUE(lost.empty()) << "taken twice";
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_GT(a->LocalDeadlineMs(), renewed + 500)
+      << "once taken, the proofs count again";
+}
+
+// A transaction's proofs: it reads the rows its worker holds and finds
+// the lost claim itself.
+TEST_F(PgStoreTest, AClaimGivenAwayStopsATransactionsProofUntilItIsTaken) {
+  StoreOptions o = Options({MakeNew("S", "{}"), MakeNew("S", "{\"i\":2}"),
+                            MakeNew("S", "{\"i\":3}")});
+  o.worker_lease_ms = 12000;  // the renewer's first renewal after 4 s
+  auto a = OpenOk(o);
+  ASSERT_NE(a, nullptr);
+  std::vector<wizq::Task> got;
+  ASSERT_OK(ClaimOne(a.get(), &got));
+  ASSERT_EQ(got.size(), 1u);
+  const int64_t before = a->LocalDeadlineMs();
+  ASSERT_OK(GiveAway(admin_.get(), schema_, got[0].id));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  std::vector<wizq::Task> more;
+  ASSERT_OK(ClaimOne(a.get(), &more));  // renews: a sixth of the lease went
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_EQ(a->LocalDeadlineMs(), before)
+      << "a transaction that found a claim lost moved the deadline";
+  std::vector<int64_t> lost;
+  a->TakeLostClaims(&lost);
+  EXPECT_EQ(lost, std::vector<int64_t>{got[0].id});
+  // Its attempt's result is refused.
+  Status done = a->Transact([&](StoreTxn& txn) {
+    return txn.Complete(got[0].id, Completion(), nullptr);
+  });
+  EXPECT_TRUE(done.IsConflict()) << done.ToString();
+  std::vector<wizq::Task> last;
+  ASSERT_OK(ClaimOne(a.get(), &last));
+  EXPECT_GE(a->LocalDeadlineMs(), before + 2100)
+      << "once taken, a transaction's proof counts again";
+}
+
+}  // namespace
+}  // namespace wizq::test
