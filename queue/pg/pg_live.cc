@@ -62,13 +62,18 @@ void PgStore::RenewLoop() {
 // transactions for up to kPgRunIdleInTransactionMs, never the renewals of
 // the others. A rescue locks what it puts back and judges it again
 // (PgStore::Reclaim), so a renewal and a rescue of one claim serialise on
-// its row. Called by the renewer, and by a transaction or read that found
-// its own session lost (PgStore::OnSession).
+// its row. Called by the renewer (RenewClaims()), and by a transaction or
+// read that found its own session lost (PgStore::OnSession, with mu_).
 Status PgStore::RenewClaims() {
   Tokens unconfirmed;
   Status s = RenewClaims(&unconfirmed);
-  // Outside live_mu_: a transaction that holds mu_ may wait for it.
-  if (!unconfirmed.empty()) ConfirmLost(unconfirmed);
+  // Outside live_mu_ (a transaction that holds mu_ may wait for it), and
+  // never waiting for mu_ (Close holds it while it joins this thread): a
+  // transaction under way finds the lost claims itself (FindLost).
+  if (!unconfirmed.empty()) {
+    std::unique_lock<std::mutex> g(mu_, std::try_to_lock);
+    if (g.owns_lock()) ConfirmLost(unconfirmed);
+  }
   return s;
 }
 
@@ -171,13 +176,12 @@ void PgStore::NoteProof(int64_t began) {
   }
 }
 
-// With mu_, every transaction of this worker that ended a claim has
-// forgotten it: a claim the renewal did not renew and that is still held
-// here was not this worker's when the renewal ran. (A transaction whose
-// COMMIT stayed unknown forgot nothing: if it had ended the claim, losing
-// it ends nothing more.)
+// With mu_ (held by the caller), every transaction of this worker that
+// ended a claim has forgotten it: a claim the renewal did not renew and
+// that is still held here was not this worker's when the renewal ran. (A
+// transaction whose COMMIT stayed unknown forgot nothing: if it had ended
+// the claim, losing it ends nothing more.)
 void PgStore::ConfirmLost(const Tokens& unconfirmed) {
-  std::lock_guard<std::mutex> g(mu_);
   std::lock_guard<std::mutex> c(claims_mu_);
   for (const auto& [id, token] : unconfirmed) {
     auto h = held_.find(id);

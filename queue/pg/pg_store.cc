@@ -91,7 +91,11 @@ Status PgStore::OnSession(const std::function<Status()>& fn) {
   if (s.ok() || !was_open || !conn_->lost()) return s;
   // The liveness session most likely went the same way (a restarted
   // server): settled now, before a claim relies on it.
-  if (!worker_id_.empty()) RenewClaims().IgnoreError();
+  if (!worker_id_.empty()) {
+    PgStore::Tokens unconfirmed;
+    RenewClaims(&unconfirmed).IgnoreError();
+    ConfirmLost(unconfirmed);  // the caller holds mu_
+  }
   WIZQ_RETURN_IF_ERROR(EnsureConn().Annotate(s.message()));
   return fn();
 }

@@ -163,8 +163,9 @@ class PgStore : public Store {
   // Holds claims_mu_: the local deadline moves on to `began`, unless a lost
   // claim was not taken yet (TakeLostClaims).
   void NoteProof(int64_t began);
-  // Claims the renewer could not confirm, judged once no transaction of
-  // this worker is under way (mu_): those still held are lost.
+  // Claims a renewal could not confirm, judged while no transaction of
+  // this worker is under way (the caller holds mu_): those still held are
+  // lost.
   void ConfirmLost(const Tokens& unconfirmed);
   // In a transaction, `rows` (PgTaskRowsStatement's, for the worker) were
   // read: the claims of this worker not among them as its own are lost.

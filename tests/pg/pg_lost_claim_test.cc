@@ -90,5 +90,35 @@ TEST_F(PgStoreTest, AClaimGivenAwayStopsATransactionsProofUntilItIsTaken) {
       << "once taken, a transaction's proof counts again";
 }
 
+// A transaction whose session was lost renews the claims on the liveness
+// session before it tries again (PgStore::OnSession), with the store's
+// mutex held: a claim given away meanwhile is found lost there, without a
+// wait for that mutex (which hung the worker for ever: machines torture,
+// seed 332358259).
+TEST_F(PgStoreTest, AClaimGivenAwayIsFoundLostWhenTheSessionIsOpenedAgain) {
+  StoreOptions o = Options({MakeNew("S", "{}"), MakeNew("S", "{\"i\":2}")});
+  o.worker_lease_ms = 12000;
+  auto a = OpenOk(o);
+  ASSERT_NE(a, nullptr);
+  std::vector<wizq::Task> got;
+  ASSERT_OK(ClaimOne(a.get(), &got));
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_OK(GiveAway(admin_.get(), schema_, got[0].id));
+  wizq::Task t;
+  ASSERT_OK(a->GetTask(got[0].id, &t));  // its session's last query
+  PgResult r;
+  ASSERT_OK(admin_->Exec(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+      "application_name = 'wizq' AND strpos(query, $1) > 0",
+      {schema_}, &r));
+  ASSERT_EQ(r.rows(), 1);
+  std::vector<wizq::Task> more;
+  ASSERT_OK(ClaimOne(a.get(), &more));
+  ASSERT_EQ(more.size(), 1u);
+  std::vector<int64_t> lost;
+  a->TakeLostClaims(&lost);
+  EXPECT_EQ(lost, std::vector<int64_t>{got[0].id});
+}
+
 }  // namespace
 }  // namespace wizq::test
