@@ -15,31 +15,23 @@ bool RunLoop::HaltDue() {
     return false;
   }
   if (h.when == HaltPolicy::When::kNow) return true;
-  if (!halting_) {
-    halting_ = true;
-    jobs_ = 0;  // StartReady starts nothing, commits claim nothing
-    lookahead_ = 0;
-    executor_->SetQueueSlots(0);
-    executor_->CancelQueued();  // they come back to ready_, not started
-    observer_->OnNote(
-        "halting (--halt soon,fail=" + std::to_string(h.failures) +
-        "): " + std::to_string(failures_seen_) +
-        " task(s) failed; no new task starts, waiting for " +
-        std::to_string(running_.size()) + " running");
-  }
-  return running_.empty() && outcomes_.empty() && !inflight_.valid();
+  return Drained("halting (--halt soon,fail=" + std::to_string(h.failures) +
+                 "): " + std::to_string(failures_seen_) + " task(s) failed");
 }
 
 bool RunLoop::LivenessLostDue() {
-  if (store_->Liveness().ok()) return false;
+  const Status live = store_->Liveness();
+  return !live.ok() && Drained(live.message());
+}
+
+bool RunLoop::Drained(const std::string& why) {
   if (!draining_) {
     draining_ = true;
     jobs_ = 0;  // StartReady starts nothing, commits claim nothing
     lookahead_ = 0;
     executor_->SetQueueSlots(0);
     executor_->CancelQueued();  // they come back to ready_, not started
-    observer_->OnNote(store_->Liveness().message() +
-                      "; no new task starts, waiting for " +
+    observer_->OnNote(why + "; no new task starts, waiting for " +
                       std::to_string(running_.size()) + " running");
   }
   return running_.empty() && outcomes_.empty() && !inflight_.valid();

@@ -285,6 +285,10 @@ class RunLoop {
   // lost, nothing more starts: what waits in the executor is cancelled (its
   // local deadline never moves on again, so it would wait for ever).
   bool LivenessLostDue();
+  // From its first call on, no new task starts and what waits in the
+  // executor comes back to ready_ unstarted (said once, with `why`). True
+  // once nothing of ours runs and every result is committed.
+  bool Drained(const std::string& why);
   // Counts `o` in failures_seen_ if it fails `t` for good.
   void CountFailure(const Task& t, const Outcome& o);
   Status Halt(int* exit_code);
@@ -334,8 +338,7 @@ class RunLoop {
   std::map<int64_t, std::string> start_hash_;  // def_hash at start, by id
   bool told_waiting_ = false;  // "waiting for agents" said since last work
   int failures_seen_ = 0;      // tasks this process saw fail for good
-  bool halting_ = false;       // --halt soon: no new task starts
-  bool draining_ = false;      // LivenessLostDue: no new task starts
+  bool draining_ = false;      // Drained: no new task starts
   std::map<int64_t, int> submitted_;  // children each outcome submitted
   // The executor's Wait also wakes when a commit lands (SetWakeFd).
   bool wake_on_commit_ = false;

@@ -154,7 +154,7 @@ PgStore::Tokens PgStore::WorkerClaims() {
   return out;
 }
 
-bool PgStore::NoteRenewal(int64_t began, const Tokens& known,
+void PgStore::NoteRenewal(int64_t began, const Tokens& known,
                           const Tokens& renewed, Tokens* unconfirmed) {
   std::lock_guard<std::mutex> g(claims_mu_);
   for (const auto& [id, token] : known) {
@@ -164,9 +164,7 @@ bool PgStore::NoteRenewal(int64_t began, const Tokens& known,
     if (h != held_.end() && h->second.token == token)
       (*unconfirmed)[id] = token;
   }
-  if (!unconfirmed->empty()) return false;
-  NoteProof(began);
-  return true;
+  if (unconfirmed->empty()) NoteProof(began);
 }
 
 void PgStore::NoteProof(int64_t began) {
@@ -189,17 +187,12 @@ void PgStore::ConfirmLost(const Tokens& unconfirmed) {
   }
 }
 
-void PgStore::FindLost(const PgResult& rows) {
-  std::set<int64_t> mine;
-  for (int i = 0; i < rows.rows(); i++) {
-    PgTask row;
-    PgTaskFromRow(rows, i, &row);
-    if (HeldByMe(row)) mine.insert(row.t.id);
-  }
+void PgStore::FindLost(const PgWork& w) {
   std::lock_guard<std::mutex> g(claims_mu_);
   std::vector<int64_t> lost;
   for (const auto& [id, h] : held_) {
-    if (!h.leased && mine.count(id) == 0) lost.push_back(id);
+    const PgTask* row = w.Cached(id);
+    if (!h.leased && (row == nullptr || !HeldByMe(*row))) lost.push_back(id);
   }
   for (int64_t id : lost) Lose(id);
 }

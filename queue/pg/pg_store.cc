@@ -285,15 +285,17 @@ Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
   also.push_back(ReclaimScan());
   std::vector<PgResult> got;
   Status s = Begin(run_, &run, &now, &txn_began_ms_, std::move(also), &got);
-  // Whatever becomes of the transaction, a claim found lost stays lost.
-  if (s.ok() && !held.empty()) FindLost(got[got.size() - 2]);
   if (s.ok()) s = RemakeSmallPlans(run);
   const int64_t began = txn_began_ms_.load();
   if (s.IsConflict()) writable_ = s;  // archived: it stays so
   bool committing = false;
   if (s.ok()) {
     PgWork w(conn_.get(), quoted_, &run, now);
-    if (!held.empty()) w.CacheRows(got[got.size() - 2]);
+    if (!held.empty()) {
+      w.CacheRows(got[got.size() - 2]);
+      // Whatever becomes of the transaction, a claim found lost stays lost.
+      FindLost(w);
+    }
     s = Reclaim(&w, &reclaimed_, &got.back());
     PgStoreTxn txn(this, &w, &reclaimed_, quoted_);
     if (s.ok()) s = fn(txn);

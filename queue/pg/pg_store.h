@@ -156,9 +156,9 @@ class PgStore : public Store {
   // This worker's claims that its proofs of life renew (not the leased).
   Tokens WorkerClaims();
   // A renewal begun at `began` of `known` (WorkerClaims before it) renewed
-  // `renewed`: the proof of life it makes counts, or (false) the claims
-  // it did not renew that this worker still holds are in *unconfirmed.
-  bool NoteRenewal(int64_t began, const Tokens& known, const Tokens& renewed,
+  // `renewed`: the proof of life it makes counts, unless claims it did not
+  // renew are still held here: those are then in *unconfirmed.
+  void NoteRenewal(int64_t began, const Tokens& known, const Tokens& renewed,
                    Tokens* unconfirmed);
   // Holds claims_mu_: the local deadline moves on to `began`, unless a lost
   // claim was not taken yet (TakeLostClaims).
@@ -167,9 +167,10 @@ class PgStore : public Store {
   // this worker is under way (the caller holds mu_): those still held are
   // lost.
   void ConfirmLost(const Tokens& unconfirmed);
-  // In a transaction, `rows` (PgTaskRowsStatement's, for the worker) were
-  // read: the claims of this worker not among them as its own are lost.
-  void FindLost(const PgResult& rows);
+  // In a transaction, `w` cached the rows this worker holds (PgTaskRows-
+  // Statement's, for the worker, before anything else): the claims of this
+  // worker not among them as its own are lost.
+  void FindLost(const PgWork& w);
   // Holds claims_mu_ (and mu_): claim `id` is no longer this worker's.
   void Lose(int64_t id);
   Status Relive(Tokens* unconfirmed);

@@ -133,6 +133,11 @@ class PgWork {
   Status Find(int64_t id, PgTask** task);
   // The rows PgTaskRowsStatement read, into the cache.
   void CacheRows(const PgResult& r);
+  // Task `id`'s row if it is cached (nullptr: not read yet).
+  const PgTask* Cached(int64_t id) const {
+    auto it = cache_.find(id);
+    return it == cache_.end() ? nullptr : it->second.get();
+  }
   // The task with dedup key `key` (0: none).
   Status FindByDedupKey(const std::string& key, int64_t* id);
   // A row a query read FOR UPDATE, cached unless it already is; returns
