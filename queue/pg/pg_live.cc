@@ -210,6 +210,11 @@ Status PgStore::Liveness() const {
       gone_why_ + "): it claims nothing more (run wizq again to go on)");
 }
 
+void PgStore::AddUntakenLost(std::vector<int64_t>* ids) {
+  std::lock_guard<std::mutex> g(claims_mu_);
+  ids->insert(ids->end(), lost_.begin(), lost_.end());
+}
+
 void PgStore::TakeLostClaims(std::vector<int64_t>* ids) {
   std::lock_guard<std::mutex> g(claims_mu_);
   ids->insert(ids->end(), lost_.begin(), lost_.end());

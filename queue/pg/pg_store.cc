@@ -305,14 +305,8 @@ Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
     if (s.ok()) {
       std::lock_guard<std::mutex> g(claims_mu_);
       txn.Merge(&held_);
-      // A lost claim this transaction made again is the new claim's now:
-      // its old attempt is in no caller's hands (it ended, or the loop
-      // would not have been given the task again), and the run loop, which
-      // knows tasks by id, would drop the new one.
-      lost_.erase(std::remove_if(lost_.begin(), lost_.end(),
-                                 [&](int64_t id) { return held_.count(id); }),
-                  lost_.end());
-      // What it found lost stops the proof until taken.
+      // What it found lost stops the proof until taken (and is not claimed
+      // again meanwhile: PgStoreTxn::ClaimBatch).
       if (renews) NoteProof(began);
     }
   }

@@ -100,6 +100,10 @@ class PgStore : public Store {
   // The key of this worker's liveness lock; 0 if it holds none.
   int32_t lock_key() const { return lock_key_; }
   bool HeldByMe(const PgTask& t) const;
+  // Adds the claims found lost and not yet taken (TakeLostClaims): this
+  // worker claims none of them again until its caller has dropped the old
+  // attempt (the run loop knows tasks by id).
+  void AddUntakenLost(std::vector<int64_t>* ids);
   // MonoMs when the transaction under way got the run's row (0: none).
   int64_t run_held_since_mono_ms() const { return txn_began_ms_.load(); }
 

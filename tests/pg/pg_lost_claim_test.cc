@@ -120,11 +120,13 @@ TEST_F(PgStoreTest, AClaimGivenAwayIsFoundLostWhenTheSessionIsOpenedAgain) {
   EXPECT_EQ(lost, std::vector<int64_t>{got[0].id});
 }
 
-// A lost claim that the same transaction claims again is the new claim's:
-// not handed to the caller as lost (the run loop, which knows tasks by id,
-// dropped the new claim and held it for ever: machines torture, seed
-// 2757356469).
-TEST_F(PgStoreTest, AClaimLostAndClaimedAgainInOneTransactionIsNotLost) {
+// A lost claim is not claimed again by its worker until the worker's
+// caller has taken it (TakeLostClaims): the run loop knows tasks by id,
+// and may still hold the old attempt queued in its spawner. Claimed again
+// at once, both attempts would run. (Handed back as lost while claimed
+// again instead, the run loop dropped the new claim and held it for ever:
+// machines torture, seed 2757356469.)
+TEST_F(PgStoreTest, ALostClaimIsNotClaimedAgainUntilItIsTaken) {
   StoreOptions o = Options({MakeNew("S", "{}")});
   o.worker_lease_ms = 12000;
   auto a = OpenOk(o);
@@ -143,9 +145,15 @@ TEST_F(PgStoreTest, AClaimLostAndClaimedAgainInOneTransactionIsNotLost) {
                          "= n_in_progress - 1, pending_floor = 1"));
   std::vector<wizq::Task> again;
   ASSERT_OK(ClaimOne(a.get(), &again));
+  EXPECT_TRUE(again.empty()) << "claimed again before its loss was taken";
+  std::vector<int64_t> lost;
+  a->TakeLostClaims(&lost);
+  EXPECT_EQ(lost, std::vector<int64_t>{got[0].id});
+  again.clear();
+  ASSERT_OK(ClaimOne(a.get(), &again));
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].id, got[0].id);
-  std::vector<int64_t> lost;
+  lost.clear();
   a->TakeLostClaims(&lost);
   EXPECT_TRUE(lost.empty()) << "the new claim was handed back as lost";
   EXPECT_OK(a->Transact([&](StoreTxn& txn) {
