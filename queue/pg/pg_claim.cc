@@ -59,7 +59,7 @@ Status PgStoreTxn::Claim(const ClaimFilter& f, std::vector<Task>* claimed) {
   }
   std::map<std::string, int> room = f.room;
   // What this transaction put back (a reclaim, a retry) may lower the
-  // floor; it is written with the first claim query.
+  // floor the claim starts from (written with the run's row at commit).
   w_->LowerFloors();
   int64_t after = w_->run().pending_floor - 1;  // none pending below
   bool more = true;

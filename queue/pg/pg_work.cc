@@ -84,7 +84,7 @@ PgTask* PgWork::Cache(const PgTask& row) {
   return slot.get();
 }
 
-// The events (at commit), the rows and the run's row, then `also` (a
+// The events and the run's row (at commit), the rows, then `also` (a
 // claim query; a notification at commit), in one round trip for up to
 // kPgPipelineChunk statements. Each chunk is sent once made: built first,
 // the 10^5 rows of a fan-out's submits left the session idle in its
@@ -116,10 +116,12 @@ Status PgWork::Flush(std::vector<PgStatement> also,
       rows_from = 0;
     }
   }
-  if (changed || run_dirty_) {
+  // The run's row once, at commit: no statement of the transaction reads
+  // it back (its counters and floors are in run_ meanwhile).
+  if (events && (changed || run_dirty_)) {
     batch.push_back(PgRunWrite(quoted_, *run_, raise_floor_));
+    run_dirty_ = false;
   }
-  run_dirty_ = false;
   const size_t also_from = batch.size();
   for (PgStatement& s : also) batch.push_back(std::move(s));
   std::vector<PgResult> results;
