@@ -37,11 +37,11 @@ if [ -z "${WIZQ_STORE:-}" ]; then
   exec "$BUILD/with_pg_cluster" --fsync --set "synchronous_commit = on" \
     bash "$0" "$BUILD" "$ROWS" "$SECONDS_EACH" "$ROUNDS"
 fi
-PGBENCH=$(ls /usr/lib/postgresql/*/bin/pgbench | tail -1)
+PGBENCH=$(printf '%s\n' /usr/lib/postgresql/*/bin/pgbench | sort -V | tail -1)
 WORK=$(mktemp -d /tmp/wizq-pg-row-XXXXXX)
 chmod 755 "$WORK"
 trap 'rm -rf "$WORK"' EXIT
-"$BUILD/wizq" db migrate --store "$WIZQ_STORE" --schema rowbench >/dev/null
+"$BUILD/wizq" db migrate --store "$WIZQ_STORE" --schema wizq >/dev/null
 sql() { psql -d "$WIZQ_STORE" -qtAX -v ON_ERROR_STOP=1 -c "$1"; }
 fill() {  # $1: schema
   sql "INSERT INTO $1.tasks (run, task_id, step, inputs, origin, dedup_key,
@@ -51,24 +51,24 @@ fill() {  # $1: schema
        FROM generate_series(1, $ROWS) g"
   sql "ANALYZE $1.tasks"
 }
-fill rowbench
+fill wizq
 "$BUILD/wizq" db migrate --store "$WIZQ_STORE" --schema rowhot >/dev/null
 sql "DROP INDEX rowhot.tasks_ready, rowhot.tasks_in_progress, rowhot.tasks_hooks_due"
 fill rowhot
-sql "CREATE TABLE rowbench.q (id bigint PRIMARY KEY, state smallint NOT NULL
-       DEFAULT 0); CREATE INDEX q_ready ON rowbench.q (id) WHERE state = 0;
-     INSERT INTO rowbench.q (id) SELECT generate_series(1, $ROWS);
-     ANALYZE rowbench.q"
-sql "CREATE TABLE rowbench.ts (run bigint NOT NULL, task_id bigint NOT NULL,
+sql "CREATE TABLE wizq.q (id bigint PRIMARY KEY, state smallint NOT NULL
+       DEFAULT 0); CREATE INDEX q_ready ON wizq.q (id) WHERE state = 0;
+     INSERT INTO wizq.q (id) SELECT generate_series(1, $ROWS);
+     ANALYZE wizq.q"
+sql "CREATE TABLE wizq.ts (run bigint NOT NULL, task_id bigint NOT NULL,
        state smallint NOT NULL DEFAULT 0, attempt int NOT NULL DEFAULT 0,
        claimed_by text NOT NULL DEFAULT '', claim_token text,
        claim_until_ms bigint NOT NULL DEFAULT 0,
        updated_ms bigint NOT NULL DEFAULT 0, PRIMARY KEY (run, task_id))
        WITH (fillfactor = 85);
-     CREATE INDEX ts_ready ON rowbench.ts (run, task_id) WHERE state = 0;
-     CREATE INDEX ts_held ON rowbench.ts (run, task_id) WHERE state = 1;
-     INSERT INTO rowbench.ts (run, task_id) SELECT 1, generate_series(1, $ROWS);
-     ANALYZE rowbench.ts"
+     CREATE INDEX ts_ready ON wizq.ts (run, task_id) WHERE state = 0;
+     CREATE INDEX ts_held ON wizq.ts (run, task_id) WHERE state = 1;
+     INSERT INTO wizq.ts (run, task_id) SELECT 1, generate_series(1, $ROWS);
+     ANALYZE wizq.ts"
 
 # A task row written whole, fenced, as TaskWrite does (constants where the
 # store binds its parameters: prepared alike).
@@ -86,17 +86,17 @@ wide_row() {  # $1 schema, $2 state, $3 claimed_by, $4 token, $5 settled, $6 id 
   echo
 }
 script() {  # $1 kind
-  echo '\set now random(1, 1000000000)'
+  printf '%s\n' '\set now random(1, 1000000000)'
   for i in $(seq 0 15); do echo "\\set id$i random(1, $ROWS)"; done
-  echo '\startpipeline'
+  printf '%s\n' '\startpipeline'
   echo 'BEGIN;'
   case $1 in
     trivial) for i in $(seq 0 15); do echo 'SELECT 1;'; done ;;
     bare)
-      echo "UPDATE rowbench.q SET state = 2 WHERE id IN (:id0, :id1, :id2, :id3, :id4, :id5, :id6, :id7);"
-      echo "UPDATE rowbench.q SET state = 1 WHERE id IN (:id8, :id9, :id10, :id11, :id12, :id13, :id14, :id15);" ;;
+      echo "UPDATE wizq.q SET state = 2 WHERE id IN (:id0, :id1, :id2, :id3, :id4, :id5, :id6, :id7);"
+      echo "UPDATE wizq.q SET state = 1 WHERE id IN (:id8, :id9, :id10, :id11, :id12, :id13, :id14, :id15);" ;;
     wide | wide-hot)
-      local s=rowbench
+      local s=wizq
       [ "$1" = wide-hot ] && s=rowhot
       for i in $(seq 0 7); do wide_row $s 1 "'w'" "'t'" false "id$i"; done
       for i in $(seq 8 15); do wide_row $s 2 "''" NULL true "id$i"; done ;;
@@ -104,18 +104,18 @@ script() {  # $1 kind
       for i in $(seq 0 15); do
         st=1 cb="'w'" tok="'t'"
         [ "$i" -ge 8 ] && st=2 cb="''" tok=NULL
-        echo "UPDATE rowbench.ts SET state = $st, attempt = 1, claimed_by = $cb, claim_token = $tok, claim_until_ms = :now, updated_ms = :now WHERE run = 1 AND task_id = :id$i AND attempt >= 0 AND claim_token IS NOT DISTINCT FROM claim_token;"
+        echo "UPDATE wizq.ts SET state = $st, attempt = 1, claimed_by = $cb, claim_token = $tok, claim_until_ms = :now, updated_ms = :now WHERE run = 1 AND task_id = :id$i AND attempt >= 0 AND claim_token IS NOT DISTINCT FROM claim_token;"
       done ;;
     narrow-8)
       for half in 0 8; do
         st=1 cb="'w'" tok="'t'"
         [ "$half" = 8 ] && st=2 cb="''" tok=NULL
         vals=$(for i in $(seq "$half" $((half + 7))); do printf '(:id%d::bigint, 0), ' "$i"; done)
-        echo "UPDATE rowbench.ts t SET state = $st, attempt = 1, claimed_by = $cb, claim_token = $tok, claim_until_ms = :now, updated_ms = :now FROM (VALUES ${vals%, }) AS v(id, a) WHERE t.run = 1 AND t.task_id = v.id AND t.attempt >= v.a AND t.claim_token IS NOT DISTINCT FROM t.claim_token;"
+        echo "UPDATE wizq.ts t SET state = $st, attempt = 1, claimed_by = $cb, claim_token = $tok, claim_until_ms = :now, updated_ms = :now FROM (VALUES ${vals%, }) AS v(id, a) WHERE t.run = 1 AND t.task_id = v.id AND t.attempt >= v.a AND t.claim_token IS NOT DISTINCT FROM t.claim_token;"
       done ;;
   esac
   echo 'COMMIT;'
-  echo '\endpipeline'
+  printf '%s\n' '\endpipeline'
 }
 KINDS="trivial bare wide wide-hot narrow narrow-8"
 for k in $KINDS; do script "$k" >"$WORK/$k.sql"; done
