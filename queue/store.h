@@ -376,7 +376,9 @@ class Store : public StoreReads {
   // and were given to another. An attempt of one must never start here, and
   // one that ran was ended at the local deadline; its result is refused.
   // The local deadline does not move on while one is not taken, so a
-  // caller holding claims calls this before each LocalDeadlineMs. Default:
+  // caller holding claims calls this before each LocalDeadlineMs; nor is
+  // its task claimed again by this worker (the caller may still hold the
+  // old attempt under the same id). Default:
   // none (a claim of the directory store is lost only with its worker).
   virtual void TakeLostClaims(std::vector<int64_t>* ids) { (void)ids; }
   // An IOError once this worker's liveness is lost for good (another worker
