@@ -26,8 +26,18 @@
 #            redesign's lower bound;
 #   narrow-8 the same 16 narrow rows in two statements of 8 (UPDATE ...
 #            FROM (VALUES ...), each row still fenced).
+# and two whole transactions, 8 tasks completed and 8 claimed, on tables
+# of their own (ROWS x 24 ... rows, so that the rounds never drain them):
+#   bare-txn  the pg_bench baseline's: BEGIN, the done UPDATE, the SKIP
+#             LOCKED claim UPDATE, COMMIT, each its own round trip;
+#   model-txn a sketch of the redesign (docs/BENCHMARKS.md): in one round
+#             trip the run's counters, the 8 done and the 8 claimed on a
+#             narrow table (fenced, the claim's step and retry tests in its
+#             locked subquery, the wide row joined for the inputs); in a
+#             second the 16 events (gap-free seq from the run's row) and
+#             COMMIT. Both take the done tasks as the 8 lowest in progress.
 # Prints each one's mean latency a transaction (ms), the median over the
-# rounds, and wide ÷ bare, wide-hot ÷ bare.
+# rounds, and each ÷ bare (model-txn ÷ bare-txn).
 set -euo pipefail
 BUILD=${1:-build}
 ROWS=${2:-100000}
@@ -69,6 +79,30 @@ sql "CREATE TABLE wizq.ts (run bigint NOT NULL, task_id bigint NOT NULL,
      CREATE INDEX ts_held ON wizq.ts (run, task_id) WHERE state = 1;
      INSERT INTO wizq.ts (run, task_id) SELECT 1, generate_series(1, $ROWS);
      ANALYZE wizq.ts"
+TXN_ROWS=$((ROWS * 24 > 600000 ? ROWS * 24 : 600000))
+sql "CREATE TABLE wizq.qt (id bigint PRIMARY KEY, state smallint NOT NULL
+       DEFAULT 0); CREATE INDEX qt_ready ON wizq.qt (id) WHERE state = 0;
+     CREATE INDEX qt_held ON wizq.qt (id) WHERE state = 1;
+     INSERT INTO wizq.qt (id) SELECT generate_series(1, $TXN_ROWS);
+     ANALYZE wizq.qt"
+sql "CREATE TABLE wizq.mt (run bigint NOT NULL, task_id bigint NOT NULL,
+       step text NOT NULL, state smallint NOT NULL DEFAULT 0,
+       attempt int NOT NULL DEFAULT 0, claimed_by text NOT NULL DEFAULT '',
+       claim_token text, claim_until_ms bigint NOT NULL DEFAULT 0,
+       retry_at_ms bigint NOT NULL DEFAULT 0,
+       updated_ms bigint NOT NULL DEFAULT 0, PRIMARY KEY (run, task_id))
+       WITH (fillfactor = 85);
+     CREATE INDEX mt_ready ON wizq.mt (run, task_id) WHERE state = 0;
+     CREATE INDEX mt_held ON wizq.mt (run, task_id) WHERE state = 1;
+     INSERT INTO wizq.mt (run, task_id, step)
+       SELECT 1, generate_series(1, $TXN_ROWS), 'Work';
+     ANALYZE wizq.mt;
+     CREATE TABLE wizq.mruns (run bigint PRIMARY KEY, next_seq bigint NOT NULL,
+       n_pending bigint NOT NULL, n_in_progress bigint NOT NULL,
+       n_done bigint NOT NULL);
+     INSERT INTO wizq.mruns VALUES (1, 1, $TXN_ROWS, 0, 0);
+     CREATE TABLE wizq.mevents (run bigint NOT NULL, seq bigint NOT NULL,
+       kind text NOT NULL, body text NOT NULL, PRIMARY KEY (run, seq))"
 
 # A task row written whole, fenced, as TaskWrite does (constants where the
 # store binds its parameters: prepared alike).
@@ -85,7 +119,28 @@ wide_row() {  # $1 schema, $2 state, $3 claimed_by, $4 token, $5 settled, $6 id 
     tr -s ' \n' ' '
   echo
 }
+txn_script() {  # $1 kind
+  printf '%s\n' '\set now random(1, 1000000000)'
+  case $1 in
+    bare-txn)
+      echo 'BEGIN;'
+      echo 'UPDATE wizq.qt SET state = 2 WHERE id IN (SELECT id FROM wizq.qt WHERE state = 1 ORDER BY id LIMIT 8);'
+      echo 'UPDATE wizq.qt SET state = 1 WHERE id IN (SELECT id FROM wizq.qt WHERE state = 0 ORDER BY id LIMIT 8 FOR UPDATE SKIP LOCKED) RETURNING id;'
+      echo 'COMMIT;' ;;
+    model-txn)
+      printf '%s\n' '\startpipeline'
+      echo 'BEGIN;'
+      echo 'UPDATE wizq.mruns SET next_seq = next_seq + 16, n_done = n_done + 8, n_pending = n_pending - 8 WHERE run = 1;'
+      echo 'UPDATE wizq.mt t SET state = 2, claimed_by = '"''"', claim_token = NULL, updated_ms = :now FROM (SELECT task_id, attempt, claim_token FROM wizq.mt WHERE run = 1 AND state = 1 ORDER BY task_id LIMIT 8) v WHERE t.run = 1 AND t.task_id = v.task_id AND t.attempt = v.attempt AND t.claim_token = v.claim_token;'
+      echo "WITH c AS (UPDATE wizq.mt SET state = 1, attempt = attempt + 1, claimed_by = 'w1-ab12', claim_token = md5(:now::text || task_id::text), claim_until_ms = :now + 30000, updated_ms = :now WHERE run = 1 AND task_id IN (SELECT task_id FROM wizq.mt WHERE run = 1 AND state = 0 AND step = ANY('{Work}') AND retry_at_ms <= :now ORDER BY task_id LIMIT 8 FOR UPDATE SKIP LOCKED) RETURNING task_id, attempt, claim_token) SELECT c.task_id, c.attempt, c.claim_token, w.step, w.inputs FROM c LEFT JOIN wizq.tasks w ON w.run = 1 AND w.task_id = (c.task_id - 1) % $ROWS + 1;"
+      printf '%s\n' '\endpipeline' '\startpipeline'
+      echo "INSERT INTO wizq.mevents (run, seq, kind, body) SELECT 1, (SELECT next_seq FROM wizq.mruns WHERE run = 1) - 17 + i, 'task_claimed', '{\"e\":\"task_claimed\",\"id\":' || (:now + i) || ',\"type\":\"Work\",\"worker\":\"w1-ab12\",\"attempt\":1,\"host\":\"h1\",\"ts\":1764400000000}' FROM generate_series(1, 16) i;"
+      echo 'COMMIT;'
+      printf '%s\n' '\endpipeline' ;;
+  esac
+}
 script() {  # $1 kind
+  case $1 in *-txn) txn_script "$1"; return ;; esac
   printf '%s\n' '\set now random(1, 1000000000)'
   for i in $(seq 0 15); do echo "\\set id$i random(1, $ROWS)"; done
   printf '%s\n' '\startpipeline'
@@ -117,7 +172,7 @@ script() {  # $1 kind
   echo 'COMMIT;'
   printf '%s\n' '\endpipeline'
 }
-KINDS="trivial bare wide wide-hot narrow narrow-8"
+KINDS="trivial bare wide wide-hot narrow narrow-8 bare-txn model-txn"
 for k in $KINDS; do script "$k" >"$WORK/$k.sql"; done
 chmod 644 "$WORK"/*.sql
 for r in $(seq 1 "$ROUNDS"); do
@@ -128,6 +183,19 @@ for r in $(seq 1 "$ROUNDS"); do
     printf 'round %d %-9s %s ms a transaction\n' "$r" "$k" "$ms"
   done
 done
+# The whole transactions did their work (a statement that failed would
+# have ended pgbench's client at once, and a claim that took nothing would
+# time an empty transaction).
+checks=$(sql "SELECT (SELECT count(*) FROM wizq.qt WHERE state = 2) || ' ' ||
+  (SELECT count(*) FROM wizq.mt WHERE state = 2) || ' ' ||
+  (SELECT count(*) FROM wizq.mevents) || ' ' ||
+  (SELECT count(*) FROM wizq.mt WHERE state = 1)")
+read -r bare_done model_done model_events model_held <<<"$checks"
+echo "bare-txn completed $bare_done tasks; model-txn $model_done, with $model_events events, $model_held held at the end"
+if ((bare_done == 0 || model_done == 0 || model_events != 2 * model_done + 2 * model_held)); then
+  echo "pg_row_bench: a whole transaction did not do its work" >&2
+  exit 1
+fi
 median() { grep "^$1 " "$WORK/results" | awk '{print $2}' | sort -g |
   awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 printf 'MEDIANS'
@@ -135,8 +203,10 @@ for k in $KINDS; do printf ' %s=%s' "$k" "$(median "$k")"; done
 echo
 awk -v w="$(median wide)" -v h="$(median wide-hot)" -v b="$(median bare)" \
   -v n="$(median narrow)" -v n8="$(median narrow-8)" \
+  -v bt="$(median bare-txn)" -v m="$(median model-txn)" \
   -v t="$(median trivial)" 'BEGIN {
     printf "RESULT wide_over_bare=%.2f wide_hot_over_bare=%.2f", w / b, h / b
     printf " narrow_over_bare=%.2f narrow8_over_bare=%.2f", n / b, n8 / b
+    printf " model_txn_over_bare_txn=%.2f", m / bt
     printf " us_a_row: wide=%.1f wide_hot=%.1f narrow=%.1f\n",
       (w - t) * 1000 / 16, (h - t) * 1000 / 16, (n - t) * 1000 / 16 }'
