@@ -2,6 +2,7 @@
 #include "tests/machines/torture/options.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 
@@ -60,6 +61,10 @@ bool ParseArgs(int argc, char** argv, Options* o) {
   }
   if (o->build.empty() || o->source.empty())
     throw std::invalid_argument("--build and --source are needed");
+  // The workflows' steps run the build's programs on the machines, whose
+  // working directories are not this one.
+  o->build = std::filesystem::absolute(o->build).lexically_normal().string();
+  o->source = std::filesystem::absolute(o->source).lexically_normal().string();
   if (o->machines < 2 || o->machines > 20)
     throw std::invalid_argument("--machines: 2 to 20");
   if (o->lease_s < 2) throw std::invalid_argument("--lease: at least 2");
