@@ -91,7 +91,7 @@ Status PgStoreTxn::ClaimBatch(const ClaimFilter& f, int64_t limit,
   // a half-open connection) while the worker has not noticed yet would
   // otherwise claim tasks a worker of its host may put back at once, or
   // that it cannot renew: it claims nothing (its renewer finds out).
-  const int64_t live_key = 0 && !f.lease ? store_->lock_key() : 0;
+  const int64_t live_key = f.lease ? 0 : store_->lock_key();
   // In the round trip that writes what this transaction changed so far.
   std::vector<PgResult> got;
   WIZQ_RETURN_IF_ERROR(w_->Flush(

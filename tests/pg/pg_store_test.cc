@@ -295,6 +295,32 @@ TEST_F(PgStoreTest, ALivenessSessionEndedHereForASlowAnswerIsTakenBack) {
   EXPECT_EQ(got.size(), 1u) << "it claims again";
 }
 
+// The server's word on liveness: a worker whose liveness session the
+// server ended claims nothing, even before its renewer has noticed (here
+// not for 10 s): a worker of its host may put back at once what it claims,
+// and it could renew none of it.
+TEST_F(PgStoreTest, AWorkerWhoseLivenessSessionEndedClaimsNothingAtOnce) {
+  StoreOptions o = Options({MakeNew("S", "{}")});
+  o.worker_lease_ms = 30000;  // renewals every 10 s
+  auto a = OpenOk(o);
+  ASSERT_NE(a, nullptr);
+  auto* pa = dynamic_cast<PgStore*>(a.get());
+  ASSERT_NE(pa, nullptr);
+  PgResult r;
+  ASSERT_OK(admin_->Exec(
+      "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE "
+      "application_name = 'wizq worker'",
+      {}, &r));
+  ASSERT_EQ(r.rows(), 1);
+  ASSERT_TRUE(pa->live()) << "the renewer noticed already: the test proves "
+                             "nothing";
+  ClaimFilter f;
+  f.steps = {"S"};
+  std::vector<wizq::Task> got;
+  ASSERT_OK(a->Transact([&](StoreTxn& txn) { return txn.Claim(f, &got); }));
+  EXPECT_TRUE(got.empty()) << "claimed without its liveness lock";
+}
+
 // A session frozen while it holds the run's row (a frozen machine's
 // worker, mid-transaction) stalls the run's transactions, not the renewals
 // of the other workers: a claim held across a hold longer than its lease
