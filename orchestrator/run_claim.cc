@@ -125,6 +125,7 @@ Status RunLoop::ClaimInTxn(StoreTxn& txn, const ClaimWant& want,
                            CommitResult* r) {
   ClaimFilter f;
   WIZQ_RETURN_IF_ERROR(ClaimFilterFor(txn, per_step, &f));
+  f.skip_ids.insert(want.in_hand.begin(), want.in_hand.end());
   auto claim = [&](const ClaimFilter& filter) {
     const size_t before = r->claimed.size();
     WIZQ_RETURN_IF_ERROR(txn.Claim(filter, &r->claimed));

@@ -133,6 +133,8 @@ void RunLoop::MaybeLaunchCommit() {
   std::vector<Outcome> batch;
   batch.swap(outcomes_);
   want.started.swap(began_);
+  for (const auto& [id, t] : running_) want.in_hand.insert(id);
+  for (const Task& t : ready_) want.in_hand.insert(t.id);
   inflight_ = commits_.Launch(
       [this, b = std::move(batch), w = std::move(want), per_step]() mutable {
         return Commit(std::move(b), w, std::move(per_step));

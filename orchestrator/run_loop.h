@@ -100,6 +100,10 @@ struct ClaimWant {
   int ahead = 0;
   std::set<std::string> fast;
   std::vector<std::pair<int64_t, int>> started;
+  // The tasks of which this worker holds an attempt (claimed, queued,
+  // running): never claimed again meanwhile. One whose claim was lost and
+  // that went back to pending would be a second attempt of one id in hand.
+  std::set<int64_t> in_hand;
 };
 
 // What one commit did, for the main thread.

@@ -306,8 +306,11 @@ Status PgStore::TryTransact(const std::function<Status(StoreTxn&)>& fn,
       std::lock_guard<std::mutex> g(claims_mu_);
       txn.Merge(&held_);
       // What it found lost stops the proof until taken (and is not claimed
-      // again meanwhile: PgStoreTxn::ClaimBatch).
-      if (renews) NoteProof(began);
+      // again meanwhile: PgStoreTxn::ClaimBatch). A renewal counts only
+      // when known to have committed: a transaction without events whose
+      // COMMIT's outcome stayed unknown (Commit: nothing to read back; its
+      // session is lost) may have been rolled back, renewal and all.
+      if (renews && conn_ != nullptr && !conn_->lost()) NoteProof(began);
     }
   }
   if (s.ok()) return s;

@@ -310,6 +310,57 @@ TEST_F(PgFenceTest, ClaimsLostWhileFrozenNeverStartOnceTheWorkerWakes) {
   ExpectEachShortRanOnce();
 }
 
+// A claim lost while its attempt still runs here (put back to pending, as
+// a rescue does, and not given to anyone yet): once the worker has taken
+// the loss (Store::TakeLostClaims), its store would let it claim the task
+// again. It must not while it holds the old attempt: the run loop knows
+// attempts by task id, and the two would run at once. (The review of
+// 2026-11-29 found it by reading: a loss taken while a transaction ran let
+// that transaction claim the task again.)
+TEST_F(PgFenceTest, ALostClaimIsNotClaimedAgainWhileItsAttemptRunsHere) {
+  std::vector<std::string> args = Worker("m1", "30");
+  args.insert(args.end(), {"--jobs", "2"});
+  WizqProcess worker(args, Opts());
+  const pid_t sleeper = WaitForPid(ledger_ + ".sleep", 20);
+  ASSERT_GT(sleeper, 0) << "attempt 1 never started";
+  ASSERT_TRUE(admin_
+                  ->Exec("UPDATE " + schema_ +
+                         ".tasks SET state = 0, claimed_by = '', claim_host = "
+                         "'', claim_token = NULL, claim_until_ms = 0 WHERE "
+                         "task_id = 1")
+                  .ok());
+  ASSERT_TRUE(admin_
+                  ->Exec("UPDATE " + schema_ +
+                         ".runs SET n_pending = n_pending + 1, n_in_progress "
+                         "= n_in_progress - 1, pending_floor = 1")
+                  .ok());
+  // The worker polls for work every 100 ms at most (a free slot): it
+  // finds the claim lost, takes it, and polls on.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  std::string ledger;
+  {
+    std::ifstream in(ledger_);
+    std::stringstream text;
+    text << in.rdbuf();
+    ledger = text.str();
+  }
+  EXPECT_FALSE(Contains(ledger, "2 start"))
+      << "a second attempt started beside the first:\n"
+      << ledger;
+  // The first attempt ends; its result is refused, and the task runs again.
+  ASSERT_EQ(kill(sleeper, SIGKILL), 0);
+  const WizqResult r = worker.Wait();
+  EXPECT_EQ(r.code, 0) << r.Describe();
+  std::ifstream in(ledger_);
+  std::vector<std::string> events;
+  for (std::string line; std::getline(in, line);) {
+    events.push_back(line.substr(0, line.rfind(' ')));
+  }
+  EXPECT_EQ(events,
+            (std::vector<std::string>{"1 start", "1 end", "2 start", "2 end"}))
+      << r.Describe();
+}
+
 // A worker whose liveness session is ended (not a server restart: another
 // worker may act on its death) with tasks queued in its spawner: its local
 // deadline never moves on again, so they would wait for ever, and so would

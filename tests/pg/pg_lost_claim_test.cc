@@ -161,5 +161,55 @@ TEST_F(PgStoreTest, ALostClaimIsNotClaimedAgainUntilItIsTaken) {
   }));
 }
 
+// A transaction that renews its worker's claims (its last proof of life
+// is a sixth of the lease old) and writes no event, whose session is lost
+// with its COMMIT in flight: whether the renewal landed is unknown, so it
+// is no proof of life. Counted, the local deadline would run past the
+// claim's lease on the store, and a worker cut off from then on would run
+// its attempt on while another worker is given the task.
+TEST_F(PgStoreTest, ARenewalWhoseCommitIsOfUnknownOutcomeIsNoProofOfLife) {
+  StoreOptions o = Options({MakeNew("S", "{}")});
+  o.worker_lease_ms = 30000;  // the renewer's first renewal after 10 s
+  auto a = OpenOk(o);
+  ASSERT_NE(a, nullptr);
+  std::vector<wizq::Task> got;
+  ASSERT_OK(ClaimOne(a.get(), &got));
+  ASSERT_EQ(got.size(), 1u);
+  // Settles the run's floors: the next transaction writes no row.
+  ASSERT_OK(a->Transact([&](StoreTxn&) { return Status::OK(); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(8000));
+  const int64_t before = a->LocalDeadlineMs();
+  int tries = 0;
+  // Its session ended while idle in the transaction: the COMMIT is sent
+  // on a dead connection, its outcome unknown (here it did not land).
+  ASSERT_OK(a->Transact([&](StoreTxn&) {
+    if (tries++ > 0) return Status::OK();
+    PgResult r;
+    WIZQ_RETURN_IF_ERROR(admin_->Exec(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+        "application_name = 'wizq' AND state = 'idle in transaction'",
+        {}, &r));
+    if (r.rows() != 1) return Status::Corruption("no session to end");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return Status::OK();
+  }));
+  EXPECT_EQ(tries, 1) << "run again: the outcome was known after all";
+  EXPECT_EQ(a->LocalDeadlineMs(), before)
+      << "a renewal of unknown outcome moved the local deadline";
+  PgResult r;
+  ASSERT_OK(admin_->Exec(
+      "SELECT claim_until_ms - floor(extract(epoch from clock_timestamp()) * "
+      "1000)::bigint AS left_ms FROM " +
+          schema_ + ".tasks WHERE task_id = $1",
+      {got[0].id}, &r));
+  const int64_t on_store = r.GetInt(0, "left_ms");
+  const int64_t here = a->LocalDeadlineMs() -
+                       std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count();
+  EXPECT_LE(here, on_store)
+      << "the local deadline ends after the claim's lease on the store";
+}
+
 }  // namespace
 }  // namespace wizq::test
