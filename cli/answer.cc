@@ -21,8 +21,7 @@ namespace {
 
 int Fail(const Status& s) {
   std::fprintf(stderr, "wizq answer: %s\n", s.message().c_str());
-  return s.IsInvalidArgument() || s.IsNotFound() ? kExitInvalid
-                                                 : kExitEnvironment;
+  return ExitCodeOfOpen(s);
 }
 
 // The run's frozen workflow, parsed.

@@ -9,6 +9,7 @@
 #include "queue/pg/pg_conn.h"
 #include "queue/pg/pg_location.h"
 #include "queue/pg/pg_migrate.h"
+#include "util/environment.h"
 
 namespace wizq {
 
@@ -61,7 +62,7 @@ int DoMigrate(PgSchema* schema) {
   return kExitCompleted;
 }
 
-int DoStatus(PgSchema* schema) {
+int DoStatus(PgSchema* schema, const std::string& location) {
   int version = 0;
   Status s = schema->ReadVersion(&version);
   if (!s.ok()) return Fail("status", ExitCodeOf(s), s.message());
@@ -77,7 +78,7 @@ int DoStatus(PgSchema* schema) {
               version < known   ? "yes"
               : version > known ? "no (the schema is newer than this wizq)"
                                 : "no");
-  s = schema->Check();
+  s = schema->Check(location);
   if (!s.ok()) return Fail("status", ExitCodeOf(s), s.message());
   return kExitCompleted;
 }
@@ -112,7 +113,7 @@ int DbCli::Run() {
   const bool from_flag = sub->get_option("--store")->count() > 0;
   std::string location = a.store;
   if (!from_flag) {
-    const char* env = std::getenv("WIZQ_STORE");
+    const char* env = std::getenv(kEnvStore);
     location = env != nullptr ? env : "";
   }
   if (location.empty()) {
@@ -134,7 +135,7 @@ int DbCli::Run() {
   s = PgConn::Open(location, options, &conn);
   if (!s.ok()) return Fail(cmd, ExitCodeOf(s), s.message());
   PgSchema schema(conn.get(), a.schema);
-  return a.migrate->parsed() ? DoMigrate(&schema) : DoStatus(&schema);
+  return a.migrate->parsed() ? DoMigrate(&schema) : DoStatus(&schema, location);
 }
 
 }  // namespace wizq

@@ -151,7 +151,7 @@ int DoExport(const ExportArgs& args) {
   }
   if (!s.ok()) {
     std::fprintf(stderr, "wizq export: %s\n", s.message().c_str());
-    return s.IsNotFound() ? kExitInvalid : kExitEnvironment;
+    return ExitCodeOfOpen(s);
   }
   return kExitCompleted;
 }

@@ -107,7 +107,7 @@ int DoPrune(const PruneArgs& args) {
   if (s.ok()) s = store->ListTasks(filter, &done);
   if (!s.ok()) {
     std::fprintf(stderr, "wizq prune: %s\n", s.message().c_str());
-    return s.IsNotFound() ? kExitInvalid : kExitEnvironment;
+    return ExitCodeOfOpen(s);
   }
   Env* env = Env::Posix();
   // On a database, this machine's files of the run (none if another run

@@ -43,12 +43,13 @@ std::vector<std::string> ContinuingCommand(int argc, char** argv) {
     }
     for (const char* f : kFlags) drop = drop || is(a, f);
     if (drop) continue;
-    // A store location keeps its place, never its password (SPEC §14).
+    // A store location keeps its place, never its password (SPEC §14):
+    // the command, run, finds it where it belongs.
     if (a == "--store" && i + 1 < argc) {
       out.push_back(a);
-      out.push_back(RedactPgLocation(argv[++i]));
+      out.push_back(PgLocationWithoutPassword(argv[++i]));
     } else if (a.rfind("--store=", 0) == 0) {
-      out.push_back("--store=" + RedactPgLocation(a.substr(8)));
+      out.push_back("--store=" + PgLocationWithoutPassword(a.substr(8)));
     } else {
       out.push_back(a);
     }

@@ -82,9 +82,8 @@ int DoRuns(const RunsArgs& args) {
   std::vector<RunSummary> runs;
   Status s = Store::ListAll(o, args.archived, &runs);
   if (!s.ok()) {
-    return ReportCommandError("runs",
-                              s.IsNotFound() ? kExitInvalid : kExitEnvironment,
-                              s.message(), "", args.json);
+    return ReportCommandError("runs", ExitCodeOfOpen(s), s.message(), "",
+                              args.json);
   }
   if (args.json) {
     PrintJson(runs);

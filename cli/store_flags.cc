@@ -8,6 +8,7 @@
 #include "queue/pg/pg_location.h"
 #include "queue/pg/pg_migrate.h"
 #include "queue/run_place.h"
+#include "util/environment.h"
 
 namespace wizq {
 namespace {
@@ -26,7 +27,7 @@ void Resolve(const CLI::App& cmd, RunPlace* place) {
   const bool from_flag = cmd.count("--store") > 0;
   place->store_from_flag = from_flag;
   if (!from_flag) {
-    const char* env = std::getenv("WIZQ_STORE");
+    const char* env = std::getenv(kEnvStore);
     place->store = env != nullptr ? env : "";
   }
   if (place->store.empty()) {
@@ -48,7 +49,7 @@ void Resolve(const CLI::App& cmd, RunPlace* place) {
   }
   if (!place->schema.empty()) {
     Status s = ValidatePgSchemaName(place->schema);
-    if (!s.ok()) throw CLI::ValidationError("--schema", s.message());
+    if (!s.ok()) throw CLI::ValidationError(s.message());  // names it
   }
   if (from_flag && PgLocationHasPassword(place->store)) {
     std::fprintf(stderr, "%s: %s\n", CommandName(cmd).c_str(),

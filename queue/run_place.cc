@@ -35,7 +35,9 @@ Status RunPlace::Open(StoreOptions o, std::unique_ptr<Store>* out,
 std::string RunPlace::CommandOptions(const std::string& run) const {
   if (!database()) return "";
   std::string out;
-  if (store_from_flag) out = " --store " + ShellQuote(RedactPgLocation(store));
+  if (store_from_flag) {
+    out = " --store " + ShellQuote(PgLocationWithoutPassword(store));
+  }
   if (!schema.empty()) out += " --schema " + ShellQuote(schema);
   return out + " --run-id " + ShellQuote(run);
 }

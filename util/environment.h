@@ -12,6 +12,12 @@ enum class EnvUse {
   kForTask,  // wizq sets it in the environment of a task's process
 };
 
+// The commands that take --store.
+#define WIZQ_ENV_STORE_COMMANDS                                          \
+  "run,status,log,report,answer,export,prune,runs,mcp,db,db migrate,db " \
+  "status,agent,agent take,agent done,agent fail,agent heartbeat,agent " \
+  "release,agent serve"
+
 // X(constant, name, use, commands, meaning). `commands`: the commands
 // whose man page lists the variable, comma-separated ("run,agent serve");
 // wizq(1) lists them all.
@@ -19,6 +25,16 @@ enum class EnvUse {
   X(kEnvNoColor, "NO_COLOR", kRead, "run",                                    \
     "When set to a non-empty value, the progress line on a terminal is not "  \
     "coloured (https://no-color.org).")                                       \
+  X(kEnvStore, "WIZQ_STORE", kRead, WIZQ_ENV_STORE_COMMANDS,                  \
+    "The PostgreSQL store (a postgresql:// URL or a libpq keyword string) "   \
+    "when --store is not given; unset or empty: the directory store in "      \
+    "--dir. Removed from the environment of tasks and agents.")               \
+  X(kEnvPgPassword, "PGPASSWORD", kRead, WIZQ_ENV_STORE_COMMANDS,             \
+    "The store's password, read by libpq, as are its other variables "        \
+    "(PGHOST, PGUSER, PGPASSFILE, PGSERVICEFILE, PGSSLMODE...: PostgreSQL's " \
+    "documentation, libpq, \"Environment Variables\"). PGPASSWORD and "       \
+    "WIZQ_STORE are removed from the environment of tasks and agents; the "   \
+    "others are kept.")                                                       \
   X(kEnvTmpdir, "TMPDIR", kRead, "crashtest",                                 \
     "Where the scratch directories are created (default /tmp).")              \
   X(kEnvCrashAt, "WIZQ_CRASH_AT", kRead, "run,crashtest",                     \

@@ -4,6 +4,8 @@
 #ifndef WIZQ_UTIL_EXIT_CODE_H_
 #define WIZQ_UTIL_EXIT_CODE_H_
 
+#include "util/status.h"
+
 namespace wizq {
 
 // X(enumerator, code, name, meaning). docs/CLI.md, "Exit codes", says the
@@ -17,13 +19,15 @@ namespace wizq {
     "--halt stopped it after N failures (the rest stays pending); wizq agent " \
     "done: the response was invalid and the attempt failed.")                  \
   X(kExitInvalid, 2, "invalid input",                                          \
-    "invalid workflow, input or arguments, or no run in the directory; "       \
+    "invalid workflow, input or arguments (a store location libpq cannot "     \
+    "read, a bad --schema), or no run in the directory or the store; "         \
     "nothing ran and nothing was written.")                                    \
   X(kExitEnvironment, 3, "environment error",                                  \
     "an I/O error, a corrupt or unreadable file under .wizard/ (named with "   \
     "its byte offset), a run written by a newer wizq (left untouched), "       \
-    "another run with live workers in the directory, or a lost agent "         \
-    "lease.")                                                                  \
+    "another run with live workers in the directory, a lost agent lease, "     \
+    "or a PostgreSQL store that cannot be reached or refuses, or whose "       \
+    "schema is older (wizq db migrate) or newer than this wizq's.")            \
   X(kExitPaused, 4, "paused",                                                  \
     "only human gates (Prompt steps) without an answer are left; stderr "      \
     "names each and the wizq answer command that answers it.")                 \
@@ -53,6 +57,15 @@ inline constexpr ExitCodeInfo kExitCodes[] = {
     WIZQ_EXIT_CODES(WIZQ_EXIT_CODE_INFO)
 #undef WIZQ_EXIT_CODE_INFO
 };
+
+// The exit code of a command that could not open or read its run: invalid
+// input when what it was told is wrong (InvalidArgument: a store location
+// libpq cannot read, a bad schema name; NotFound: no such run), else an
+// environment error (unreachable, refused, a newer schema...).
+inline int ExitCodeOfOpen(const Status& s) {
+  return s.IsInvalidArgument() || s.IsNotFound() ? kExitInvalid
+                                                 : kExitEnvironment;
+}
 
 }  // namespace wizq
 

@@ -62,9 +62,8 @@ int OpenForLog(const RunPlace& place, bool json, std::unique_ptr<Store>* store,
   o.mode = OpenMode::kReadOnly;
   Status s = place.Open(o, store, report);
   if (s.ok()) return kExitCompleted;
-  return ReportCommandError("log",
-                            s.IsNotFound() ? kExitInvalid : kExitEnvironment,
-                            s.message(), FileNamedIn(s.message()), json);
+  return ReportCommandError("log", ExitCodeOfOpen(s), s.message(),
+                            FileNamedIn(s.message()), json);
 }
 
 int ReportLogError(const RunPlace& place, const Status& s, bool json) {

@@ -16,8 +16,7 @@ namespace {
 
 int Fail(const Status& s) {
   std::fprintf(stderr, "wizq report: %s\n", s.message().c_str());
-  return s.IsNotFound() || s.IsInvalidArgument() ? kExitInvalid
-                                                 : kExitEnvironment;
+  return ExitCodeOfOpen(s);
 }
 
 Status WriteOutput(const std::string& path, const std::string& page) {

@@ -339,9 +339,8 @@ int DoStatus(const StatusArgs& args) {
                 : LoadRunView(*store, &v);
   }
   if (!s.ok()) {
-    return ReportCommandError("status",
-                              s.IsNotFound() ? kExitInvalid : kExitEnvironment,
-                              s.message(), "", args.json);
+    return ReportCommandError("status", ExitCodeOfOpen(s), s.message(), "",
+                              args.json);
   }
   std::vector<int64_t> selected;
   std::string error;

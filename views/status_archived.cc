@@ -80,7 +80,7 @@ const RunRef* FindArchived(const std::vector<RunRef>& runs,
 
 int Fail(const Status& s) {
   std::fprintf(stderr, "wizq status: %s\n", s.message().c_str());
-  return s.IsNotFound() ? kExitInvalid : kExitEnvironment;
+  return ExitCodeOfOpen(s);
 }
 
 }  // namespace

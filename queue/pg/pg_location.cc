@@ -64,10 +64,13 @@ bool PercentDecode(std::string_view s, std::string* out) {
 }
 
 // A part of the location to hide: [begin, end), or to the end if end is
-// npos.
+// npos; `whole` is where the secret's own text starts (its keyword, or the
+// ':' before a URL's password): [whole, end) is what leaving it out
+// removes.
 struct Span {
   size_t begin;
   size_t end;
+  size_t whole;
 };
 
 // The secret spans of a URL: the password of its user info and the values
@@ -81,7 +84,7 @@ std::vector<Span> UrlSecretSpans(std::string_view url, size_t scheme_len) {
   const size_t at = url.rfind('@');
   if (at != std::string_view::npos && at >= scheme_len) {
     const size_t colon = url.find(':', scheme_len);
-    if (colon < at) spans.push_back({colon + 1, at});
+    if (colon < at) spans.push_back({colon + 1, at, colon});
     query_from = at + 1;
   }
   size_t q = url.find('?', query_from);
@@ -96,7 +99,7 @@ std::vector<Span> UrlSecretSpans(std::string_view url, size_t scheme_len) {
     if (!PercentDecode(raw_key, &key)) key = std::string(raw_key);
     if (IsSecretKey(key)) {
       spans.push_back(
-          {eq == std::string_view::npos ? begin : begin + eq + 1, end});
+          {eq == std::string_view::npos ? begin : begin + eq + 1, end, begin});
     }
     q = amp;
   }
@@ -116,7 +119,7 @@ std::vector<Span> KeywordSecretSpans(std::string_view s) {
   size_t i = 0;
   auto fail = [&](size_t from) {
     if (secret_seen || IContains(s.substr(from), "password")) {
-      spans.push_back({from, std::string_view::npos});
+      spans.push_back({from, std::string_view::npos, from});
     }
     return spans;
   };
@@ -150,7 +153,7 @@ std::vector<Span> KeywordSecretSpans(std::string_view s) {
     i = std::min(i, s.size());
     if (IsSecretKey(key)) {
       secret_seen = true;
-      spans.push_back({value_begin, i});  // to the end if unterminated
+      spans.push_back({value_begin, i, key_begin});  // to the end if open
     }
     if (!closed && !IsSecretKey(key)) return fail(value_begin);
   }
@@ -211,6 +214,38 @@ std::string RedactPgLocation(std::string_view location) {
     from = span.end;
   }
   out.append(location.substr(from));
+  return out;
+}
+
+// Each span's [whole, end) removed, last first; a URL's query parameter
+// with the '&' after it (or, the last one, the '?' or '&' before it), a
+// keyword with the spaces after it.
+std::string PgLocationWithoutPassword(std::string_view location) {
+  const std::vector<Span> spans = SecretSpans(location);
+  const bool parsed = ForEachLibpqOption(location, [](auto, auto) {});
+  for (const Span& span : spans) {
+    if (!parsed || span.end == std::string_view::npos) {
+      return RedactPgLocation(location);  // it will not run anyway
+    }
+  }
+  std::string out(location);
+  const bool url = SchemeLength(location) > 0;
+  for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
+    size_t from = it->whole, to = it->end;
+    if (url && location[from] != ':') {  // a query parameter
+      if (to < out.size() && out[to] == '&') {
+        to++;
+      } else {
+        from--;
+      }
+    } else if (!url) {
+      while (to < out.size() && IsSpace(out[to])) to++;
+    }
+    out.erase(from, to - from);
+  }
+  if (!url) {
+    while (!out.empty() && IsSpace(out.back())) out.pop_back();
+  }
   return out;
 }
 

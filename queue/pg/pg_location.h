@@ -25,6 +25,13 @@ inline constexpr std::string_view kPgRedacted = "***";
 // "host=db password=*** dbname=runs". What every message and output shows.
 std::string RedactPgLocation(std::string_view location);
 
+// `location` without its passwords (and sslpasswords), for a command
+// printed to be run again: "postgresql://alice@db/runs", "host=db
+// dbname=runs". Run, it finds the password where it belongs (a password
+// file, PGPASSWORD); with kPgRedacted in its place it would send that. A
+// location libpq cannot read is redacted (it would not run anyway).
+std::string PgLocationWithoutPassword(std::string_view location);
+
 // Whether a password (or sslpassword) is written in `location`, as libpq
 // reads it; a location libpq cannot parse counts when it looks like it
 // holds one.

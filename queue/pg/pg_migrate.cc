@@ -5,6 +5,8 @@
 #include <iterator>
 
 #include "queue/pg/pg_conn.h"
+#include "queue/pg/pg_location.h"
+#include "util/shell_quote.h"
 #include "wizq/version.h"
 
 namespace wizq {
@@ -234,7 +236,22 @@ Status PgSchema::NewerStatus(int version) const {
       "): use a newer wizq; the schema was left untouched");
 }
 
-Status PgSchema::Check() {
+// The command that brings the schema up to date, as the user may paste
+// it: the store without its password (which it then reads from
+// PGPASSWORD or a password file), or from WIZQ_STORE when not given.
+std::string PgSchema::MigrateCommand(std::string_view location) const {
+  std::string cmd = "`wizq db migrate";
+  if (!location.empty()) {
+    cmd += " --store " + ShellQuote(PgLocationWithoutPassword(location));
+  }
+  cmd += " --schema " + name_ + "`";
+  if (PgLocationHasPassword(location)) {
+    cmd += " (its password by PGPASSWORD or a password file)";
+  }
+  return cmd;
+}
+
+Status PgSchema::Check(std::string_view location) {
   int version = 0;
   WIZQ_RETURN_IF_ERROR(ReadVersion(&version));
   const int known = known_version();
@@ -246,19 +263,19 @@ Status PgSchema::Check() {
                                    ", older than this wizq's (" +
                                    std::to_string(known) + ")";
   return Status::NotSupported("schema \"" + name_ + "\" of the store " + is +
-                              ": run `wizq db migrate --store ... --schema " +
-                              name_ + "` to bring it to version " +
+                              ": run " + MigrateCommand(location) +
+                              " to bring it to version " +
                               std::to_string(known));
 }
 
-Status PgSchema::Open() {
+Status PgSchema::Open(std::string_view location) {
   int version = 0;
   WIZQ_RETURN_IF_ERROR(ReadVersion(&version));
   if (version == 0) {
     std::vector<int> applied;
     WIZQ_RETURN_IF_ERROR(Migrate(&applied));
   }
-  return Check();
+  return Check(location);
 }
 
 Status PgSchema::Migrate(std::vector<int>* applied) {

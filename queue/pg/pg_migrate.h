@@ -57,11 +57,18 @@ class PgSchema {
 
   // For a command that uses the store: OK if the schema is at
   // known_version(). NotSupported (exit 3) if it is absent or older (the
-  // message names `wizq db migrate`) or newer (left untouched). Reads only.
-  Status Check();
+  // message names `wizq db migrate` with `location`, the store as given,
+  // without its password: the command to paste) or newer (left
+  // untouched). Reads only. An empty `location` leaves --store out (the
+  // command then takes WIZQ_STORE).
+  Status Check(std::string_view location = {});
+
+  // `wizq db migrate ...` for this schema and `location` (quoted in
+  // backticks), to paste.
+  std::string MigrateCommand(std::string_view location) const;
 
   // Check(), but an absent schema is first created (Migrate()).
-  Status Open();
+  Status Open(std::string_view location = {});
 
   // Applies each step from the schema's version to known_version(), each
   // in its own transaction under the migration lock; *applied gets the

@@ -25,7 +25,7 @@ Status PgStore::Connect(const StoreOptions& o, const char* application,
   WIZQ_RETURN_IF_ERROR(
       PgConn::Open(o.location, SessionOptions(o, application), conn));
   PgSchema s(conn->get(), schema);
-  if (create) return s.Open();
+  if (create) return s.Open(o.location);
   int version = 0;
   WIZQ_RETURN_IF_ERROR(s.ReadVersion(&version));
   if (version == 0) {
@@ -33,7 +33,7 @@ Status PgStore::Connect(const StoreOptions& o, const char* application,
                             RedactPgLocation(o.location) + " (schema \"" +
                             schema + "\" does not exist)");
   }
-  return s.Check();
+  return s.Check(o.location);
 }
 
 Status PgStore::Open(const StoreOptions& o, std::unique_ptr<Store>* out,
@@ -110,11 +110,13 @@ Status PgStore::OpenByMode(OpenReport* report) {
   const OpenMode mode = options_.mode;
   if (mode == OpenMode::kReadOnly || mode == OpenMode::kAttach) {
     if (!found) {
-      return Status::NotFound("no wizq run " + options_.run_id +
-                              " in the store " + DisplayLocation() +
-                              (mode == OpenMode::kAttach
-                                   ? " to attach to (start one with wizq run)"
-                                   : ""));
+      const std::string id =
+          options_.run_id.empty() ? "" : options_.run_id + " ";
+      return Status::NotFound(
+          "no wizq run " + id + "in the store " + DisplayLocation() +
+          " (schema \"" + SchemaOf(options_) + "\")" +
+          (mode == OpenMode::kAttach ? " to attach to (start one with wizq run)"
+                                     : ""));
     }
     run_ = run.run;
     if (mode == OpenMode::kAttach) return AttachRun(&run, report);

@@ -289,6 +289,74 @@ TEST_F(PgCliTest, AGateAnsweredOnTheStore) {
   EXPECT_EQ(r.code, 0) << r.Describe();
 }
 
+// The words of a command as sh reads them: ShellQuote's '...' and '\''.
+std::vector<std::string> ShellWords(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false, quoted = false;
+  for (size_t i = 0; i < line.size(); i++) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '\'') {
+        quoted = false;
+      } else {
+        word += c;
+      }
+    } else if (c == '\'') {
+      quoted = in_word = true;
+    } else if (c == '\\' && i + 1 < line.size()) {
+      word += line[++i];
+      in_word = true;
+    } else if (c == ' ') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+// A password written in --store is left out of the commands wizq prints
+// (it would be shown, and "***" in its place would be sent as the
+// password): run as printed, the command reads it from PGPASSWORD.
+TEST_F(PgCliTest, APrintedCommandRunsAsPrintedWithoutThePassword) {
+  ASSERT_OK(CreatePasswordRole(admin_.get(), "pwgate", kPassword));
+  const std::string wf = Write("gate.json", kGate);
+  const std::string dir = Dir("m1");
+  const std::string store = cluster_->Url("pwgate", kPassword);
+  const auto no_env = Opts({{"WIZQ_STORE", ""}});
+  WizqResult r = Wizq(
+      {"run", wf, "--dir", dir, "--run-id", "gate", "--store", store}, no_env);
+  ASSERT_EQ(r.code, 4) << r.Describe();  // paused
+  r = Wizq({"status", "--run-id", "gate", "--store", store}, no_env);
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  EXPECT_FALSE(Contains(r.out + r.err, kPassword)) << r.Describe();
+  EXPECT_FALSE(Contains(r.out, "***")) << r.Describe();
+  const size_t at = r.out.find("wizq answer ");
+  ASSERT_NE(at, std::string::npos) << r.Describe();
+  std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  line.replace(line.rfind("=VALUE"), 6, "=yes");
+  std::vector<std::string> words = ShellWords(line);
+  ASSERT_GT(words.size(), 2u) << line;
+  EXPECT_NE(std::find(words.begin(), words.end(), cluster_->Url("pwgate")),
+            words.end())
+      << line;
+  words.erase(words.begin());  // "wizq": Wizq adds it, and --schema
+  for (size_t i = 0; i + 1 < words.size(); i++) {
+    if (words[i] == "--schema")
+      words.erase(words.begin() + i, words.begin() + i + 2);
+  }
+  r = Wizq(words, Opts({{"WIZQ_STORE", ""}, {"PGPASSWORD", kPassword}}));
+  ASSERT_EQ(r.code, 0) << line << "\n" << r.Describe();
+  r = Wizq({"run", wf, "--dir", dir, "--run-id", "gate", "--store", store},
+           no_env);
+  EXPECT_EQ(r.code, 0) << r.Describe();
+}
+
 TEST_F(PgCliTest, AnAgentOnAnotherDirectoryTakesAPoolTask) {
   const std::string wf = Write("pool.json", kPool);
   WizqProcess run({"wizq", "run", wf, "--dir", Dir("m1"), "--run-id", "pool",

@@ -45,6 +45,44 @@ TEST(PgLocationTest, RedactsEveryPasswordForm) {
   }
 }
 
+// What a printed command (the resume line of `status`, a gate's hint)
+// carries: no password at all, so that run as printed it reads it from a
+// password file or PGPASSWORD instead of sending "***".
+TEST(PgLocationTest, LeavesEveryPasswordFormOutOfACommand) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"postgresql://alice:s3cret@db.example:5432/runs",
+       "postgresql://alice@db.example:5432/runs"},
+      {"postgres://alice@db/runs", "postgres://alice@db/runs"},
+      {"postgresql://db/runs?sslmode=require&password=s3cret&connect_timeout=5",
+       "postgresql://db/runs?sslmode=require&connect_timeout=5"},
+      {"postgresql://db/runs?password=s3cret&sslmode=require",
+       "postgresql://db/runs?sslmode=require"},
+      {"postgresql://db/runs?sslmode=require&password=s3cret",
+       "postgresql://db/runs?sslmode=require"},
+      {"postgresql://db/runs?password=s3cret", "postgresql://db/runs"},
+      {"postgresql://db/runs?pass%77ord=s3cret", "postgresql://db/runs"},
+      {"postgresql://u:p@h/db?sslpassword=k3y&password=x",
+       "postgresql://u@h/db"},
+      {"host=db user=alice password=s3cret dbname=runs",
+       "host=db user=alice dbname=runs"},
+      {"host=db password = 'with \\' quote and space' dbname=runs",
+       "host=db dbname=runs"},
+      {"host=db PASSWORD=s3cret", "host=db PASSWORD=***"},  // not libpq's
+      {"password=s3cret host=db", "host=db"},
+      // Malformed: as RedactPgLocation shows it (it would not run anyway).
+      {"host=db password='unterminated", "host=db password=***"},
+      {"host=db dbname x password=s3cret", "host=db ***"},
+      {"host=db dbname=runs", "host=db dbname=runs"},
+      {"", ""},
+  };
+  for (const auto& [location, shown] : cases) {
+    EXPECT_EQ(PgLocationWithoutPassword(location), shown) << location;
+    EXPECT_FALSE(PgLocationHasPassword(PgLocationWithoutPassword(location)) &&
+                 shown.find("***") == std::string::npos)
+        << location;
+  }
+}
+
 TEST(PgLocationTest, TellsWhetherAPasswordIsWritten) {
   EXPECT_TRUE(PgLocationHasPassword("postgresql://alice:s3cret@db/runs"));
   EXPECT_TRUE(PgLocationHasPassword("postgresql://db/runs?password=s3cret"));
