@@ -35,7 +35,7 @@ AgentReply StoreAgentService::WithLease(
   std::unique_ptr<Store> store;
   bool finished = false;
   Status s = OpenRun(&store, &finished);
-  if (!s.ok()) return EnvError(s);
+  if (!s.ok()) return OpenError(s);
   return WithLeaseOn(store.get(), finished, task_id, lease, what, fn);
 }
 
@@ -96,7 +96,7 @@ AgentReply StoreAgentService::Heartbeat(int64_t task_id,
   std::unique_ptr<Store> store;
   bool finished = false;
   Status s = OpenRun(&store, &finished);
-  if (!s.ok()) return EnvError(s);
+  if (!s.ok()) return OpenError(s);
   Task t;
   if (!finished && store->GetTask(task_id, &t).ok()) {
     int64_t expires = 0, from = 0;

@@ -69,6 +69,11 @@ AgentReply StoreAgentService::Reply(int code, std::string json,
   return r;
 }
 
+AgentReply StoreAgentService::OpenError(const Status& s) {
+  return s.IsInvalidArgument() ? Reply(kExitInvalid, "", s.message())
+                               : EnvError(s);
+}
+
 AgentReply StoreAgentService::EnvError(const Status& s) {
   AgentReply r = Reply(kExitEnvironment, "", s.message());
   r.io_error = s.IsIOError();
@@ -297,7 +302,7 @@ AgentReply StoreAgentService::Take(const TakeRequest& request) {
   std::unique_ptr<Store> store;
   bool finished = false;
   Status s = OpenRun(&store, &finished);
-  if (!s.ok()) return EnvError(s);
+  if (!s.ok()) return OpenError(s);
   ClaimFilter filter;
   s = PoolFilter(request, &filter);
   if (!s.ok()) return Reply(kExitInvalid, "", s.message());
@@ -356,7 +361,8 @@ AgentReply StoreAgentService::RunStatus() {
     return Reply(kExitEnvironment, "", "no run " + place_.Describe());
   }
   std::string json;
-  if (s.ok()) s = RunStatusJson(*store, NowMs(), &json);
+  if (!s.ok()) return OpenError(s);
+  s = RunStatusJson(*store, NowMs(), &json);
   if (!s.ok()) return EnvError(s);
   return Reply(kExitCompleted, json);
 }

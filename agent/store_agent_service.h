@@ -38,6 +38,9 @@ class StoreAgentService : public AgentService {
  private:
   static AgentReply Reply(int code, std::string json, std::string message = "");
   static AgentReply EnvError(const Status& s);
+  // EnvError, but invalid input (exit 2) for what opening the run refuses
+  // as InvalidArgument: a store location libpq cannot read.
+  static AgentReply OpenError(const Status& s);
   int64_t NowMs() const {
     return static_cast<int64_t>(env_->NowMicros() / 1000);
   }

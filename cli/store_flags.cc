@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "queue/pg/pg_conn.h"
 #include "queue/pg/pg_location.h"
 #include "queue/pg/pg_migrate.h"
 #include "queue/run_place.h"
@@ -47,6 +48,8 @@ void Resolve(const CLI::App& cmd, RunPlace* place) {
             RedactPgLocation(place->store) +
             "\"; without one, the run is in --dir");
   }
+  const Status readable = PgConn::CheckLocation(place->store);
+  if (!readable.ok()) throw CLI::ValidationError(readable.message());
   if (!place->schema.empty()) {
     Status s = ValidatePgSchemaName(place->schema);
     if (!s.ok()) throw CLI::ValidationError(s.message());  // names it

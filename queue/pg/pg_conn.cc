@@ -66,7 +66,7 @@ std::string ErrorText(const PGresult* res, PGconn* conn) {
 void DropNotice(void*, const char*) {}
 
 // InvalidArgument unless libpq can read `location`.
-Status CheckLocation(const std::string& location, const std::string& display,
+Status CheckReadable(const std::string& location, const std::string& display,
                      const std::vector<std::string>& secrets) {
   char* error = nullptr;
   PQconninfoOption* parsed = PQconninfoParse(location.c_str(), &error);
@@ -117,13 +117,18 @@ PGconn* Connect(const std::string& location, const PgConnOptions& o) {
 
 }  // namespace
 
+Status PgConn::CheckLocation(std::string_view location) {
+  return CheckReadable(std::string(location), RedactPgLocation(location),
+                       PgLocationSecrets(location));
+}
+
 Status PgConn::Open(std::string_view location, const PgConnOptions& o,
                     std::unique_ptr<PgConn>* out) {
   out->reset();
   const std::string loc(location);
   const std::string display = RedactPgLocation(location);
   std::vector<std::string> secrets = PgLocationSecrets(location);
-  WIZQ_RETURN_IF_ERROR(CheckLocation(loc, display, secrets));
+  WIZQ_RETURN_IF_ERROR(CheckReadable(loc, display, secrets));
   PGconn* conn = Connect(loc, o);
   if (conn == nullptr) return Status::IOError("libpq: out of memory");
   // The password libpq used, wherever it came from (a password file too).

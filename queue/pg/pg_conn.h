@@ -119,6 +119,10 @@ class PgConn {
   // settings are then set. InvalidArgument if libpq cannot parse the
   // location, IOError if the server cannot be reached or refuses,
   // NotSupported for a server older than PostgreSQL 15.
+  // InvalidArgument, naming what is wrong, unless libpq can read
+  // `location` (Open checks it first; a command line checks it before it
+  // does anything).
+  static Status CheckLocation(std::string_view location);
   static Status Open(std::string_view location, const PgConnOptions& options,
                      std::unique_ptr<PgConn>* out);
   ~PgConn();

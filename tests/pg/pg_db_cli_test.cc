@@ -7,6 +7,7 @@
 #include "queue/pg/pg_migrate.h"
 #include "tests/integration_util.h"
 #include "tests/pg/pg_test_util.h"
+#include "util/shell_quote.h"
 
 namespace wizq::test {
 namespace {
@@ -54,7 +55,10 @@ TEST_F(PgDbCliTest, StatusAndMigrate) {
   EXPECT_TRUE(Contains(r.out, "schema version: none")) << r.Describe();
   EXPECT_TRUE(Contains(r.out, "migration due: yes")) << r.Describe();
   EXPECT_TRUE(Contains(r.err, "wizq db status: ")) << r.Describe();
-  EXPECT_TRUE(Contains(r.err, "run `wizq db migrate")) << r.Describe();
+  // The command to paste names the store (what follows runs it).
+  EXPECT_TRUE(Contains(r.err, "run `wizq db migrate --store " +
+                                  ShellQuote(store) + " --schema "))
+      << r.Describe();
 
   r = Db({"migrate", "--store", store});
   EXPECT_EQ(r.code, 0) << r.Describe();

@@ -40,7 +40,7 @@ set_property(TEST pg_store_test APPEND PROPERTY
 add_test(NAME pg_store_churn_test COMMAND pg_store_test)
 set_tests_properties(pg_store_churn_test PROPERTIES TIMEOUT 600
   ENVIRONMENT "WIZQ_BUILD_DIR=${CMAKE_BINARY_DIR};GTEST_FILTER=${WIZQ_PG_CHURN_CASE}")
-wizq_pg_test(pg_cli_test pg_cli_test.cc)
+wizq_pg_test(pg_cli_test pg_cli_test.cc pg_cli_hints_test.cc)
 add_dependencies(pg_cli_test wizq_cli)
 wizq_pg_test(pg_fence_test pg_fence_test.cc)
 add_dependencies(pg_fence_test wizq_cli wizq_faketime_gate)
