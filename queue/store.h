@@ -377,8 +377,10 @@ class Store : public StoreReads {
   // one that ran was ended at the local deadline; its result is refused.
   // The local deadline does not move on while one is not taken, so a
   // caller holding claims calls this before each LocalDeadlineMs; nor is
-  // its task claimed again by this worker (the caller may still hold the
-  // old attempt under the same id). Default:
+  // its task claimed again by this worker until taken (the caller may
+  // still hold the old attempt under the same id). After that, a caller
+  // that still holds an attempt of it (running, being cancelled) passes
+  // its id in ClaimFilter::skip_ids. Default:
   // none (a claim of the directory store is lost only with its worker).
   virtual void TakeLostClaims(std::vector<int64_t>* ids) { (void)ids; }
   // An IOError once this worker's liveness is lost for good (another worker
