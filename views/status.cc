@@ -247,9 +247,12 @@ void PrintHumanStatus(const RunView& v, const RunStatusExtras& x,
         "with)\n",
         x.resume_command.c_str());
   }
-  std::printf("install dir %s\nstarted %s, resumed %d time(s)",
-              r.install_dir.c_str(), FormatTime(r.started_ms).c_str(),
-              r.resumes);
+  // On a store, the directory of the worker that started the run (each
+  // worker has its own; this machine's files are named below).
+  std::printf("install dir %s%s\nstarted %s, resumed %d time(s)",
+              r.install_dir.c_str(),
+              args.place.database() ? " (of the worker that started it)" : "",
+              FormatTime(r.started_ms).c_str(), r.resumes);
   if (r.finished_ms > 0) {
     std::printf(", finished %s after %s", FormatTime(r.finished_ms).c_str(),
                 FormatDuration(r.finished_ms - r.started_ms).c_str());
