@@ -185,18 +185,23 @@ bool Retryable(PgErrorKind kind) {
 }  // namespace
 
 // A session lost while COMMIT was in flight leaves the outcome unknown:
-// a new session reads back the last event this transaction wrote (the
-// server may be down for a while: sought again until `give_up_ms`). Sets
-// *again when the transaction is known not to have committed, which lets
-// Transact run it once more.
+// ResolveCommit finds it on a new session. Sets *again when the
+// transaction is known not to have committed, which lets Transact run it
+// once more.
 Status PgStore::Commit(PgWork* w, int64_t give_up_ms, bool* again) {
   const int64_t last = w->run().next_seq - 1;
-  std::vector<PgStatement> notify;
+  std::vector<PgStatement> also;
   if (w->events_staged() > 0) {
-    notify.push_back(PgConn::NotifyStatement(
+    also.push_back(PgConn::NotifyStatement(
         schema_, std::to_string(w->run().run) + ":" + std::to_string(last)));
+    // It writes: its id, to ask the server of its outcome if need be.
+    also.push_back({"SELECT pg_current_xact_id()::text AS xid", {}});
   }
-  Status s = w->Flush(std::move(notify), nullptr, /*events=*/true);
+  std::vector<PgResult> got;
+  Status s = w->Flush(std::move(also), &got, /*events=*/true);
+  const std::string xid = s.ok() && w->events_staged() > 0
+                              ? std::string(got.back().Get(0, "xid"))
+                              : "";
   if (s.ok()) {
     CrashPoint("pg.before_commit");
     s = conn_->Commit([] { CrashPoint("pg.after_commit_sent"); });
@@ -211,26 +216,51 @@ Status PgStore::Commit(PgWork* w, int64_t give_up_ms, bool* again) {
 #ifdef WIZQ_MUTANT_NO_OUTCOME_REREAD
   // Mutant (tests/machines/torture, make torture-mutants): run it again.
   (void)give_up_ms;
+  (void)xid;
   *again = true;
   return s;
 #else
-  Status found = EnsureConn();
-  for (int64_t pause = 100; !found.ok() && MonoMs() + pause < give_up_ms;
-       pause = std::min<int64_t>(2 * pause, 1000)) {
+  return ResolveCommit(*w, xid, give_up_ms, s, again);
+#endif
+}
+
+// The old backend may still be committing (a slow WAL flush, a synchronous
+// standby that has not answered): read now, the transaction's last event
+// would be absent, and Transact would run it again beside the first. So
+// first, on a new session (the server may be down for a while: sought
+// again until `give_up_ms`), wait until the server says transaction `xid`
+// has ended (pg_xact_status), then read that event back.
+Status PgStore::ResolveCommit(const PgWork& w, const std::string& xid,
+                              int64_t give_up_ms, const Status& lost,
+                              bool* again) {
+  for (int64_t pause = 100;; pause = std::min<int64_t>(2 * pause, 1000)) {
+    Status s = EnsureConn();
+    bool ended = false;
+    if (s.ok()) {
+      PgResult r;
+      s = conn_->Exec("SELECT pg_xact_status($1::xid8) AS s", {xid}, &r);
+      ended = s.ok() && (r.IsNull(0, 0) || r.Get(0, 0) != "in progress");
+    }
+    if (ended) break;
+    if (MonoMs() + pause >= give_up_ms) {
+      if (s.ok()) {
+        s = Status::IOError(
+            "the outcome of the transaction is unknown: the server was "
+            "still committing it when this worker gave up waiting");
+      }
+      return s.Annotate(lost.message());
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(pause));
-    found = EnsureConn();
   }
-  WIZQ_RETURN_IF_ERROR(found.Annotate(s.message()));
   PgResult r;
   WIZQ_RETURN_IF_ERROR(conn_->Exec(
       Sql("SELECT body FROM {s}.events WHERE run = $1 AND seq = $2"),
-      {w->run().run, last}, &r));
-  if (r.rows() == 1 && r.Get(0, "body") == w->last_line()) return Status::OK();
+      {w.run().run, w.run().next_seq - 1}, &r));
+  if (r.rows() == 1 && r.Get(0, "body") == w.last_line()) return Status::OK();
   *again = true;
   return Status::IOError(
       "the transaction did not commit (the session with the store was lost "
       "during COMMIT; nothing of it was kept)");
-#endif
 }
 
 // A try that failed because its session was lost (the server restarted,

@@ -142,6 +142,8 @@ class PgStore : public Store {
   static constexpr int64_t kPgSmallRunTasks = 1024;
   Status RemakeSmallPlans(const PgRun& run);
   Status Commit(PgWork* w, int64_t give_up_ms, bool* again);
+  Status ResolveCommit(const PgWork& w, const std::string& xid,
+                       int64_t give_up_ms, const Status& lost, bool* again);
   Status Commit(PgWork* w) {  // opening and closing: not run again
     bool again = false;
     return Commit(w, MonoMs() + worker_lease_ms_, &again);

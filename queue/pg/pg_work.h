@@ -124,6 +124,7 @@ class PgWork {
   std::string Sql(std::string_view sql) const;
   int64_t now_ms() const { return now_ms_; }
   PgRun& run() { return *run_; }
+  const PgRun& run() const { return *run_; }
   // The first error a Stage met (the transaction must not commit).
   const Status& error() const { return error_; }
   int64_t events_staged() const { return events_; }

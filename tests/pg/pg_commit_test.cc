@@ -227,5 +227,58 @@ TEST_F(PgCommitStoreTest, ACommitThatNeverLandedIsRunAgain) {
   EXPECT_EQ(tries, 2) << "it had not committed: it runs once more";
 }
 
+// A COMMIT that is still running on the server when its worker gives up
+// waiting for the answer (a synchronous standby that does not answer, a
+// slow WAL flush) and closes the session: the backend goes on and commits
+// a moment later. The worker must wait for that outcome, not read the
+// transaction back at once, find it absent and run it again (it then
+// claimed a second task, and the first stayed claimed by the worker but
+// outside its claims: nobody ran it, and the run never finished).
+TEST_F(PgCommitStoreTest, ACommitStillRunningWhenTheSessionIsGivenUpIsAwaited) {
+  StoreOptions o =
+      Options({MakeNew("S", "{\"i\":1}"), MakeNew("S", "{\"i\":2}")});
+  o.worker_lease_ms = 10000;  // an answer is awaited 8 s, the outcome 10 s
+  auto a = OpenOk(o);
+  ASSERT_NE(a, nullptr);
+  // Every commit waits for a standby that does not exist, for 9 s.
+  ASSERT_OK(
+      admin_->Exec("ALTER SYSTEM SET synchronous_standby_names = 'nobody'"));
+  ASSERT_OK(admin_->Exec("SELECT pg_reload_conf()"));
+  struct Reset {
+    PgConn* admin;
+    ~Reset() {
+      admin->Exec("ALTER SYSTEM RESET synchronous_standby_names").IgnoreError();
+      admin->Exec("SELECT pg_reload_conf()").IgnoreError();
+    }
+  } reset{admin_.get()};
+  std::thread release([&] {
+    std::this_thread::sleep_for(9s);
+    EXPECT_OK(admin_->Exec("ALTER SYSTEM RESET synchronous_standby_names"));
+    EXPECT_OK(admin_->Exec("SELECT pg_reload_conf()"));
+  });
+  int tries = 0;
+  std::vector<wizq::Task> got;
+  ClaimFilter f;
+  f.steps = {"S"};
+  f.max = 1;
+  const Status s = a->Transact([&](StoreTxn& txn) {
+    tries++;
+    got.clear();
+    return txn.Claim(f, &got);
+  });
+  release.join();
+  ASSERT_OK(s);
+  EXPECT_EQ(tries, 1) << "run again although it had committed";
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].id, 1);
+  EXPECT_EQ(CountKind(Events(a.get()), "task_claimed"), 1);
+  wizq::Task second;
+  ASSERT_OK(a->GetTask(2, &second));
+  EXPECT_EQ(second.state, TaskState::kPending);
+  // The claim is the worker's own: its result is taken.
+  EXPECT_OK(a->Transact(
+      [&](StoreTxn& txn) { return txn.Complete(1, Completion(), nullptr); }));
+}
+
 }  // namespace
 }  // namespace wizq::test
