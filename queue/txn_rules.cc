@@ -105,15 +105,24 @@ Status StageRelease(const Task& t, std::string_view actor,
   return stage(e);
 }
 
+PutBackFate FateOfPutBack(const Task& t, const LostClaimPlace& place,
+                          const LocalAttempts& local) {
+  PutBackFate f;
+  const bool leased = !t.lease_token.empty();
+  f.ran = leased || t.started ||
+          (place.shares_workspace && (!local.started || local.started(t)));
+  f.adoptable = !leased && f.ran && place.on_this_host && local.adoptable &&
+                local.adoptable(t);
+  return f;
+}
+
 Status StagePutBack(const Task& t, const LostClaimPlace& place,
                     const LocalAttempts& local, Reclaimed* out,
                     const EventSink& stage) {
   const bool leased = !t.lease_token.empty();
-  const bool ran =
-      leased || t.started ||
-      (place.shares_workspace && (!local.started || local.started(t)));
-  const bool adoptable = !leased && ran && place.on_this_host &&
-                         local.adoptable && local.adoptable(t);
+  const PutBackFate fate = FateOfPutBack(t, place, local);
+  const bool ran = fate.ran;
+  const bool adoptable = fate.adoptable;
   const bool again = !ran || adoptable || t.attempts < t.max_attempts;
   const std::string message = PutBackMessage(t, place, leased, adoptable, ran);
   // task_reset and task_failed share these fields.

@@ -59,6 +59,16 @@ struct LostClaimPlace {
   bool shares_workspace = true;  // its attempt journal can be read here
 };
 
+// What a put-back of held task `t` whose holder is lost finds: whether its
+// attempt ran (it may still run, or have run, somewhere) and whether it is
+// to be adopted here (see StagePutBack).
+struct PutBackFate {
+  bool ran = false;
+  bool adoptable = false;
+};
+PutBackFate FateOfPutBack(const Task& t, const LostClaimPlace& place,
+                          const LocalAttempts& local);
+
 // The put-back of held task `t` whose holder is lost: task_reset (pending
 // again: the attempt counted if it started, refunded if it never started
 // or is to be adopted) or, with no attempt left, task_failed worker_lost.

@@ -74,8 +74,19 @@ bool PgStore::Reclaimable(const PgTask& t, int64_t now,
     *ask = true;
     return false;
   }
-  return alive->count(t.t.claimed_by) == 0 &&
-         (!OnThisHost(t.t.claim_host) || !WorkerProcessRuns(t.t.claimed_by));
+  if (alive->count(t.t.claimed_by) != 0) return false;
+  if (!OnThisHost(t.t.claim_host)) return true;  // only the mutant's
+  if (WorkerProcessRuns(t.t.claimed_by)) return false;
+  // Within its lease, a claim of this host is put back early only to be
+  // adopted (SPEC §14), or when its attempt never ran. One that may still
+  // run here and that this worker cannot adopt (a Pool step, and no
+  // --agent) waits for its lease as another host's does: put back now,
+  // another host would run it beside the orphan, which its spawner ends
+  // only at the dead worker's local deadline.
+  const PutBackFate fate = FateOfPutBack(
+      t.t, {OnThisHost(t.t.claim_host), SharesWorkspace(t.t.claim_host)},
+      options_.local);
+  return !fate.ran || fate.adoptable;
 }
 
 // Two steps: the tasks other holders have in progress are read without a

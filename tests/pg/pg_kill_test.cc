@@ -354,5 +354,71 @@ TEST_F(PgKillTest, AnAgentWhoseServeDiedEndsBeforeAnotherMachineTakesItsTask) {
   EXPECT_NE(ledger.find("end 2 2"), std::string::npos) << ledger;
 }
 
+// A Review, and an agent that runs 30 s on machine m1 (its worker's
+// --agent), at once elsewhere.
+constexpr char kOneLongReview[] = R"({
+  "entrypoint": "Root",
+  "options": { "max_retries": 3 },
+  "steps": [
+    { "name": "Root",
+      "action": { "kind": "Command", "script": "echo '[{\"kind\": \"Review\", \"value\": {\"r\": 1}}]'" },
+      "next": ["Review"] },
+    { "name": "Review",
+      "action": { "kind": "Pool", "instructions": "Review it." },
+      "next": [] }
+  ]
+})";
+constexpr char kAgentLongOnM1[] = R"(#!/bin/sh
+exec 9>>"$LEDGER.locks/$WIZQ_TASK_ID"
+if ! flock -n 9; then echo "overlap $WIZQ_TASK_ID $WIZQ_ATTEMPT" >> "$LEDGER"; flock 9; fi
+echo "start $WIZQ_TASK_ID $WIZQ_ATTEMPT $MACHINE" >> "$LEDGER"
+if [ "$MACHINE" = m1 ]; then sleep 30; fi
+echo "end $WIZQ_TASK_ID $WIZQ_ATTEMPT $MACHINE" >> "$LEDGER"
+echo '[]'
+)";
+
+// SPEC §14: within its lease, a claim of this host is given back early only
+// to be adopted. A `wizq run --agent` (which runs Pool tasks itself) is
+// killed -9 alone: its agent runs on, until the dead worker's local
+// deadline. A `wizq run` without --agent on the same directory cannot
+// adopt it; had it put the task back at once, an agent elsewhere would have
+// been given it beside the orphan (found by a review: `overlap`). It
+// waits for the lease instead, as another host's worker does.
+TEST_F(PgKillTest, AnOrphanThisHostCannotAdoptWaitsForItsLease) {
+  std::ofstream(root_ + "/wf.json") << kOneLongReview;
+  std::ofstream(root_ + "/agent.sh", std::ios::trunc) << kAgentLongOnM1;
+  const std::string m1 = root_ + "/m1";
+  fs::create_directories(m1);
+  auto run = [&](bool agent) {
+    SpawnOptions o = Env();
+    o.env.push_back({"MACHINE", "m1"});
+    o.new_session = true;
+    std::vector<std::string> args = {"wizq", "run", root_ + "/wf.json",
+                                     "--lease", "10"};
+    if (agent) args.insert(args.end(), {"--agent", root_ + "/agent.sh"});
+    args.insert(args.end(),
+                {"--dir", m1, "--run-id", "kill", "--schema", schema_});
+    return std::make_unique<WizqProcess>(args, o);
+  };
+  std::unique_ptr<WizqProcess> a = run(true);
+  ASSERT_TRUE(WaitFor(
+      [&] { return ReadAll(ledger_).find("start 2 1") != std::string::npos; },
+      std::chrono::seconds(30)))
+      << ReadAll(ledger_);
+  a->Kill(SIGKILL);  // wizq alone: its agent lives on
+  a->Wait();
+  std::unique_ptr<WizqProcess> agent = Start("a2");
+  std::unique_ptr<WizqProcess> b = run(false);
+  EXPECT_EQ(b->Wait().code, 0) << b->result().Describe();
+  agent->Kill(SIGTERM);
+  agent->Wait();
+  const std::string ledger = ReadAll(ledger_);
+  EXPECT_EQ(ledger.find("overlap"), std::string::npos) << ledger;
+  EXPECT_EQ(ledger.find("end 2 1"), std::string::npos)
+      << "the orphan ran to its end:\n"
+      << ledger;
+  EXPECT_NE(ledger.find("end 2 2 a2"), std::string::npos) << ledger;
+}
+
 }  // namespace
 }  // namespace wizq::test
