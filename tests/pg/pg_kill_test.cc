@@ -420,5 +420,56 @@ TEST_F(PgKillTest, AnOrphanThisHostCannotAdoptWaitsForItsLease) {
   EXPECT_NE(ledger.find("end 2 2 a2"), std::string::npos) << ledger;
 }
 
+// A Review with a 2 s timeout, retried on timeout; an agent whose first
+// attempt runs 30 s and, on SIGTERM, takes 1.5 s to end.
+constexpr char kTimedReview[] = R"({
+  "entrypoint": "Root",
+  "options": { "max_retries": 3 },
+  "steps": [
+    { "name": "Root",
+      "action": { "kind": "Command", "script": "echo '[{\"kind\": \"Review\", \"value\": {\"r\": 1}}]'" },
+      "next": ["Review"] },
+    { "name": "Review",
+      "action": { "kind": "Pool", "instructions": "Review it." },
+      "options": { "lease": 20, "timeout": 2, "retry_on_timeout": true },
+      "next": [] }
+  ]
+})";
+constexpr char kSlowToStopAgent[] = R"(#!/bin/sh
+exec 9>>"$LEDGER.locks/$WIZQ_TASK_ID"
+if ! flock -n 9; then echo "overlap $WIZQ_TASK_ID $WIZQ_ATTEMPT" >> "$LEDGER"; flock 9; fi
+echo "start $WIZQ_TASK_ID $WIZQ_ATTEMPT" >> "$LEDGER"
+trap 'sleep 1.5; echo "end $WIZQ_TASK_ID $WIZQ_ATTEMPT term" >> "$LEDGER"; exit 1' TERM
+if [ "$WIZQ_ATTEMPT" = 1 ]; then sleep 30 & wait; fi
+echo "end $WIZQ_TASK_ID $WIZQ_ATTEMPT" >> "$LEDGER"
+echo '[]'
+)";
+
+// The store fails a Pool attempt at its step's timeout counted from the
+// claim, and gives the retry to another agent at once. `agent serve`
+// counted its COMMAND's timeout from the spawn and then gave it a grace
+// after SIGTERM: the two attempts ran together for up to about 2 s (found
+// by a review: `overlap`). Its spawner now ends the COMMAND at the store's
+// time, SIGTERM coming a grace before.
+TEST_F(PgKillTest, AnAgentsTimedOutAttemptEndsBeforeItsRetryIsGivenOut) {
+  std::ofstream(root_ + "/wf.json") << kTimedReview;
+  std::ofstream(root_ + "/agent.sh", std::ios::trunc) << kSlowToStopAgent;
+  std::unique_ptr<WizqProcess> worker = Start("m1");
+  std::unique_ptr<WizqProcess> first = Start("a1");
+  ASSERT_TRUE(WaitFor(
+      [&] { return ReadAll(ledger_).find("start 2 1") != std::string::npos; },
+      std::chrono::seconds(30)))
+      << ReadAll(ledger_);
+  std::unique_ptr<WizqProcess> second = Start("a2");
+  EXPECT_EQ(worker->Wait().code, 0) << worker->result().Describe();
+  first->Kill(SIGTERM);
+  second->Kill(SIGTERM);
+  first->Wait();
+  second->Wait();
+  const std::string ledger = ReadAll(ledger_);
+  EXPECT_EQ(ledger.find("overlap"), std::string::npos) << ledger;
+  EXPECT_NE(ledger.find("start 2 2"), std::string::npos) << ledger;
+}
+
 }  // namespace
 }  // namespace wizq::test
