@@ -36,10 +36,6 @@ struct Job {
   // With a store: CLOCK_MONOTONIC ms past which the lease may have lapsed
   // (its last renewal began at most lease_ms before; less a fifth).
   int64_t deadline_mono_ms = 0;
-  // With a step timeout: CLOCK_MONOTONIC ms past which the store fails the
-  // attempt (its claim's time plus the timeout, never later here) and may
-  // give its retry to another agent at once; 0: no timeout.
-  int64_t timeout_mono_ms = 0;
 };
 
 int64_t MonoMs() {
@@ -123,19 +119,12 @@ bool Server::RideOut(const AgentReply& reply) {
   return true;
 }
 
-// The spawner ends every COMMAND at the first of its jobs' deadlines: the
-// lease's on a store (a lapse is seen on this machine otherwise), and on
-// either store the step's timeout, which the store counts from the claim
-// (the runner's own timeout counts from the spawn, and then waits a grace).
 void Server::SetLocalDeadline() {
-  const bool store = !o_.place.store.empty();
+  if (o_.place.store.empty()) return;  // a lapse is seen on this machine
   int64_t first = 0;
   for (const auto& [token, job] : jobs_) {
-    int64_t d = store ? job.deadline_mono_ms : 0;
-    if (job.timeout_mono_ms > 0 && (d == 0 || job.timeout_mono_ms < d)) {
-      d = job.timeout_mono_ms;
-    }
-    if (d > 0 && (first == 0 || d < first)) first = d;
+    if (first == 0 || job.deadline_mono_ms < first)
+      first = job.deadline_mono_ms;
   }
   runner_.set_local_deadline(first);
 }
@@ -163,14 +152,17 @@ Status Server::Start(const std::string& payload, int64_t asked_mono_ms) {
   spec.output_dir = AttemptFiles::TaskDir(service_->workspace(), job.task_id);
   spec.attempt = attempt;
   if (p["timeout_seconds"].is_number()) {
-    // SIGTERM a grace before the store's time, the spawner's kill at it.
+    // The store counts the step's timeout from the claim, and may give the
+    // retry to another agent at once: this COMMAND gets SIGTERM a grace
+    // before that time, counted from the take (no later than the claim),
+    // and SIGKILL at it; not a timeout and a grace from its spawn.
     const int64_t timeout_ms = std::max<int64_t>(
         1, std::llround(p["timeout_seconds"].get<double>() * 1000));
-    job.timeout_mono_ms = asked_mono_ms + timeout_ms;
+    const int64_t ends = asked_mono_ms + timeout_ms;
     const int64_t grace = std::min<int64_t>(2000, timeout_ms / 4);
     spec.timeout_seconds = std::max<double>(
-        0.001,
-        static_cast<double>(job.timeout_mono_ms - grace - MonoMs()) / 1000.0);
+        0.001, static_cast<double>(ends - grace - MonoMs()) / 1000.0);
+    spec.kill_grace_seconds = static_cast<double>(grace) / 1000.0;
   }
   const uint64_t token = static_cast<uint64_t>(job.task_id);
   jobs_[token] = job;

@@ -83,6 +83,11 @@ StoreOptions RunLoop::OpenOptions() {
                       (a->kind == Action::Kind::kPool && executor_->CanRun(*a));
     return tree && executor_->AttemptAdoptable(t.id, t.attempts);
   };
+  // Whatever kind of step: its tree runs, or finished on its own (it may
+  // then be a task this worker cannot adopt, a Pool one without --agent).
+  so.local.may_run = [this](const Task& t) {
+    return executor_->AttemptAdoptable(t.id, t.attempts);
+  };
   // Before an old run is archived, what its attempts left running ends.
   so.local.end_orphan = [this](const Task& t) {
     return executor_->ReapOrphans(t.id);

@@ -78,15 +78,16 @@ bool PgStore::Reclaimable(const PgTask& t, int64_t now,
   if (!OnThisHost(t.t.claim_host)) return true;  // only the mutant's
   if (WorkerProcessRuns(t.t.claimed_by)) return false;
   // Within its lease, a claim of this host is put back early only to be
-  // adopted (SPEC §14), or when its attempt never ran. One that may still
-  // run here and that this worker cannot adopt (a Pool step, and no
-  // --agent) waits for its lease as another host's does: put back now,
-  // another host would run it beside the orphan, which its spawner ends
-  // only at the dead worker's local deadline.
+  // adopted (SPEC §14), or when its attempt does not run (never ran, or
+  // died). One that may still run here and that this worker cannot adopt
+  // (a Pool step, and no --agent) waits for its lease as another host's
+  // does: put back now, another host would run it beside the orphan, which
+  // its spawner ends only at the dead worker's local deadline.
   const PutBackFate fate = FateOfPutBack(
       t.t, {OnThisHost(t.t.claim_host), SharesWorkspace(t.t.claim_host)},
       options_.local);
-  return !fate.ran || fate.adoptable;
+  const LocalAttempts& local = options_.local;
+  return !fate.ran || fate.adoptable || (local.may_run && !local.may_run(t.t));
 }
 
 // Two steps: the tasks other holders have in progress are read without a

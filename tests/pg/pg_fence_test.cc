@@ -361,6 +361,34 @@ TEST_F(PgFenceTest, ALostClaimIsNotClaimedAgainWhileItsAttemptRunsHere) {
       << r.Describe();
 }
 
+// A worker whose whole machine is cut off (wizq, its spawner, the task's
+// tree: kill -9) within its lease: the worker started again on the same
+// directory finds the attempt dead and puts it back at once, charged; it
+// does not wait for the 30 s lease as it must for one that may still run
+// and that it cannot adopt (AnOrphanThisHostCannotAdoptWaitsForItsLease).
+TEST_F(PgFenceTest, ADeadAttemptOfThisHostIsPutBackWithoutWaitingForTheLease) {
+  WizqProcess first(Worker("m1", "30"), Opts());
+  const pid_t shell = WaitForPid(ledger_ + ".shell", 20);
+  const pid_t sleeper = WaitForPid(ledger_ + ".sleep", 5);
+  ASSERT_GT(shell, 0) << "attempt 1 never started";
+  ASSERT_GT(sleeper, 0);
+  ASSERT_EQ(kill(first.pid(), SIGKILL), 0);
+  first.Wait();
+  ASSERT_EQ(kill(shell, SIGKILL), 0);
+  kill(sleeper, SIGKILL);
+  const auto again = Clock::now();
+  WizqProcess second(Worker("m1", "30"), Opts());
+  const WizqResult r = second.Wait();
+  const double took =
+      std::chrono::duration<double>(Clock::now() - again).count();
+  EXPECT_EQ(r.code, 0) << r.Describe();
+  EXPECT_LT(took, 15) << "it waited for the lease: " << r.Describe();
+  std::ifstream in(ledger_);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_TRUE(Contains(text.str(), "2 end")) << text.str();
+}
+
 // A worker whose liveness session is ended (not a server restart: another
 // worker may act on its death) with tasks queued in its spawner: its local
 // deadline never moves on again, so they would wait for ever, and so would

@@ -177,7 +177,8 @@ class PgKillTest : public PgTest {
     return WizqProcess(args, Env()).Wait();
   }
   // A worker (machine "m...") or an agent serving Review ("a...").
-  std::unique_ptr<WizqProcess> Start(const std::string& machine) {
+  std::unique_ptr<WizqProcess> Start(const std::string& machine,
+                                     std::vector<std::string> extra = {}) {
     const std::string dir = root_ + "/" + machine;
     fs::create_directories(dir);
     SpawnOptions o = Env();
@@ -190,6 +191,7 @@ class PgKillTest : public PgTest {
     }
     args.insert(args.end(),
                 {"--dir", dir, "--run-id", "kill", "--schema", schema_});
+    args.insert(args.end(), extra.begin(), extra.end());
     if (machine[0] == 'a') args.insert(args.end(), {"--", root_ + "/agent.sh"});
     return std::make_unique<WizqProcess>(args, o);
   }
@@ -427,11 +429,15 @@ constexpr char kTimedReview[] = R"({
   "options": { "max_retries": 3 },
   "steps": [
     { "name": "Root",
-      "action": { "kind": "Command", "script": "echo '[{\"kind\": \"Review\", \"value\": {\"r\": 1}}]'" },
-      "next": ["Review"] },
+      "action": { "kind": "Command", "script": "echo '[{\"kind\": \"Review\", \"value\": {\"r\": 1}}, {\"kind\": \"Other\", \"value\": {}}]'" },
+      "next": ["Review", "Other"] },
     { "name": "Review",
       "action": { "kind": "Pool", "instructions": "Review it." },
       "options": { "lease": 20, "timeout": 2, "retry_on_timeout": true },
+      "next": [] },
+    { "name": "Other",
+      "action": { "kind": "Pool", "instructions": "Take 4 s." },
+      "options": { "lease": 20 },
       "next": [] }
   ]
 })";
@@ -439,6 +445,7 @@ constexpr char kSlowToStopAgent[] = R"(#!/bin/sh
 exec 9>>"$LEDGER.locks/$WIZQ_TASK_ID"
 if ! flock -n 9; then echo "overlap $WIZQ_TASK_ID $WIZQ_ATTEMPT" >> "$LEDGER"; flock 9; fi
 echo "start $WIZQ_TASK_ID $WIZQ_ATTEMPT" >> "$LEDGER"
+if [ "$WIZQ_STEP" = Other ]; then sleep 4; echo "end other $WIZQ_ATTEMPT" >> "$LEDGER"; echo '[]'; exit 0; fi
 trap 'sleep 1.5; echo "end $WIZQ_TASK_ID $WIZQ_ATTEMPT term" >> "$LEDGER"; exit 1' TERM
 if [ "$WIZQ_ATTEMPT" = 1 ]; then sleep 30 & wait; fi
 echo "end $WIZQ_TASK_ID $WIZQ_ATTEMPT" >> "$LEDGER"
@@ -455,7 +462,8 @@ TEST_F(PgKillTest, AnAgentsTimedOutAttemptEndsBeforeItsRetryIsGivenOut) {
   std::ofstream(root_ + "/wf.json") << kTimedReview;
   std::ofstream(root_ + "/agent.sh", std::ios::trunc) << kSlowToStopAgent;
   std::unique_ptr<WizqProcess> worker = Start("m1");
-  std::unique_ptr<WizqProcess> first = Start("a1");
+  // Both tasks at once: the timeout of one ends no other.
+  std::unique_ptr<WizqProcess> first = Start("a1", {"--jobs", "2"});
   ASSERT_TRUE(WaitFor(
       [&] { return ReadAll(ledger_).find("start 2 1") != std::string::npos; },
       std::chrono::seconds(30)))
@@ -469,6 +477,9 @@ TEST_F(PgKillTest, AnAgentsTimedOutAttemptEndsBeforeItsRetryIsGivenOut) {
   const std::string ledger = ReadAll(ledger_);
   EXPECT_EQ(ledger.find("overlap"), std::string::npos) << ledger;
   EXPECT_NE(ledger.find("start 2 2"), std::string::npos) << ledger;
+  EXPECT_NE(ledger.find("end other 1"), std::string::npos)
+      << "the other task was ended with the timed-out one:\n"
+      << ledger;
 }
 
 }  // namespace
