@@ -79,9 +79,9 @@ struct LocalAttempts {
   // Whether it still runs or finished on its own and can be adopted (null:
   // never): it goes back without counting, to be adopted by the next claim.
   std::function<bool(const Task&)> adoptable;
-  // Whether its processes may still run on this host (null: they may). A
-  // claim of this host is put back within its lease only to be adopted, or
-  // when they do not run.
+  // Whether its processes may still run on this host (null: nothing the
+  // caller starts outlives it). A dead worker's claim of this host is put
+  // back within its lease only to be adopted, or when they do not run.
   std::function<bool(const Task&)> may_run;
   // Ends what the attempt left running before its run is archived (null:
   // nothing). An error refuses the archive.

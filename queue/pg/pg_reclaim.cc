@@ -87,7 +87,7 @@ bool PgStore::Reclaimable(const PgTask& t, int64_t now,
       t.t, {OnThisHost(t.t.claim_host), SharesWorkspace(t.t.claim_host)},
       options_.local);
   const LocalAttempts& local = options_.local;
-  return !fate.ran || fate.adoptable || (local.may_run && !local.may_run(t.t));
+  return !fate.ran || fate.adoptable || !local.may_run || !local.may_run(t.t);
 }
 
 // Two steps: the tasks other holders have in progress are read without a
