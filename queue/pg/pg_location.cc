@@ -73,21 +73,10 @@ struct Span {
   size_t whole;
 };
 
-// The secret spans of a URL: the password of its user info and the values
-// of its password parameters. The user info is taken to end at the LAST
-// '@' (libpq stops at the first '@' or '/'): a password with an unencoded
-// '/', '?' or '@' is then still hidden, and only a query value holding an
-// '@' (rare) makes more than the password hidden.
-std::vector<Span> UrlSecretSpans(std::string_view url, size_t scheme_len) {
-  std::vector<Span> spans;
-  size_t query_from = scheme_len;
-  const size_t at = url.rfind('@');
-  if (at != std::string_view::npos && at >= scheme_len) {
-    const size_t colon = url.find(':', scheme_len);
-    if (colon < at) spans.push_back({colon + 1, at, colon});
-    query_from = at + 1;
-  }
-  size_t q = url.find('?', query_from);
+// The password spans of the query from `from` (the '?' at or after it).
+void QuerySecretSpans(std::string_view url, size_t from,
+                      std::vector<Span>* spans) {
+  size_t q = url.find('?', from);
   while (q != std::string_view::npos) {
     const size_t begin = q + 1;
     const size_t amp = url.find('&', begin);
@@ -98,12 +87,73 @@ std::vector<Span> UrlSecretSpans(std::string_view url, size_t scheme_len) {
     const std::string_view raw_key = param.substr(0, eq);
     if (!PercentDecode(raw_key, &key)) key = std::string(raw_key);
     if (IsSecretKey(key)) {
-      spans.push_back(
+      spans->push_back(
           {eq == std::string_view::npos ? begin : begin + eq + 1, end, begin});
     }
     q = amp;
   }
+}
+
+// The secret spans of a URL as it reads with its user info ending at `at`
+// (npos: none): the password there and the values of the query's password
+// parameters after it.
+std::vector<Span> UrlSpansWithUserInfoAt(std::string_view url,
+                                         size_t scheme_len, size_t at) {
+  std::vector<Span> spans;
+  size_t query_from = scheme_len;
+  if (at != std::string_view::npos && at >= scheme_len) {
+    const size_t colon = url.find(':', scheme_len);
+    if (colon < at) spans.push_back({colon + 1, at, colon});
+    query_from = at + 1;
+  }
+  QuerySecretSpans(url, query_from, &spans);
   return spans;
+}
+
+// libpq's reading: the user info ends at the first '@' met before a '/'.
+size_t LibpqUserInfoEnd(std::string_view url, size_t scheme_len) {
+  const size_t stop = url.find_first_of("@/", scheme_len);
+  return stop != std::string_view::npos && url[stop] == '@'
+             ? stop
+             : std::string_view::npos;
+}
+
+bool SameSpans(const std::vector<Span>& a, const std::vector<Span>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); i++) {
+    if (a[i].begin != b[i].begin || a[i].end != b[i].end) return false;
+  }
+  return true;
+}
+
+// The secret spans of a URL: the password of its user info and the values
+// of its password parameters. Read twice: as libpq reads it, and with the
+// user info ending at the LAST '@' (a password with an unencoded '/', '?'
+// or '@' is then still hidden); where the readings differ (an '@' in a
+// query value, a password libpq would cut short), both readings' spans are
+// hidden, merged: more than the password may be hidden, never less.
+std::vector<Span> UrlSecretSpans(std::string_view url, size_t scheme_len,
+                                 bool* agree = nullptr) {
+  const std::vector<Span> last =
+      UrlSpansWithUserInfoAt(url, scheme_len, url.rfind('@'));
+  const std::vector<Span> libpq = UrlSpansWithUserInfoAt(
+      url, scheme_len, LibpqUserInfoEnd(url, scheme_len));
+  if (agree != nullptr) *agree = SameSpans(last, libpq);
+  if (SameSpans(last, libpq)) return last;
+  std::vector<Span> all = last;
+  all.insert(all.end(), libpq.begin(), libpq.end());
+  std::sort(all.begin(), all.end(),
+            [](const Span& x, const Span& y) { return x.begin < y.begin; });
+  std::vector<Span> merged;
+  for (const Span& sp : all) {
+    if (!merged.empty() && sp.begin <= merged.back().end) {
+      merged.back().end = std::max(merged.back().end, sp.end);
+      merged.back().whole = std::min(merged.back().whole, sp.whole);
+    } else {
+      merged.push_back(sp);
+    }
+  }
+  return merged;
 }
 
 bool IsSpace(char c) { return std::isspace(static_cast<unsigned char>(c)); }
@@ -223,6 +273,11 @@ std::string RedactPgLocation(std::string_view location) {
 std::string PgLocationWithoutPassword(std::string_view location) {
   const std::vector<Span> spans = SecretSpans(location);
   const bool parsed = ForEachLibpqOption(location, [](auto, auto) {});
+  bool agree = true;
+  const size_t scheme = SchemeLength(location);
+  if (scheme > 0) UrlSecretSpans(location, scheme, &agree);
+  // Where the readings of a URL differ, what to remove is not sure.
+  if (!agree) return RedactPgLocation(location);
   for (const Span& span : spans) {
     if (!parsed || span.end == std::string_view::npos) {
       return RedactPgLocation(location);  // it will not run anyway
@@ -246,7 +301,8 @@ std::string PgLocationWithoutPassword(std::string_view location) {
   if (!url) {
     while (!out.empty() && IsSpace(out.back())) out.pop_back();
   }
-  return out;
+  // Nothing left would name no store (the directory store's "").
+  return out.empty() ? RedactPgLocation(location) : out;
 }
 
 bool PgLocationHasPassword(std::string_view location) {

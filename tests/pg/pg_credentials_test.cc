@@ -73,6 +73,7 @@ TEST(PgLocationTest, LeavesEveryPasswordFormOutOfACommand) {
       {"host=db password='unterminated", "host=db password=***"},
       {"host=db dbname x password=s3cret", "host=db ***"},
       {"host=db dbname=runs", "host=db dbname=runs"},
+      {"password=s3cret", "password=***"},  // nothing else to name
       {"", ""},
   };
   for (const auto& [location, shown] : cases) {
@@ -80,6 +81,23 @@ TEST(PgLocationTest, LeavesEveryPasswordFormOutOfACommand) {
     EXPECT_FALSE(PgLocationHasPassword(PgLocationWithoutPassword(location)) &&
                  shown.find("***") == std::string::npos)
         << location;
+  }
+}
+
+// An '@' in a query value: libpq ends the user info at the first '@'
+// before a '/', the display's first reading at the last '@'. Where the
+// two differ, what either finds is hidden, and a printed command is shown
+// redacted rather than stripped by a guess.
+TEST(PgLocationTest, AnAtSignInTheQueryHidesThePasswordStill) {
+  for (const std::string location :
+       {"postgresql://h/db?password=s3cret&application_name=a@b",
+        "postgresql://u:s3cret@h/db?application_name=a@b",
+        "postgresql://h/db?application_name=a@b&password=s3cret"}) {
+    EXPECT_EQ(RedactPgLocation(location).find("s3cret"), std::string::npos)
+        << location << " -> " << RedactPgLocation(location);
+    EXPECT_EQ(PgLocationWithoutPassword(location).find("s3cret"),
+              std::string::npos)
+        << location << " -> " << PgLocationWithoutPassword(location);
   }
 }
 
