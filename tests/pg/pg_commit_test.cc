@@ -241,20 +241,11 @@ TEST_F(PgCommitStoreTest, ACommitStillRunningWhenTheSessionIsGivenUpIsAwaited) {
   auto a = OpenOk(o);
   ASSERT_NE(a, nullptr);
   // Every commit waits for a standby that does not exist, for 9 s.
-  ASSERT_OK(
-      admin_->Exec("ALTER SYSTEM SET synchronous_standby_names = 'nobody'"));
-  ASSERT_OK(admin_->Exec("SELECT pg_reload_conf()"));
-  struct Reset {
-    PgConn* admin;
-    ~Reset() {
-      admin->Exec("ALTER SYSTEM RESET synchronous_standby_names").IgnoreError();
-      admin->Exec("SELECT pg_reload_conf()").IgnoreError();
-    }
-  } reset{admin_.get()};
+  CommitsHeld held(admin_.get());
+  ASSERT_OK(held.Hold());
   std::thread release([&] {
     std::this_thread::sleep_for(9s);
-    EXPECT_OK(admin_->Exec("ALTER SYSTEM RESET synchronous_standby_names"));
-    EXPECT_OK(admin_->Exec("SELECT pg_reload_conf()"));
+    EXPECT_OK(held.Release());
   });
   int tries = 0;
   std::vector<wizq::Task> got;

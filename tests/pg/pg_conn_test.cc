@@ -216,21 +216,12 @@ TEST_F(PgConnTest, SessionLostDuringCommitIsUnknownOutcomeNotLanded) {
 TEST_F(PgConnTest, SessionLostDuringCommitIsUnknownOutcomeLanded) {
   ASSERT_OK(admin_->Exec("CREATE TABLE " + T("l") + " (k int)"));
   auto victim = Connect();
-  ASSERT_OK(admin_->Exec(
-      "ALTER SYSTEM SET synchronous_standby_names = 'wizq_nobody'"));
-  struct Reset {
-    PgConn* admin;
-    ~Reset() {
-      // Put back for the other tests of this cluster (even on failure).
-      admin->Exec("ALTER SYSTEM RESET synchronous_standby_names").IgnoreError();
-      admin->Exec("SELECT pg_reload_conf()").IgnoreError();
-    }
-  } reset{admin_.get()};
-  ASSERT_OK(admin_->Exec("SELECT pg_reload_conf()"));
+  CommitsHeld held(admin_.get());
+  ASSERT_OK(held.Hold());
   for (int i = 0;; i++) {  // until the victim's backend has reloaded
     PgResult r;
     ASSERT_OK(victim->Exec("SHOW synchronous_standby_names", {}, &r));
-    if (r.Get(0, 0) == "wizq_nobody") break;
+    if (r.Get(0, 0) == CommitsHeld::kNoStandby) break;
     ASSERT_LT(i, 1000) << "the setting never reached the session";
     std::this_thread::sleep_for(milliseconds(5));
   }

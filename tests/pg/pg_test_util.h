@@ -73,6 +73,31 @@ inline PgCluster& SharedPgCluster(Status* started) {
 // Makes `role` (if absent) a login role with `password`, allowed to create
 // schemas in the database. CREATE ROLE takes no parameters: the password
 // goes through format() inside the server, bound all the way.
+// Every COMMIT of the cluster that writes waits for a synchronous standby
+// that never comes (kNoStandby), from when its session has reloaded its
+// settings (each does before its next statement) until Release, or the
+// end of the scope, also when the test fails.
+class CommitsHeld {
+ public:
+  static constexpr char kNoStandby[] = "wizq_nobody";
+  explicit CommitsHeld(PgConn* admin) : admin_(admin) {}
+  ~CommitsHeld() { Release().IgnoreError(); }
+  Status Hold() {
+    WIZQ_RETURN_IF_ERROR(admin_->Exec(
+        std::string("ALTER SYSTEM SET synchronous_standby_names = '") +
+        kNoStandby + "'"));
+    return admin_->Exec("SELECT pg_reload_conf()");
+  }
+  Status Release() {
+    WIZQ_RETURN_IF_ERROR(
+        admin_->Exec("ALTER SYSTEM RESET synchronous_standby_names"));
+    return admin_->Exec("SELECT pg_reload_conf()");
+  }
+
+ private:
+  PgConn* admin_;
+};
+
 inline Status CreatePasswordRole(PgConn* admin, const std::string& role,
                                  const std::string& password) {
   WIZQ_RETURN_IF_ERROR(admin->Exec(
